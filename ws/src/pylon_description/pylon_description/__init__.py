@@ -1,0 +1,1 @@
+"""Proxy vessel model: xacro macros for proxy parts, expanded into URDF."""

@@ -1,0 +1,1 @@
+"""setpoint_controller and the demo attitude estimator for PyLoN vessels."""
