@@ -1,0 +1,1 @@
+"""Test harness of the PyLoN workspace (pytest plugin, process control, waits)."""

@@ -1,0 +1,74 @@
+"""Per-session isolation: a ROS domain and UDP ports no other test session on this host uses.
+
+Two copies of the suite may run at once (two clones, or CI beside a developer). Each
+session claims its domain id and its ports with an exclusive ``flock`` on a file under
+a shared lock directory, holds the locks until it ends, and the kernel drops them if the
+session dies, so a crashed run never leaks a claim.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+import random
+import socket
+import tempfile
+
+LOCK_DIR = Path(tempfile.gettempdir()) / 'pylon-test-locks'
+
+# Fast DDS maps domain d to UDP ports 7400 + 250 d (+ offsets); 232 is the highest valid id.
+# Domain 0 is the ROS default, left to whatever else runs on the host.
+DOMAIN_IDS = range(1, 233)
+
+# UDP ports handed to tests come from the kernel's ephemeral range, never from DDS's.
+PORT_ATTEMPTS = 200
+
+
+class Claim:
+    """An exclusive, process-lifetime claim on one named resource."""
+
+    def __init__(self, name: str) -> None:
+        """Try to claim ``name``; raise ``BlockingIOError`` when another session holds it."""
+        LOCK_DIR.mkdir(mode=0o777, parents=True, exist_ok=True)
+        self.path = LOCK_DIR / f'{name}.lock'
+        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f'{os.getpid()}\n'.encode())
+
+    def release(self) -> None:
+        """Give the claim back (also happens when the process exits)."""
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+
+def claim_domain_id(rng: random.Random | None = None) -> tuple[int, Claim]:
+    """Claim a ROS domain id that no other live session on this host holds."""
+    candidates = list(DOMAIN_IDS)
+    (rng or random.Random()).shuffle(candidates)
+    for domain_id in candidates:
+        try:
+            return domain_id, Claim(f'domain-{domain_id}')
+        except BlockingIOError:
+            continue
+    raise RuntimeError(f'all ROS domain ids {DOMAIN_IDS.start}..{DOMAIN_IDS.stop - 1} are claimed')
+
+
+def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
+    """Claim a UDP port that is free now and that no other live session was given."""
+    for _ in range(PORT_ATTEMPTS):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        try:
+            return port, Claim(f'udp-{port}')
+        except BlockingIOError:
+            continue
+    raise RuntimeError(f'no free UDP port after {PORT_ATTEMPTS} attempts')

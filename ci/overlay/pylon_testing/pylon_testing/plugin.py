@@ -1,0 +1,142 @@
+"""pytest plugin of the PyLoN workspace (enabled with ``-p pylon_testing.plugin``).
+
+At session start it claims a ROS domain id no other session on this host uses and keeps
+DDS discovery on localhost, so two copies of the suite never see each other's graph.
+Fixtures:
+
+- ``ros_domain_id``: the session's domain id (also exported as ``ROS_DOMAIN_ID``).
+- ``free_udp_port``: call it for a UDP port no other session was given.
+- ``ros_process``: call it to start a workspace executable as a real process; its log is
+  shown when the test fails, and it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
+- ``ros_node``: an rclpy node in the test process on the session's domain, in its own context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+import itertools
+import os
+from pathlib import Path
+import tempfile
+
+import pytest
+
+from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
+from pylon_testing.processes import RosProcess
+
+_PROCESSES = pytest.StashKey[list]()
+_SESSION = pytest.StashKey[dict]()
+_counter = itertools.count()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Claim the session's ROS domain and set the environment every process inherits."""
+    domain_id, claim = claim_domain_id()
+    log_dir = Path(tempfile.mkdtemp(prefix=f'pylon-test-{os.getpid()}-'))
+    config.stash[_SESSION] = {
+        'domain_id': domain_id, 'claims': [claim], 'processes': [], 'log_dir': log_dir}
+    os.environ.update({
+        'ROS_DOMAIN_ID': str(domain_id),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        'ROS_STATIC_PEERS': '',
+        'ROS_LOG_DIR': str(log_dir / 'ros'),
+        'RCUTILS_COLORIZED_OUTPUT': '0',
+        'RCUTILS_LOGGING_BUFFERED_STREAM': '0',
+        'PYTHONUNBUFFERED': '1',
+    })
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say which isolated domain this session uses."""
+    session = config.stash[_SESSION]
+    return (f"ROS_DOMAIN_ID={session['domain_id']} (claimed), discovery LOCALHOST, "
+            f"process logs in {session['log_dir']}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End every process still running and give back the session's claims."""
+    session = config.stash.get(_SESSION, None)
+    if session is None:
+        return
+    for process in reversed(session['processes']):
+        process.stop()
+    for claim in session['claims']:
+        claim.release()
+
+
+@pytest.fixture(scope='session')
+def ros_domain_id(pytestconfig: pytest.Config) -> int:
+    """Return the ROS domain id this test session owns."""
+    return pytestconfig.stash[_SESSION]['domain_id']
+
+
+@pytest.fixture(scope='session')
+def free_udp_port(pytestconfig: pytest.Config) -> Callable[[], int]:
+    """Return a function that hands out UDP ports no other session on this host was given."""
+    claims: list[Claim] = pytestconfig.stash[_SESSION]['claims']
+
+    def take() -> int:
+        port, claim = claim_udp_port()
+        claims.append(claim)
+        return port
+
+    return take
+
+
+@pytest.fixture
+def ros_process(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RosProcess]]:
+    """Return a function that starts a process and ends it at teardown.
+
+    ``ros_process(cmd, name=None, env=None, cwd=None)``: ``cmd`` is an executable on PATH
+    (a workspace executable under ``ci/env.sh``) and its arguments; ``env`` entries are
+    added to the session's environment.
+    """
+    session = request.config.stash[_SESSION]
+    started: list[RosProcess] = []
+    request.node.stash[_PROCESSES] = started
+    log_dir = tmp_path_factory.mktemp('processes')
+
+    def start(cmd: Sequence[str], name: str | None = None,
+              env: Mapping[str, str] | None = None, cwd: str | None = None) -> RosProcess:
+        name = name or f'{Path(cmd[0]).name}-{next(_counter)}'
+        process = RosProcess(name, list(cmd), log_dir / f'{name}.log',
+                             {**os.environ, **(env or {})}, cwd)
+        started.append(process)
+        session['processes'].append(process)
+        return process
+
+    yield start
+    for process in reversed(started):
+        process.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Attach the log of every process the test started to a failed report."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for process in item.stash.get(_PROCESSES, []):
+        status = process.returncode
+        state = 'running' if status is None else f'exited with {status}'
+        report.sections.append(
+            (f'process {process.name} ({state}): {" ".join(process.cmd)}', process.log()))
+
+
+@pytest.fixture
+def ros_node(ros_domain_id: int, request: pytest.FixtureRequest) -> Iterator[object]:
+    """Yield an rclpy node in the test process, in a context of its own on the session's domain."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    node = rclpy.create_node(f'pylon_test_{os.getpid()}_{next(_counter)}', context=context)
+    try:
+        yield node
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)

@@ -1,0 +1,60 @@
+"""Wait for conditions on a ROS graph with a timeout, spinning an executor (never sleep)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import time
+from typing import Any
+
+from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+SPIN_PERIOD_SEC = 0.05
+
+
+def spin_until(node: Node, condition: Callable[[], bool], timeout: float,
+               executor: Executor | None = None, what: str = 'condition') -> None:
+    """Spin ``node`` (or ``executor``) until ``condition()``; TimeoutError after ``timeout``."""
+    own = executor is None
+    if own:
+        executor = SingleThreadedExecutor(context=node.context)
+        executor.add_node(node)
+    try:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f'{what} did not hold within {timeout} s')
+            executor.spin_once(timeout_sec=min(SPIN_PERIOD_SEC, remaining))
+    finally:
+        if own:
+            executor.remove_node(node)
+            executor.shutdown(timeout_sec=0)
+
+
+def wait_for_messages(node: Node, msg_type: type, topic: str, qos: QoSProfile | int,
+                      count: int = 1, timeout: float = 10.0,
+                      predicate: Callable[[Any], bool] | None = None,
+                      executor: Executor | None = None) -> list[Any]:
+    """Subscribe to ``topic`` with ``qos`` and return the first ``count`` matching messages.
+
+    The subscription exists only for the wait. Messages for which ``predicate`` is false
+    are not counted. Raises TimeoutError naming the topic and how many arrived.
+    """
+    received: list[Any] = []
+
+    def on_message(message: Any) -> None:
+        if predicate is None or predicate(message):
+            received.append(message)
+
+    subscription = node.create_subscription(msg_type, topic, on_message, qos)
+    try:
+        spin_until(node, lambda: len(received) >= count, timeout, executor,
+                   what=f'{count} message(s) on {topic} (got {len(received)})')
+    except TimeoutError as exc:
+        raise TimeoutError(
+            f'only {len(received)} of {count} message(s) on {topic} within {timeout} s') from exc
+    finally:
+        node.destroy_subscription(subscription)
+    return received[:count]
