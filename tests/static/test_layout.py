@@ -1,0 +1,120 @@
+"""Static checks of what cannot run here: layout, package manifests, Docker and compose files."""
+
+from pathlib import Path
+import re
+import stat
+
+from catkin_pkg.package import parse_package
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WS_PACKAGES = sorted(p.parent for p in (ROOT / 'ws' / 'src').glob('*/package.xml'))
+OVERLAY_PACKAGES = sorted(p.parent for p in (ROOT / 'ci' / 'overlay').glob('*/package.xml'))
+EXPECTED_WS = {'pylon_interfaces', 'pylon_protocol', 'pylon_bridge', 'pylon_vehicle_control',
+               'pylon_sim', 'pylon_description'}
+
+
+def test_top_level_layout():
+    for name in ('docker', 'ws/src', 'launch', 'rviz', 'config', 'config/overlays', 'ci',
+                 'bench', '.ci'):
+        assert (ROOT / name).is_dir(), name
+    for name in ('compose.yaml', 'README.md', 'Makefile', '.ci/run', 'docker/Dockerfile',
+                 'ci/setup.sh', 'ci/env.sh', 'ci/requirements.txt', 'ci/constraints.txt'):
+        assert (ROOT / name).is_file(), name
+    assert {p.name for p in WS_PACKAGES} == EXPECTED_WS
+
+
+@pytest.mark.parametrize('path', WS_PACKAGES + OVERLAY_PACKAGES, ids=lambda p: p.name)
+def test_package_manifest(path):
+    package = parse_package(str(path / 'package.xml'))
+    package.validate()
+    assert package.name == path.name
+    build_type = package.get_build_type()
+    if build_type == 'ament_python':
+        cfg = (path / 'setup.cfg').read_text()
+        assert f'script_dir=$base/lib/{package.name}' in cfg
+        assert f'install_scripts=$base/lib/{package.name}' in cfg
+        assert (path / 'resource' / package.name).is_file()
+        assert (path / package.name / '__init__.py').is_file()
+        assert f"PACKAGE = '{package.name}'" in (path / 'setup.py').read_text()
+    else:
+        assert build_type == 'ament_cmake'
+        assert f'project({package.name})' in (path / 'CMakeLists.txt').read_text()
+
+
+def test_interface_package_lists_every_message_file():
+    pkg = ROOT / 'ws' / 'src' / 'pylon_interfaces'
+    listed = set(re.findall(r'"(msg/\w+\.msg)"', (pkg / 'CMakeLists.txt').read_text()))
+    on_disk = {f'msg/{p.name}' for p in (pkg / 'msg').glob('*.msg')}
+    assert listed == on_disk
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = (ROOT / 'docker' / 'Dockerfile').read_text().replace('\\\n', ' ')
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1])
+            for line in text.splitlines() if line.strip() and not line.startswith('#')]
+
+
+def test_dockerfile_copies_real_files_and_never_the_native_overlay():
+    instructions = dockerfile_instructions()
+    assert instructions[1][0] == 'FROM' and instructions[1][1].startswith('ros:${ROS_DISTRO}')
+    copies = [args.split() for op, args in instructions if op == 'COPY']
+    for *sources, _ in copies:
+        for source in sources:
+            assert (ROOT / source).exists(), source
+            assert not source.startswith('ci'), 'native-only packages must stay out of the image'
+    copied_manifests = {s for *srcs, _ in copies for s in srcs if s.endswith('package.xml')}
+    assert copied_manifests == {f'ws/src/{p.name}/package.xml' for p in WS_PACKAGES}
+    assert (ROOT / 'docker' / 'entrypoint.sh').stat().st_mode & stat.S_IXUSR
+
+
+def test_dockerignore_keeps_native_build_out_of_the_context():
+    ignored = (ROOT / '.dockerignore').read_text().split()
+    for entry in ('.venv', 'ws/build', 'ws/install', 'ws/log'):
+        assert entry in ignored
+
+
+def test_compose_file_parses_and_references_real_files():
+    compose = yaml.safe_load((ROOT / 'compose.yaml').read_text())
+    assert compose['services']
+    for name, service in compose['services'].items():
+        build = service.get('build')
+        if build:
+            context = ROOT / build['context']
+            assert context.is_dir(), name
+            assert (context / build['dockerfile']).is_file(), name
+        assert service.get('network_mode') == 'host', name
+
+
+def test_ci_runs_what_the_readme_tells_users_to_run():
+    run = (ROOT / '.ci' / 'run').read_text()
+    commands = [line.strip() for line in run.splitlines()
+                if line.strip() and not line.lstrip().startswith('#')]
+    assert commands[-1] == 'make test'
+    readme = (ROOT / 'README.md').read_text()
+    for command in ('make test', 'make demo', 'make setup', 'make bench', 'docker compose up',
+                    'ci/env.sh'):
+        assert command in readme, command
+    for package in EXPECTED_WS:
+        assert package in readme, package
+
+
+# Files beside the repository are not shipped; built from parts so this file does not match.
+OUTSIDE = re.compile(r'\.\./' + 'shared' + r'\b|/work/' + 'shared')
+
+
+def test_nothing_reads_outside_the_repository():
+    offenders = []
+    for path in ROOT.rglob('*'):
+        parts = path.relative_to(ROOT).parts
+        if not path.is_file() or parts[0] in ('.git', '.venv') or parts[:2] in (
+                ('ws', 'build'), ('ws', 'install'), ('ws', 'log')) or '__pycache__' in parts:
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if OUTSIDE.search(text):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
