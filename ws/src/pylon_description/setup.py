@@ -1,5 +1,7 @@
 """Install pylon_description as an ament_python package."""
 
+from glob import glob
+
 from setuptools import find_packages, setup
 
 PACKAGE = 'pylon_description'
@@ -11,6 +13,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/urdf', sorted(glob('urdf/*.xacro'))),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
