@@ -18,5 +18,10 @@ setup(
     maintainer_email='maintainers@pylon-workspace.org',
     description='A stand-in for KSP with the PyLoN mod (no rclpy).',
     license='Apache-2.0',
-    entry_points={'console_scripts': []},
+    entry_points={
+        'console_scripts': [
+            'pylon_sim = pylon_sim.main:main',
+            'pylon_sim_admin = pylon_sim.admin:main',
+        ],
+    },
 )

@@ -1,0 +1,63 @@
+"""``pylon_sim_admin``: send one admin request to a running ``pylon_sim`` and print the reply.
+
+Examples::
+
+    pylon_sim_admin --port 49012 status
+    pylon_sim_admin --port 49012 pause
+    pylon_sim_admin --port 49012 warp rate=4 mode=physics
+    pylon_sim_admin --port 49012 switch vessel=target
+    pylon_sim_admin --port 49012 heartbeat enabled=false
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+
+REQUESTS = ('status', 'pause', 'resume', 'warp', 'switch', 'revert', 'pack', 'unpack',
+            'heartbeat', 'restart', 'quit')
+
+
+def request(port: int, payload: dict, host: str = '127.0.0.1', timeout: float = 5.0) -> dict:
+    """Send ``payload`` to the admin port and return the simulator's reply."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        sock.sendto(json.dumps(payload).encode(), (host, port))
+        data, _ = sock.recvfrom(65535)
+    return json.loads(data.decode())
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``CMD key=value ...``, send it, print the JSON reply."""
+    p = argparse.ArgumentParser(prog='pylon_sim_admin', description=__doc__.splitlines()[0])
+    p.add_argument('--host', default='127.0.0.1')
+    p.add_argument('--port', type=int, required=True, help='pylon_sim --admin-port')
+    p.add_argument('cmd', choices=REQUESTS)
+    p.add_argument('args', nargs='*', metavar='KEY=VALUE')
+    args = p.parse_args(argv)
+    payload: dict = {'cmd': args.cmd}
+    for item in args.args:
+        key, sep, value = item.partition('=')
+        if not sep:
+            p.error(f'expected KEY=VALUE, got {item!r}')
+        payload[key] = _value(value)
+    try:
+        reply = request(args.port, payload, args.host)
+    except (OSError, TimeoutError) as exc:
+        print(f'pylon_sim_admin: no reply from {args.host}:{args.port}: {exc}', file=sys.stderr)
+        return 1
+    print(json.dumps(reply, indent=2))
+    return 0 if reply.get('ok') else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""``pylon_sim``: KSP with the PyLoN mod, headless, speaking the PyLoN UDP protocol v1.
+
+Sends state datagrams to ``--state-host:--state-port`` (default 127.0.0.1:49010, where
+``udp_bridge`` listens) and reads commands on ``--command-port`` (default 49011). An
+optional admin port takes JSON requests (``pylon_sim_admin``) to pause, warp, switch
+vessels, revert, pack, stop the heartbeat or restart, as a player would in KSP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import sys
+
+from pylon_sim.runtime import LOG, Simulator
+from pylon_sim.scenario import load_scenario, ScenarioError
+
+
+def port(text: str) -> int:
+    """Parse a UDP port (1-65535; 0 = none for the admin port)."""
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f'port must be 0-65535, got {value}')
+    return value
+
+
+def non_negative(text: str) -> float:
+    """Parse a finite number >= 0."""
+    value = float(text)
+    if not value >= 0 or value == float('inf'):
+        raise argparse.ArgumentTypeError(f'must be a finite number >= 0, got {text}')
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the command-line parser."""
+    p = argparse.ArgumentParser(
+        prog='pylon_sim', description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--scenario', default='orbit',
+                   help='scenario name (config/scenarios/NAME.yaml) or path to a YAML file')
+    p.add_argument('--state-host', default='127.0.0.1', help='where udp_bridge listens')
+    p.add_argument('--state-port', type=port, default=49010, help='udp_bridge state port')
+    p.add_argument('--command-host', default='127.0.0.1',
+                   help='address to take commands on (0.0.0.0: every interface)')
+    p.add_argument('--command-port', type=port, default=49011, help='command port')
+    p.add_argument('--admin-port', type=port, default=0,
+                   help='UDP port for admin requests on --command-host (0: none)')
+    p.add_argument('--rate', type=non_negative, default=1.0,
+                   help='simulator clock speed as a multiple of real time; 0 = lock-stepped, '
+                        'as fast as possible (simulator-only runs)')
+    p.add_argument('--duration', type=non_negative, default=None,
+                   help='stop after this many simulator-clock seconds (default: run until '
+                        'SIGINT/SIGTERM)')
+    p.add_argument('--seed', type=int, default=0,
+                   help='seed of ids the scenario leaves open and of runtime GUIDs')
+    p.add_argument('--allow-remote-urdf', action='store_true',
+                   help='also send the vessel model to a non-loopback --state-host')
+    p.add_argument('--log-level', default='INFO',
+                   choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'))
+    return p
+
+
+def bind_udp(host: str, number: int) -> socket.socket:
+    """Return a non-blocking UDP socket bound to host:number."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((host, number))
+    sock.setblocking(False)
+    return sock
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the simulator until the duration ends or a signal arrives."""
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format='[pylon_sim] %(levelname)s %(message)s')
+    try:
+        scenario = load_scenario(args.scenario, args.seed)
+    except ScenarioError as exc:
+        LOG.error('scenario rejected: %s', exc)
+        return 2
+    try:
+        command_sock = bind_udp(args.command_host, args.command_port)
+        admin_sock = bind_udp(args.command_host, args.admin_port) if args.admin_port else None
+    except OSError as exc:
+        LOG.error('cannot bind %s:%d: %s', args.command_host, args.command_port, exc)
+        return 2
+    sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
+                    command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
+                    allow_remote_model=args.allow_remote_urdf)
+
+    def stop(signum, _frame) -> None:
+        sim.stop_requested = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    LOG.info('scenario %s (%s), active %s; state to %s:%d, commands on %s:%d%s, rate %g',
+             scenario.name, scenario.path, scenario.active, args.state_host, args.state_port,
+             args.command_host, args.command_port,
+             f', admin on {args.admin_port}' if args.admin_port else '', args.rate)
+    try:
+        sim.run(rate=args.rate, duration=args.duration)
+    finally:
+        sim.log_status()
+        sim.close()
+    LOG.info('stopped')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""The simulator's frame loop: physics, the mod's runtime session, send rates and sockets.
+
+Time model. One loop iteration is one game frame and one physics step
+(``physics_step``, 0.02 s of simulator clock). Everything the mod times by the wall clock
+(send rates, and later lease durations, command timeouts, acquisition windows) runs on the
+simulator's own clock, which advances ``rate`` times faster than real time; UT advances
+with physics (``physics_step`` x warp per frame, not at all while paused). ``rate`` 1 is
+real time, the only setting for runs with ROS nodes in the loop; ``rate`` 0 runs frames
+back to back (lock-stepped, as fast as possible) for simulator-only tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+import ipaddress
+import json
+import logging
+import random
+import socket
+import time
+
+import numpy as np
+from pylon_protocol import model as model_codec
+from pylon_protocol import packets, wire
+from pylon_protocol.envelope import Envelope
+from pylon_protocol.errors import ProtocolError
+from pylon_protocol.session import RuntimeSession
+
+from pylon_sim import actuators, ksp_view, proxy_model, telemetry
+from pylon_sim.scenario import Scenario
+from pylon_sim.vessel import part_masses
+from pylon_sim.world import World
+
+LOG = logging.getLogger('pylon_sim')
+
+# the mod's send periods, s of wall (simulator) clock
+SESSION_PERIOD = 0.1
+IMU_PERIOD = 1.0 / 30.0
+GROUND_TRUTH_PERIOD = 1.0 / 30.0
+FLIGHT_STATE_PERIOD = 1.0 / 30.0
+ACTUATOR_STATE_PERIOD = 1.0 / 30.0
+ACTUATOR_MANIFEST_PERIOD = 1.0
+MOTOR_STATE_PERIOD = 1.0 / 20.0
+MODEL_PERIOD = 2.0
+STATUS_PERIOD_WALL = 5.0
+MAX_COMMANDS_PER_FRAME = 256
+MAX_DATAGRAM_BYTES = 65000
+LOG_THROTTLE_SEC = 5.0
+
+
+class Schedule:
+    """A periodic deadline on the simulator clock (at most one firing per frame)."""
+
+    def __init__(self, period: float) -> None:
+        """Fire first at the next check."""
+        self.period = period
+        self.next = 0.0
+
+    def due(self, clock: float) -> bool:
+        """Tell whether the period has elapsed at ``clock``; advance the deadline if so."""
+        if clock + 1e-9 < self.next:
+            return False
+        self.next += self.period
+        if self.next <= clock:          # fell behind: skip, do not burst
+            self.next = clock + self.period
+        return True
+
+    def fire_now(self) -> None:
+        """Make the next check fire."""
+        self.next = 0.0
+
+
+@dataclass
+class Stats:
+    """Counters the status line and the benchmark read."""
+
+    frames: int = 0
+
+    def __post_init__(self) -> None:
+        self.sent = Counter()
+        self.sent_bytes = Counter()
+        self.encode_seconds = Counter()
+        self.commands = Counter()
+        self.command_rejected = Counter()
+        self.dropped_oversize = 0
+
+
+class Simulator:
+    """KSP plus the PyLoN mod: a world, its runtime session and the mod's packets."""
+
+    def __init__(self, scenario: Scenario, *, send: Callable[[bytes], None] | None = None,
+                 state_addr: tuple[str, int] = ('127.0.0.1', 49010),
+                 command_sock: socket.socket | None = None,
+                 admin_sock: socket.socket | None = None, seed: int = 0,
+                 allow_remote_model: bool = False) -> None:
+        """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``."""
+        self.scenario = scenario
+        self.world = World(scenario)
+        self.rng = random.Random(seed)
+        self.state_addr = state_addr
+        self._out = None
+        if send is None:
+            self._out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            send = self._send_udp
+        self.send = send
+        self.command_sock = command_sock
+        self.admin_sock = admin_sock
+        self.model_allowed = allow_remote_model or _is_loopback(state_addr[0])
+        self.stats = Stats()
+        self.clock = 0.0
+        self.paused = False
+        self.heartbeat_enabled = True
+        self.stop_requested = False
+        self._log_times: dict[str, float] = defaultdict(lambda: -1e9)
+        self._start_process()
+
+    # -- process and session ------------------------------------------------------------
+    def _start_process(self) -> None:
+        """Begin as a freshly started KSP process (new runtime instance)."""
+        self.runtime = RuntimeSession(rng=self.rng)
+        self._envelope = self._envelope_key = None
+        self.anchor = telemetry.GroundTruthAnchor()
+        self.model_session = self._new_id()
+        self.model_key = None
+        self.imu_skip = True
+        self.schedules = {name: Schedule(period) for name, period in (
+            ('session', SESSION_PERIOD), ('imu', IMU_PERIOD), ('gt', GROUND_TRUTH_PERIOD),
+            ('flight', FLIGHT_STATE_PERIOD), ('actuator', ACTUATOR_STATE_PERIOD),
+            ('manifest', ACTUATOR_MANIFEST_PERIOD), ('motor', MOTOR_STATE_PERIOD),
+            ('model', MODEL_PERIOD))}
+        self._observe(first=True)
+
+    def _new_id(self) -> str:
+        return f'{self.rng.getrandbits(128):032x}'
+
+    @property
+    def available(self) -> bool:
+        """Tell the mod's availability: in flight, an active vessel, not packed."""
+        return not self.world.is_packed(self.world.active)
+
+    def _observe(self, first: bool = False) -> bool:
+        """Let the runtime session look at the game; handle a reset if it made one."""
+        vessel = self.world.active
+        speed = float(np.linalg.norm(vessel.state.velocity))
+        relative = vessel.state.position
+        reset = self.runtime.observe(
+            active_vessel_id=vessel.vessel_id, topology_hash=vessel.spec.topology_hash(),
+            main_body=vessel.body.name, available=self.available,
+            body_relative_position=(float(relative[0]), float(relative[1]),
+                                    float(relative[2])),
+            max_speed=speed, dt=self.world.physics_step * self.world.warp_rate,
+            ut=self.world.ut)
+        if reset or first:
+            self._on_reset()
+        return reset
+
+    def _on_reset(self) -> None:
+        """Apply what a runtime reset means for the mod's producers."""
+        self.anchor.reset(self.world.active, self.world.ut)
+        self.imu_skip = True
+        self.schedules['manifest'].fire_now()
+        self.schedules['model'].fire_now()
+
+    @property
+    def envelope(self) -> Envelope:
+        """Return the current runtime envelope."""
+        rt = self.runtime
+        key = (rt.instance, rt.generation, rt.epoch, rt.vessel_id)
+        if self._envelope is None or self._envelope_key != key:
+            self._envelope, self._envelope_key = Envelope(*key), key
+        return self._envelope
+
+    # -- sending --------------------------------------------------------------------------
+    def _send_udp(self, data: bytes) -> None:
+        try:
+            self._out.sendto(data, self.state_addr)
+        except OSError as exc:   # nobody listening, or a full buffer: UDP loses it
+            self._throttled('send', f'state datagram not sent: {exc}')
+
+    def emit(self, type_name: str, payload: dict) -> None:
+        """Build, validate, encode and send one state packet."""
+        start = time.perf_counter()
+        packet = packets.build_state(type_name, self.envelope, **payload)
+        data = wire.encode_state(packet)
+        self.stats.encode_seconds[type_name] += time.perf_counter() - start
+        if len(data) > MAX_DATAGRAM_BYTES:
+            self.stats.dropped_oversize += 1
+            self._throttled('oversize', f'{type_name} of {len(data)} B not sent')
+            return
+        self.stats.sent[type_name] += 1
+        self.stats.sent_bytes[type_name] += len(data)
+        self.send(data)
+
+    def _throttled(self, key: str, message: str, level: int = logging.WARNING) -> None:
+        now = time.monotonic()
+        if now - self._log_times[key] >= LOG_THROTTLE_SEC:
+            self._log_times[key] = now
+            LOG.log(level, message)
+
+    # -- one frame ---------------------------------------------------------------------
+    def frame(self) -> None:
+        """Run one game frame: commands, physics, runtime session, due packets."""
+        self.stats.frames += 1
+        self.clock += self.world.physics_step
+        self.drain_commands()
+        self.drain_admin()
+        if not self.paused:
+            self.world.step()
+        self._observe()
+        self.emit_due()
+
+    def emit_due(self) -> None:
+        """Send every packet whose period has elapsed on the simulator clock."""
+        due = {name: schedule.due(self.clock) for name, schedule in self.schedules.items()}
+        if due['session'] and self.heartbeat_enabled:
+            self.emit('pylon_session', self._session_payload())
+        if not self.available:
+            return
+        vessel = self.world.active
+        spec = vessel.spec
+        ut = self.world.ut
+        sequence = self.stats.frames
+        if due['model']:
+            self._send_model()
+        if due['manifest']:
+            self.emit('pylon_actuator_manifest', actuators.manifest(spec))
+        if self.paused:
+            return
+        view = ksp_view.observe(vessel, ut)
+        if due['imu']:
+            if self.imu_skip:
+                self.imu_skip = False
+            else:
+                self.emit('pylon_imu', {'vesselId': vessel.vessel_id, 'universalTime': ut,
+                                        **telemetry.imu(view)})
+        if due['gt']:
+            gt = telemetry.ground_truth(self.anchor, view, vessel, ut)
+            self.emit('pylon_ground_truth', gt)
+            self.emit('pylon_nearby_vessels',
+                      telemetry.nearby_vessels(self.world, self.anchor, view, gt))
+        if due['flight']:
+            self.emit('pylon_flight_state', telemetry.flight_state(self.world, view, sequence))
+        found = actuators.actuators_of(spec)
+        if due['actuator']:
+            com = tuple(float(v) for v in vessel.mass.com)
+            for actuator in found:
+                if actuator.actuator_type != 'motor':
+                    self.emit('pylon_actuator_state',
+                              actuators.state(actuator, spec, ut, sequence, com))
+        if due['motor']:
+            for actuator in found:
+                if actuator.actuator_type == 'motor':
+                    self.emit('pylon_motor_state', actuators.motor_state(actuator, spec, ut))
+
+    def _session_payload(self) -> dict:
+        return telemetry.session(
+            self.world, self.runtime.vessel_id,
+            self.available, self.paused, self.world.is_packed(self.world.active),
+            self.stats.frames, self.clock)
+
+    def _send_model(self) -> None:
+        """Send the active vessel's proxy model in chunks (loopback destinations only)."""
+        if not self.model_allowed:
+            return
+        vessel = self.world.active
+        key = (vessel.vessel_id, self.runtime.epoch)
+        if self.model_key is not None and self.model_key[0] != key[0]:
+            # another vessel became active: retire the old model, start a new producer
+            self.emit('pylon_vessel_urdf_clear', {'sessionId': self.model_session})
+            self.model_session = self._new_id()
+        self.model_key = key
+        masses = part_masses(vessel.spec, vessel.resources)
+        urdf = proxy_model.build_urdf(vessel.spec, masses)
+        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf)
+        for chunk in model_codec.chunk_model(bundle, session_id=self.model_session,
+                                             sent_at_ut=self.world.ut):
+            self.emit('pylon_vessel_urdf_chunk', chunk)
+
+    # -- commands and admin -------------------------------------------------------------
+    def drain_commands(self) -> None:
+        """Read at most 256 command datagrams; validate and count them."""
+        if self.command_sock is None:
+            return
+        for _ in range(MAX_COMMANDS_PER_FRAME):
+            try:
+                data, _ = self.command_sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self._throttled('recv', f'command socket: {exc}')
+                return
+            try:
+                command = packets.decode_command(data)
+            except ProtocolError as exc:
+                if exc.reason == 'unknown_type':
+                    self.stats.command_rejected['unknown_type'] += 1
+                    continue
+                self.stats.command_rejected[exc.reason] += 1
+                self._throttled(f'command:{exc.reason}',
+                                f'dropped a malformed command datagram ({len(data)} B): {exc}'
+                                f' [{sum(self.stats.command_rejected.values())} dropped]')
+                continue
+            if not self.available or not self.runtime.accept_command(command):
+                self.stats.command_rejected['session_mismatch'] += 1
+                continue
+            self.stats.commands[command['type']] += 1
+
+    def drain_admin(self) -> None:
+        """Apply admin requests (JSON over UDP) and answer each one."""
+        if self.admin_sock is None:
+            return
+        for _ in range(16):
+            try:
+                data, peer = self.admin_sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            try:
+                request = json.loads(data.decode('utf-8'))
+                if not isinstance(request, dict):
+                    raise ValueError('an admin request is a JSON object')
+                reply = {'ok': True, **self.admin(request)}
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+                reply = {'ok': False, 'error': str(exc)}
+            try:
+                self.admin_sock.sendto(json.dumps(reply).encode(), peer)
+            except OSError:
+                pass
+
+    def admin(self, request: dict) -> dict:
+        """Carry out one admin request; return the reply fields."""
+        cmd = request.get('cmd')
+        world = self.world
+        if cmd == 'status':
+            pass
+        elif cmd == 'pause':
+            self.paused = True
+        elif cmd == 'resume':
+            self.paused = False
+        elif cmd == 'warp':
+            world.set_warp(float(request.get('rate', 1.0)), str(request.get('mode', 'physics')))
+        elif cmd == 'switch':
+            target = world.find(str(request['vessel']))
+            if target.spec.is_debris:
+                raise ValueError(f'{target.key} is debris and cannot be controlled')
+            world.active_key = target.key
+        elif cmd == 'revert':
+            world.reset()
+        elif cmd in ('pack', 'unpack'):
+            world.active.packed = cmd == 'pack'
+        elif cmd == 'heartbeat':
+            self.heartbeat_enabled = bool(request.get('enabled', True))
+        elif cmd == 'restart':
+            self._start_process()
+        elif cmd == 'quit':
+            self.stop_requested = True
+        else:
+            raise ValueError(f'unknown admin cmd {cmd!r} (status, pause, resume, warp, '
+                             'switch, revert, pack, unpack, heartbeat, restart, quit)')
+        if cmd not in ('status', 'quit', 'heartbeat'):
+            self._observe()
+        return self.status()
+
+    def status(self) -> dict:
+        """Return the simulator's state as a JSON-ready dict."""
+        fields = self.runtime.envelope()
+        return {
+            'ut': self.world.ut, 'clock': self.clock, 'frames': self.stats.frames,
+            'active': self.world.active_key, 'vessel_id': self.world.active.vessel_id,
+            'available': self.available, 'paused': self.paused,
+            'warp': [self.world.warp_rate, self.world.warp_mode],
+            'heartbeat': self.heartbeat_enabled, **fields,
+            'sent': dict(self.stats.sent), 'commands': dict(self.stats.commands),
+            'command_rejected': dict(self.stats.command_rejected),
+        }
+
+    # -- loop -----------------------------------------------------------------------------
+    def run(self, rate: float = 1.0, duration: float | None = None) -> None:
+        """Run frames until ``duration`` simulator seconds passed or a stop is requested."""
+        wall_start = time.monotonic()
+        clock_start = self.clock
+        next_status = wall_start + STATUS_PERIOD_WALL
+        while not self.stop_requested:
+            if duration is not None and self.clock - clock_start >= duration - 1e-9:
+                break
+            self.frame()
+            now = time.monotonic()
+            if now >= next_status:
+                next_status = now + STATUS_PERIOD_WALL
+                self.log_status()
+            if rate > 0:
+                delay = wall_start + (self.clock - clock_start) / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+
+    def log_status(self) -> None:
+        """Log one line of status."""
+        LOG.info('UT %.2f clock %.1f s | %s %s | gen %d | %s%s| sent %d, commands %d, '
+                 'rejected %d', self.world.ut, self.clock, self.world.active_key,
+                 'available' if self.available else 'unavailable',
+                 self.runtime.generation, 'paused ' if self.paused else '',
+                 f'warp x{self.world.warp_rate:g} {self.world.warp_mode} '
+                 if self.world.warp_rate > 1 else '',
+                 sum(self.stats.sent.values()), sum(self.stats.commands.values()),
+                 sum(self.stats.command_rejected.values()))
+
+    def close(self) -> None:
+        """Close the sockets the simulator opened."""
+        for sock in (self._out, self.command_sock, self.admin_sock):
+            if sock is not None:
+                sock.close()
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'

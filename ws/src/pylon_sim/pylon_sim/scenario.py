@@ -1,0 +1,381 @@
+"""Scenario files: which vessels fly where, made of which parts (YAML, see config/scenarios).
+
+``load_scenario(name_or_path, seed)`` reads and checks a file and returns a ``Scenario``;
+any error names the file, the key path and what is wrong, and stops the simulator before it
+sends anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+import math
+import os
+from pathlib import Path
+import random
+import re
+from typing import Any
+
+import yaml
+
+from pylon_sim.bodies import BODIES, Body
+from pylon_sim.vessel import (
+    Module,
+    MODULE_KINDS,
+    Part,
+    RESOURCE_DENSITY,
+    rpy_quaternion,
+    Shape,
+    VesselSpec,
+)
+
+SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
+HEX32 = re.compile(r'^[0-9a-f]{32}$')
+SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
+SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera')
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be flown; the message names file, key and problem."""
+
+
+@dataclass(frozen=True)
+class OrbitStart:
+    """Start on a Keplerian orbit."""
+
+    body: str
+    altitude: float           # m, periapsis altitude
+    eccentricity: float = 0.0
+    inclination: float = 0.0  # deg
+    lan: float = 0.0          # deg
+    arg_periapsis: float = 0.0  # deg
+    true_anomaly: float = 0.0   # deg
+    along_track: float = 0.0    # m, added along the orbit (arc length at periapsis radius)
+
+
+@dataclass(frozen=True)
+class SurfaceStart:
+    """Start standing on the ground."""
+
+    body: str
+    latitude: float   # deg
+    longitude: float  # deg
+    altitude: float   # m, centre-of-mass height above the sphere when resting
+
+
+@dataclass(frozen=True)
+class VesselStart:
+    """One vessel of a scenario: description, start and initial attitude."""
+
+    key: str
+    spec: VesselSpec
+    start: OrbitStart | SurfaceStart
+    attitude_rpy: tuple[float, float, float]   # deg, base_link w.r.t. the reference frame
+    angular_velocity: tuple[float, float, float]  # rad/s, base_link, relative to reference
+    packed: bool = False
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario ready to fly."""
+
+    name: str
+    description: str
+    path: Path
+    start_ut: float
+    physics_step: float
+    active: str
+    vessels: tuple[VesselStart, ...]
+    bodies: dict[str, Body] = field(default_factory=dict)
+
+    def vessel(self, key: str) -> VesselStart:
+        """Return the vessel with ``key``."""
+        for vessel in self.vessels:
+            if vessel.key == key:
+                return vessel
+        raise KeyError(key)
+
+
+def scenario_dirs() -> list[Path]:
+    """Return the folders searched for ``--scenario NAME``, in order."""
+    dirs = [Path(p) for p in os.environ.get(SCENARIO_DIR_ENV, '').split(os.pathsep) if p]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        dirs.append(Path(get_package_share_directory('pylon_sim')) / 'scenarios')
+    except (ImportError, LookupError, ValueError):
+        pass
+    dirs.append(Path(__file__).resolve().parents[4] / 'config' / 'scenarios')
+    return dirs
+
+
+def resolve(name_or_path: str) -> Path:
+    """Find a scenario by file path or by name in the scenario folders."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in ('.yaml', '.yml') or os.sep in name_or_path:
+        if candidate.is_file():
+            return candidate
+        raise ScenarioError(f'{name_or_path}: no such scenario file')
+    for directory in scenario_dirs():
+        path = directory / f'{name_or_path}.yaml'
+        if path.is_file():
+            return path
+    searched = ', '.join(str(d) for d in scenario_dirs())
+    raise ScenarioError(f'scenario {name_or_path!r} not found in {searched}')
+
+
+class _Reader:
+    """Typed access to a YAML mapping that reports errors with file and key path."""
+
+    def __init__(self, path: Path, data: Any, where: str = '') -> None:
+        self.path, self.data, self.where = path, data, where
+        if not isinstance(data, dict):
+            self.fail('', f'must be a mapping, got {type(data).__name__}')
+
+    def fail(self, key: str, what: str) -> None:
+        location = '.'.join(p for p in (self.where, key) if p) or '(top level)'
+        raise ScenarioError(f'{self.path}: {location}: {what}')
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def sub(self, key: str) -> _Reader:
+        if key not in self.data:
+            self.fail(key, 'is required')
+        return _Reader(self.path, self.data[key], '.'.join(p for p in (self.where, key) if p))
+
+    def items(self, key: str) -> list[_Reader]:
+        value = self.data.get(key)
+        if not isinstance(value, list) or not value:
+            self.fail(key, 'must be a non-empty list')
+        prefix = '.'.join(p for p in (self.where, key) if p)
+        return [_Reader(self.path, item, f'{prefix}[{i}]') for i, item in enumerate(value)]
+
+    def optional_items(self, key: str) -> list[_Reader]:
+        return self.items(key) if self.data.get(key) else []
+
+    def number(self, key: str, default: float | None = None, low: float = -math.inf,
+               high: float = math.inf, positive: bool = False) -> float:
+        if key not in self.data:
+            if default is None:
+                self.fail(key, 'is required')
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(key, f'must be a number, got {value!r}')
+        value = float(value)
+        if not math.isfinite(value):
+            self.fail(key, f'must be finite, got {value!r}')
+        if positive and value <= 0:
+            self.fail(key, f'must be > 0, got {value!r}')
+        if not low <= value <= high:
+            self.fail(key, f'must be within [{low}, {high}], got {value!r}')
+        return value
+
+    def integer(self, key: str, default: int | None = None, low: int = 0,
+                high: int = 2 ** 32 - 1) -> int:
+        if key not in self.data:
+            if default is None:
+                self.fail(key, 'is required')
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f'must be an integer, got {value!r}')
+        if not low <= value <= high:
+            self.fail(key, f'must be within [{low}, {high}], got {value!r}')
+        return value
+
+    def string(self, key: str, default: str | None = None, pattern: re.Pattern | None = None,
+               choices: tuple[str, ...] | None = None) -> str:
+        if key not in self.data:
+            if default is None:
+                self.fail(key, 'is required')
+            return default
+        value = self.data[key]
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f'must be a non-empty string, got {value!r}')
+        if pattern is not None and not pattern.match(value):
+            self.fail(key, f'{value!r} does not match {pattern.pattern}')
+        if choices is not None and value not in choices:
+            self.fail(key, f'{value!r} is not one of {", ".join(choices)}')
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, f'must be true or false, got {value!r}')
+        return value
+
+    def vector(self, key: str, length: int, default: tuple | None = None) -> tuple:
+        if key not in self.data:
+            if default is None:
+                self.fail(key, 'is required')
+            return default
+        value = self.data[key]
+        if (not isinstance(value, list) or len(value) != length
+                or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                       or not math.isfinite(v) for v in value)):
+            self.fail(key, f'must be a list of {length} finite numbers, got {value!r}')
+        return tuple(float(v) for v in value)
+
+    def check_keys(self, allowed: tuple[str, ...]) -> None:
+        for key in self.data:
+            if key not in allowed:
+                self.fail(str(key), f'unknown key (allowed: {", ".join(allowed)})')
+
+
+def _shape(reader: _Reader) -> Shape:
+    shape = reader.sub('shape')
+    if len(shape.data) != 1:
+        shape.fail('', 'must have exactly one of box, cylinder, sphere')
+    kind = next(iter(shape.data))
+    if kind == 'box':
+        size = shape.vector('box', 3)
+    elif kind == 'cylinder':
+        size = shape.vector('cylinder', 2)
+    elif kind == 'sphere':
+        size = (shape.number('sphere', positive=True),)
+    else:
+        shape.fail(str(kind), 'must be box, cylinder or sphere')
+    if any(v <= 0 for v in size):
+        shape.fail(kind, f'sizes must be > 0, got {list(size)}')
+    return Shape(kind, size)
+
+
+def _module(reader: _Reader, rng: random.Random, sensor_ids: set[str]) -> Module:
+    kind = reader.string('kind', choices=MODULE_KINDS)
+    index = reader.integer('index', high=1024)
+    settings = {k: v for k, v in reader.data.items() if k not in ('kind', 'index')}
+    if kind in SENSOR_KINDS:
+        if 'sensor_id' in settings:
+            sensor = reader.string('sensor_id', pattern=SENSOR_ID)
+        else:  # as KSP does for a new part without an id set in the editor
+            sensor = f'{kind}_{rng.getrandbits(32):08x}'
+        if sensor in sensor_ids:
+            reader.fail('sensor_id', f'{sensor!r} is used twice')
+        sensor_ids.add(sensor)
+        settings['sensor_id'] = sensor
+    for key, value in settings.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            reader.fail(key, f'must be finite, got {value!r}')
+    return Module(kind, index, settings)
+
+
+def _part(reader: _Reader, count: int, rng: random.Random, sensor_ids: set[str]) -> Part:
+    reader.check_keys(('name', 'title', 'persistent_id', 'flight_id', 'parent', 'position',
+                       'rpy_deg', 'mass', 'shape', 'resources', 'modules'))
+    parent = reader.data.get('parent')
+    if parent is not None and (isinstance(parent, bool) or not isinstance(parent, int)
+                               or not 0 <= parent < count):
+        reader.fail('parent', f'must be null or the index of an earlier part, got {parent!r}')
+    resources, capacity = {}, {}
+    if reader.has('resources'):
+        res = reader.sub('resources')
+        for name in res.data:
+            if name not in RESOURCE_DENSITY:
+                res.fail(str(name), f'unknown resource (known: {", ".join(RESOURCE_DENSITY)})')
+            amount, cap = res.vector(name, 2)
+            if not 0 <= amount <= cap:
+                res.fail(name, f'needs 0 <= amount <= capacity, got [{amount}, {cap}]')
+            resources[name], capacity[name] = amount, cap
+    roll, pitch, yaw = (math.radians(v) for v in reader.vector('rpy_deg', 3, (0.0, 0.0, 0.0)))
+    name = reader.string('name')
+    modules = tuple(_module(m, rng, sensor_ids) for m in reader.optional_items('modules'))
+    indices = [m.module_index for m in modules]
+    if len(set(indices)) != len(indices):
+        reader.fail('modules', f'module indices must be unique, got {indices}')
+    return Part(
+        name=name, title=reader.string('title', name),
+        persistent_id=reader.integer('persistent_id', low=1),
+        flight_id=reader.integer('flight_id', low=1),
+        parent=parent, position=reader.vector('position', 3, (0.0, 0.0, 0.0)),
+        rotation=rpy_quaternion(roll, pitch, yaw), dry_mass=reader.number('mass', positive=True),
+        shape=_shape(reader), resources=resources, capacity=capacity, modules=modules)
+
+
+def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStart:
+    if reader.has('orbit') == reader.has('surface'):
+        reader.fail('', 'needs exactly one of orbit, surface')
+    if reader.has('orbit'):
+        orbit = reader.sub('orbit')
+        orbit.check_keys(('body', 'altitude', 'eccentricity', 'inclination', 'lan',
+                          'arg_periapsis', 'true_anomaly', 'along_track'))
+        body = orbit.string('body', choices=tuple(bodies))
+        return OrbitStart(body, orbit.number('altitude', positive=True),
+                          orbit.number('eccentricity', 0.0, 0.0, 0.99),
+                          orbit.number('inclination', 0.0, 0.0, 180.0),
+                          orbit.number('lan', 0.0), orbit.number('arg_periapsis', 0.0),
+                          orbit.number('true_anomaly', 0.0), orbit.number('along_track', 0.0))
+    surface = reader.sub('surface')
+    surface.check_keys(('body', 'latitude', 'longitude', 'altitude'))
+    return SurfaceStart(surface.string('body', choices=tuple(bodies)),
+                        surface.number('latitude', low=-90, high=90),
+                        surface.number('longitude', low=-180, high=180),
+                        surface.number('altitude', positive=True))
+
+
+def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
+            sensor_ids: set[str]) -> VesselStart:
+    reader.check_keys(('key', 'name', 'vessel_id', 'debris', 'packed', 'orbit', 'surface',
+                       'attitude_rpy_deg', 'angular_velocity', 'parts'))
+    key = reader.string('key')
+    vessel_id = reader.string('vessel_id', f'{rng.getrandbits(128):032x}', pattern=HEX32)
+    parts: list[Part] = []
+    for part_reader in reader.items('parts'):
+        parts.append(_part(part_reader, len(parts), rng, sensor_ids))
+    if parts[0].parent is not None:
+        reader.fail('parts[0].parent', 'the first part is the root and has no parent')
+    for i, part in enumerate(parts[1:], start=1):
+        if part.parent is None:
+            reader.fail(f'parts[{i}].parent', 'only the first part may be the root')
+    for attr in ('persistent_id', 'flight_id'):
+        values = [getattr(p, attr) for p in parts]
+        if len(set(values)) != len(values):
+            reader.fail('parts', f'{attr} values must be unique within the vessel')
+    spec = VesselSpec(vessel_id, reader.string('name', key), tuple(parts),
+                      reader.boolean('debris', False))
+    return VesselStart(key, spec, _start(reader, bodies),
+                       reader.vector('attitude_rpy_deg', 3, (0.0, 0.0, 0.0)),
+                       reader.vector('angular_velocity', 3, (0.0, 0.0, 0.0)),
+                       reader.boolean('packed', False))
+
+
+def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
+    """Read, check and return a scenario; raise ScenarioError naming file, key and problem."""
+    path = resolve(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f'{path}: not valid YAML: {exc}') from exc
+    except OSError as exc:
+        raise ScenarioError(f'{path}: cannot read: {exc}') from exc
+    top = _Reader(path, data)
+    top.check_keys(('scenario', 'description', 'start_ut', 'physics_step', 'active',
+                    'bodies', 'vessels'))
+    rng = random.Random(seed)
+    bodies = dict(BODIES)
+    if top.has('bodies'):
+        overrides = top.sub('bodies')
+        for name in overrides.data:
+            if name not in bodies:
+                overrides.fail(str(name), f'unknown body (known: {", ".join(bodies)})')
+            body = overrides.sub(name)
+            body.check_keys(('rotating_frame_altitude',))
+            bodies[name] = dataclasses.replace(bodies[name], rotating_frame_altitude=body.number(
+                'rotating_frame_altitude', low=0.0))
+    sensor_ids: set[str] = set()
+    vessels = tuple(_vessel(v, rng, bodies, sensor_ids) for v in top.items('vessels'))
+    keys = [v.key for v in vessels]
+    if len(set(keys)) != len(keys):
+        top.fail('vessels', f'vessel keys must be unique, got {keys}')
+    ids = [v.spec.vessel_id for v in vessels]
+    if len(set(ids)) != len(ids):
+        top.fail('vessels', 'vessel_id values must be unique')
+    active = top.string('active', keys[0])
+    if active not in keys:
+        top.fail('active', f'{active!r} is not a vessel key ({", ".join(keys)})')
+    return Scenario(
+        name=top.string('scenario', path.stem),
+        description=top.string('description') if top.data.get('description') else '',
+        path=path, start_ut=top.number('start_ut', 0.0, low=0.0),
+        physics_step=top.number('physics_step', 0.02, low=0.001, high=0.1),
+        active=active, vessels=vessels, bodies=bodies)

@@ -1,0 +1,257 @@
+"""The mod's state packets, computed the way the mod computes them, as wire payloads.
+
+Each function takes KSP's view of the active vessel (``ksp_view``) and returns the payload
+fields (camelCase, as on the wire) of one packet type; ``runtime`` adds the envelope and
+sends them. Conversions from Unity to ROS axes go through ``pylon_protocol.frames``, the
+same functions the rest of the workspace uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+from pylon_protocol import frames
+
+from pylon_sim.bodies import body_fixed_rotation, enu_rotation, geodetic_from_fixed
+from pylon_sim.ksp_view import KspView
+from pylon_sim.physics import altitude, quat_from_matrix
+from pylon_sim.world import SimVessel, World
+
+NEARBY_RANGE_M = 2500.0
+NEARBY_MAX = 32
+
+
+def vec(values) -> list[float]:
+    """Return a JSON-ready list of floats."""
+    return [float(v) for v in values]
+
+
+def _dot(a, b) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def base_axes(view: KspView) -> tuple[tuple, tuple, tuple]:
+    """Return base_link +X, +Y, +Z as Unity world vectors."""
+    up, right, forward = view.up, view.right, view.forward
+    return up, tuple(-v for v in right), tuple(-v for v in forward)
+
+
+def to_base(view: KspView, world_unity) -> list[float]:
+    """Convert a Unity world polar vector to base_link, as the mod does."""
+    return vec(frames.world_to_base_link_polar(world_unity, view.up, view.right, view.forward))
+
+
+def imu(view: KspView) -> dict:
+    """Return the ``pylon_imu`` payload: inertial rates and specific force in base_link."""
+    rate = np.array(frames.vessel_angular_velocity_to_body(view.angular_velocity_local))
+    if view.rotating:   # KSP's rate lacks the planet's spin in its rotating frame
+        rate = rate + np.array(frames.world_to_base_link_axial(
+            view.planet_angular_velocity, view.up, view.right, view.forward))
+    return {'angularVelocity': vec(rate), 'linearAcceleration': to_base(view, view.perturbation)}
+
+
+@dataclass
+class GroundTruthAnchor:
+    """The ENU origin of ground truth and the history for finite differences."""
+
+    origin_sequence: int = 0
+    fixed_position: np.ndarray | None = None      # anchor, body-fixed, m
+    enu_from_fixed: np.ndarray = field(default_factory=lambda: np.eye(3))
+    body_name: str = ''
+    last_ut: float | None = None
+    last_velocity: np.ndarray | None = None
+    last_rate: np.ndarray | None = None
+
+    def reset(self, vessel: SimVessel, ut: float) -> None:
+        """Move the origin to the vessel's current place and forget the history."""
+        fixed = body_fixed_rotation(vessel.body, ut) @ vessel.state.position
+        lat, lon, _ = geodetic_from_fixed(vessel.body, fixed)
+        self.origin_sequence += 1
+        self.fixed_position = fixed
+        self.enu_from_fixed = enu_rotation(lat, lon)
+        self.body_name = vessel.body.name
+        self.last_ut = self.last_velocity = self.last_rate = None
+
+
+def enu_axes_unity(anchor: GroundTruthAnchor, view: KspView, vessel: SimVessel,
+                   ut: float) -> list[tuple]:
+    """Return the anchor's East, North, Up axes as Unity world vectors."""
+    inertial_from_fixed = body_fixed_rotation(vessel.body, ut).T
+    return [view.world_unity(inertial_from_fixed @ axis) for axis in anchor.enu_from_fixed]
+
+
+def ground_truth(anchor: GroundTruthAnchor, view: KspView, vessel: SimVessel,
+                 ut: float) -> dict:
+    """Return the ``pylon_ground_truth`` payload (ENU at the anchor, planet-fixed axes)."""
+    body = vessel.body
+    fixed = body_fixed_rotation(body, ut) @ vessel.state.position
+    lat, lon, alt = geodetic_from_fixed(body, fixed)
+    # positions come from latitude, longitude and altitude on the body's sphere
+    lat_r, lon_r = math.radians(lat), math.radians(lon)
+    r = body.radius + alt
+    geodetic = r * np.array([math.cos(lat_r) * math.cos(lon_r),
+                             math.cos(lat_r) * math.sin(lon_r), math.sin(lat_r)])
+    position = anchor.enu_from_fixed @ (geodetic - anchor.fixed_position)
+    enu = enu_axes_unity(anchor, view, vessel, ut)
+    axes = base_axes(view)
+    matrix = np.array([[_dot(e, b) for b in axes] for e in enu])
+    rotation = quat_from_matrix(matrix)
+    velocity = np.array([_dot(view.srf_velocity, e) for e in enu])
+    body_rate = np.array(frames.vessel_angular_velocity_to_body(view.angular_velocity_local))
+    spin_body = np.array(frames.world_to_base_link_axial(
+        view.planet_angular_velocity, view.up, view.right, view.forward))
+    if not view.rotating:   # inertial frame: remove the planet's spin
+        body_rate = body_rate - spin_body
+    rate_enu = matrix @ body_rate
+    frame_rate = matrix @ spin_body
+    if anchor.last_ut is None or ut <= anchor.last_ut:
+        accel, angular_accel = np.zeros(3), np.zeros(3)
+    else:
+        dt = ut - anchor.last_ut
+        accel = (velocity - anchor.last_velocity) / dt
+        angular_accel = (rate_enu - anchor.last_rate) / dt
+    anchor.last_ut, anchor.last_velocity, anchor.last_rate = ut, velocity, rate_enu
+    return {
+        'vesselId': vessel.vessel_id, 'vessel': vessel.spec.name,
+        'originSequence': anchor.origin_sequence, 'universalTime': ut,
+        'position': vec(position), 'rotation': vec(rotation),
+        'linearVelocity': vec(velocity), 'angularVelocity': vec(rate_enu),
+        'linearVelocityBody': vec(matrix.T @ velocity), 'angularVelocityBody': vec(body_rate),
+        'frameAngularVelocity': vec(frame_rate),
+        'linearAcceleration': vec(accel), 'angularAcceleration': vec(angular_accel),
+    }
+
+
+def nearby_vessels(world: World, anchor: GroundTruthAnchor, view: KspView,
+                   gt: dict, loaded_range: float = NEARBY_RANGE_M) -> dict:
+    """Return the ``pylon_nearby_vessels`` payload that follows ``gt``.
+
+    Loaded, unpacked vessels on the same body within 2500 m, nearest first, at most 32;
+    their positions and velocities are absolute in the same ENU as the observer's.
+    """
+    observer = world.active
+    ut = world.ut
+    enu = enu_axes_unity(anchor, view, observer, ut)
+    spin = observer.body.spin_vector()
+    obs_srf = observer.state.velocity - np.cross(spin, observer.state.position)
+    candidates = []
+    for other in world.vessels.values():
+        if other is observer or other.body is not observer.body or world.is_packed(other):
+            continue
+        offset = other.state.position - observer.state.position
+        distance = float(np.linalg.norm(offset))
+        if distance > loaded_range:
+            continue
+        srf = other.state.velocity - np.cross(spin, other.state.position)
+        offset_u = view.world_unity(offset)
+        dv_u = view.world_unity(srf - obs_srf)
+        candidates.append((distance, {
+            'vesselId': other.vessel_id, 'vessel': other.spec.name,
+            'isDebris': other.spec.is_debris,
+            'position': vec(np.array(gt['position'])
+                            + np.array([_dot(offset_u, e) for e in enu])),
+            'linearVelocity': vec(np.array(gt['linearVelocity'])
+                                  + np.array([_dot(dv_u, e) for e in enu])),
+        }))
+    candidates.sort(key=lambda item: item[0])
+    return {
+        'vesselId': observer.vessel_id, 'originSequence': gt['originSequence'],
+        'universalTime': ut, 'position': gt['position'],
+        'linearVelocity': gt['linearVelocity'],
+        'vessels': [entry for _, entry in candidates[:NEARBY_MAX]],
+    }
+
+
+def flight_state(world: World, view: KspView, observation_sequence: int) -> dict:
+    """Return the ``pylon_flight_state`` payload of the active vessel."""
+    vessel = world.active
+    body = vessel.body
+    state = vessel.state
+    ut = world.ut
+    fixed = body_fixed_rotation(body, ut) @ state.position
+    lat, lon, alt = geodetic_from_fixed(body, fixed)
+    r = float(np.linalg.norm(state.position))
+    spin = body.spin_vector()
+    srf = state.velocity - np.cross(spin, state.position)
+    up_i = state.position / r
+    enu_inertial = body_fixed_rotation(body, ut).T @ enu_rotation(lat, lon).T
+    east_i, north_i = enu_inertial[:, 0], enu_inertial[:, 1]
+    vertical = float(srf @ up_i)
+    horizontal = float(np.linalg.norm(srf - vertical * up_i))
+    energy = 0.5 * float(state.velocity @ state.velocity) - body.gm / r
+    h = np.cross(state.position, state.velocity)
+    a = -body.gm / (2 * energy) if energy < 0 else math.inf
+    e_vec = np.cross(state.velocity, h) / body.gm - up_i
+    ecc = float(np.linalg.norm(e_vec))
+    apoapsis = a * (1 + ecc) - body.radius if math.isfinite(a) else -1.0
+    periapsis = (float(h @ h) / body.gm / (1 + ecc)) - body.radius
+    time_to_ap = _time_to_apoapsis(body.gm, a, ecc, state.position, state.velocity)
+    totals = vessel.spec.resource_totals(vessel.resources)
+    density = _air_density(body, alt)
+    return {
+        'vesselId': vessel.vessel_id, 'observationSequence': observation_sequence,
+        'bodyName': body.name, 'universalTime': ut,
+        'altitudeAsl': alt, 'altitudeAgl': max(0.0, alt - (state.rest_altitude
+                                                           if state.landed else 0.0)),
+        'latitude': lat, 'longitude': lon, 'mass': vessel.mass.mass,
+        'liquidFuel': totals.get('LiquidFuel', 0.0), 'oxidizer': totals.get('Oxidizer', 0.0),
+        'electricCharge': totals.get('ElectricCharge', 0.0),
+        'gravity': body.gm / (r * r), 'bodyRadius': body.radius,
+        'gravitationalParameter': body.gm, 'atmosphereDepth': body.atmosphere_depth,
+        'apoapsis': apoapsis, 'periapsis': periapsis, 'timeToApoapsis': time_to_ap,
+        'verticalSpeed': vertical, 'horizontalSpeed': horizontal,
+        'dynamicPressure': 0.5 * density * float(srf @ srf),
+        'landed': state.landed, 'splashed': False,
+        'appliedInputValid': False, 'flightCommandActive': False, 'inputAtLimit': False,
+        'appliedInputSequence': 0, 'appliedInputAge': 0.0,
+        'appliedPitch': 0.0, 'appliedYaw': 0.0, 'appliedRoll': 0.0,
+        'upBody': to_base(view, view.world_unity(up_i)),
+        'eastBody': to_base(view, view.world_unity(east_i)),
+        'northBody': to_base(view, view.world_unity(north_i)),
+        'surfaceVelocityBody': to_base(view, view.srf_velocity),
+        'orbitalVelocityBody': to_base(view, view.obt_velocity),
+        'angularVelocityBody': vec(frames.vessel_angular_velocity_to_body(
+            view.angular_velocity_local)),
+    }
+
+
+def _air_density(body, alt: float) -> float:
+    """Return an exponential-atmosphere density (kg/m^3), zero above the atmosphere."""
+    if body.atmosphere_depth <= 0 or alt >= body.atmosphere_depth:
+        return 0.0
+    return 1.225 * math.exp(-max(0.0, alt) / 5600.0)
+
+
+def _time_to_apoapsis(mu: float, a: float, ecc: float, position: np.ndarray,
+                      velocity: np.ndarray) -> float:
+    if not math.isfinite(a) or ecc < 1e-9 or ecc >= 1:
+        return 0.0
+    r = float(np.linalg.norm(position))
+    cos_e = (1 - r / a) / ecc
+    ecc_anomaly = math.acos(max(-1.0, min(1.0, cos_e)))
+    if float(position @ velocity) < 0:
+        ecc_anomaly = 2 * math.pi - ecc_anomaly
+    mean = ecc_anomaly - ecc * math.sin(ecc_anomaly)
+    n = math.sqrt(mu / a ** 3)
+    return ((math.pi - mean) % (2 * math.pi)) / n
+
+
+def session(world: World, envelope_vessel_id: str, available: bool, paused: bool,
+            packed: bool, observation_sequence: int, realtime: float) -> dict:
+    """Return the ``pylon_session`` heartbeat payload."""
+    active = world.vessels.get(world.active_key)
+    return {
+        'vesselId': envelope_vessel_id,
+        'vesselName': active.spec.name if active and envelope_vessel_id else '',
+        'available': available, 'universalTime': world.ut,
+        'observationSequence': observation_sequence, 'realtimeSinceStartup': realtime,
+        'paused': paused, 'packed': packed, 'warpRate': world.warp_rate,
+        'physicsWarp': world.warp_mode == 'physics' and world.warp_rate > 1.0,
+    }
+
+
+def altitude_of(vessel: SimVessel) -> float:
+    """Return the vessel's altitude above its body's sphere."""
+    return altitude(vessel.body, vessel.state.position)

@@ -1,0 +1,165 @@
+"""The simulated universe: every vessel of a scenario, the clock of physics and time warp.
+
+``World`` owns the vessels' truth and advances it with ``physics.step`` (the active vessel
+and anything landed) or exact two-body propagation (other vessels in flight, and
+everything during on-rails warp). KSP facts it models:
+
+- physics runs in fixed steps (``physics_step``, 0.02 s); physics warp (x2..x4) lengthens
+  the step; on-rails warp packs every vessel and propagates orbits exactly;
+- a paused game does not advance UT;
+- revert restores the scenario's start, so UT goes backwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import math
+
+import numpy as np
+
+from pylon_sim import kepler, physics
+from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
+from pylon_sim.physics import RigidState
+from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
+from pylon_sim.vessel import (
+    mass_properties,
+    MassProperties,
+    rotation_matrix,
+    rpy_quaternion,
+    VesselSpec,
+)
+
+PHYSICS_WARP_RATES = (1.0, 2.0, 3.0, 4.0)
+RAILS_WARP_RATES = (1.0, 5.0, 10.0, 50.0, 100.0, 1000.0, 10000.0, 100000.0)
+
+
+@dataclass
+class SimVessel:
+    """One vessel's description and current truth."""
+
+    key: str
+    spec: VesselSpec
+    body: Body
+    state: RigidState
+    resources: dict[tuple[int, str], float]
+    mass: MassProperties
+    packed: bool = False
+    specific_force: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @property
+    def vessel_id(self) -> str:
+        """Return the KSP vessel id (32 hex)."""
+        return self.spec.vessel_id
+
+
+def initial_state(start: VesselStart, body: Body, ut: float) -> RigidState:
+    """Return the scenario start of one vessel as truth at ``ut``."""
+    roll, pitch, yaw = (math.radians(v) for v in start.attitude_rpy)
+    local = rotation_matrix(rpy_quaternion(roll, pitch, yaw))
+    rate = np.array(start.angular_velocity, dtype=float)
+    where = start.start
+    if isinstance(where, OrbitStart):
+        a = (body.radius + where.altitude) / (1.0 - where.eccentricity)
+        anomaly = where.true_anomaly + math.degrees(
+            where.along_track / (body.radius + where.altitude))
+        position, velocity = kepler.state_from_elements(
+            body, a, where.eccentricity, where.inclination, where.lan, where.arg_periapsis,
+            anomaly)
+        z = position / np.linalg.norm(position)
+        y = np.cross(z, velocity)
+        y /= np.linalg.norm(y)
+        x = np.cross(y, z)
+        reference = np.column_stack([x, y, z])   # prograde, orbit normal, radial out
+        attitude = physics.quat_from_matrix(reference @ local)
+        return RigidState(ut, position, velocity, attitude, rate)
+    assert isinstance(where, SurfaceStart)
+    to_inertial = body_fixed_rotation(body, ut).T
+    position = to_inertial @ fixed_from_geodetic(body, where.latitude, where.longitude,
+                                                 where.altitude)
+    reference = to_inertial @ enu_rotation(where.latitude, where.longitude).T
+    attitude = physics.quat_from_matrix(reference @ local)
+    rot = rotation_matrix(attitude)
+    spin = body.spin_vector()
+    return RigidState(ut, position, np.cross(spin, position), attitude, rot.T @ spin,
+                      landed=True, rest_altitude=where.altitude)
+
+
+class World:
+    """All vessels of a scenario and the game clock (UT)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        """Place every vessel at the scenario's start."""
+        self.scenario = scenario
+        self.physics_step = scenario.physics_step
+        self.reset()
+
+    def reset(self) -> None:
+        """Put everything back at the scenario's start (UT included)."""
+        self.ut = self.scenario.start_ut
+        self.vessels: dict[str, SimVessel] = {}
+        for start in self.scenario.vessels:
+            body = self.scenario.bodies[self._body_name(start)]
+            resources = start.spec.initial_resources()
+            self.vessels[start.key] = SimVessel(
+                start.key, start.spec, body, initial_state(start, body, self.ut), resources,
+                mass_properties(start.spec, resources), packed=start.packed)
+        self.active_key = self.scenario.active
+        self.warp_rate = 1.0
+        self.warp_mode = 'physics'
+
+    @staticmethod
+    def _body_name(start: VesselStart) -> str:
+        return start.start.body
+
+    @property
+    def active(self) -> SimVessel:
+        """Return the active vessel."""
+        return self.vessels[self.active_key]
+
+    def find(self, key_or_id: str) -> SimVessel:
+        """Return a vessel by scenario key or vessel id."""
+        for vessel in self.vessels.values():
+            if key_or_id in (vessel.key, vessel.vessel_id):
+                return vessel
+        raise KeyError(key_or_id)
+
+    @property
+    def on_rails(self) -> bool:
+        """Tell whether on-rails warp packs every vessel."""
+        return self.warp_mode == 'rails' and self.warp_rate > 1.0
+
+    def set_warp(self, rate: float, mode: str) -> None:
+        """Select a time-warp rate; physics warp x1..x4, rails warp x1..x100000."""
+        rates = PHYSICS_WARP_RATES if mode == 'physics' else RAILS_WARP_RATES
+        if mode not in ('physics', 'rails') or rate not in rates:
+            raise ValueError(f'{mode} warp rate must be one of {rates}, got {rate}')
+        self.warp_rate, self.warp_mode = float(rate), mode
+
+    def is_packed(self, vessel: SimVessel) -> bool:
+        """Tell whether KSP has the vessel on rails (not physically simulated)."""
+        return vessel.packed or self.on_rails
+
+    def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> float:
+        """Advance UT by one physics step (scaled by warp); return the step length."""
+        dt = self.physics_step * self.warp_rate
+        forces = forces or {}
+        for vessel in self.vessels.values():
+            vessel.state, vessel.specific_force = self._advance(vessel, dt, forces)
+        self.ut += dt
+        return dt
+
+    def _advance(self, vessel: SimVessel, dt: float,
+                 forces: dict[str, tuple[np.ndarray, np.ndarray]]):
+        state = vessel.state
+        simulate = (vessel.key == self.active_key or state.landed
+                    or vessel.key in forces) and not self.is_packed(vessel)
+        if simulate or state.landed:
+            force, torque = forces.get(vessel.key, (None, None))
+            inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
+            return physics.step(state, inputs, dt, vessel.body)
+        position, velocity = kepler.propagate(vessel.body, state.position, state.velocity, dt)
+        attitude = physics.quat_multiply(state.attitude,
+                                         physics.quat_from_rotvec(state.body_rate * dt))
+        attitude /= np.linalg.norm(attitude)
+        return replace(state, ut=state.ut + dt, position=position, velocity=velocity,
+                       attitude=attitude), np.zeros(3)

@@ -1,0 +1,52 @@
+"""The pylon_sim executable: runs headless, answers admin requests, stops cleanly."""
+
+import json
+import signal
+import socket
+
+from pylon_protocol import packets
+from pylon_sim.admin import request
+
+
+def receiver() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(('127.0.0.1', 0))
+    sock.settimeout(10.0)
+    return sock
+
+
+def test_runs_sends_answers_admin_and_stops_on_sigterm(ros_process, free_udp_port):
+    state = receiver()
+    admin_port = free_udp_port()
+    sim = ros_process(['pylon_sim', '--state-port', str(state.getsockname()[1]),
+                       '--command-port', str(free_udp_port()), '--admin-port',
+                       str(admin_port), '--rate', '1'])
+    sim.wait_for_output(r'scenario orbit .* active sat', timeout=20)
+    types = set()
+    while 'pylon_imu' not in types or 'pylon_session' not in types:
+        types.add(packets.decode_state(state.recv(65535))['type'])
+    reply = request(admin_port, {'cmd': 'pause'})
+    assert reply['ok'] and reply['paused'] and reply['active'] == 'sat'
+    reply = request(admin_port, {'cmd': 'nonsense'})
+    assert not reply['ok'] and 'unknown admin cmd' in reply['error']
+    sim.popen.send_signal(signal.SIGTERM)
+    assert sim.wait(timeout=10) == 0
+    assert 'stopped' in sim.log()
+    state.close()
+
+
+def test_duration_and_lockstep(ros_process, free_udp_port):
+    sim = ros_process(['pylon_sim', '--scenario', 'surface', '--rate', '0', '--duration', '30',
+                       '--state-port', str(free_udp_port()),
+                       '--command-port', str(free_udp_port())])
+    assert sim.wait(timeout=60) == 0
+    assert 'UT ' in sim.log()        # the final status line
+
+
+def test_a_broken_scenario_is_rejected_at_start(ros_process, free_udp_port, tmp_path):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(json.dumps({'vessels': [{'key': 'x', 'parts': []}]}))
+    sim = ros_process(['pylon_sim', '--scenario', str(bad), '--command-port',
+                       str(free_udp_port())])
+    assert sim.wait(timeout=20) == 2
+    assert f'{bad}: vessels[0].parts: must be a non-empty list' in sim.log()

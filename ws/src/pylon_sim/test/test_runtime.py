@@ -1,0 +1,218 @@
+"""The simulator as the bridge sees it: datagrams, rates, runtime session and admin events."""
+
+from collections import Counter
+import json
+from pathlib import Path
+import socket
+
+from pylon_protocol import packets
+from pylon_sim.runtime import Simulator
+from pylon_sim.scenario import load_scenario
+import pytest
+import yaml
+
+
+class Capture:
+    """Collect every datagram the simulator sends, decoded and validated."""
+
+    def __init__(self) -> None:
+        self.packets: list[dict] = []
+        self.sizes: list[int] = []
+
+    def __call__(self, data: bytes) -> None:
+        self.sizes.append(len(data))
+        self.packets.append(packets.decode_state(data))
+
+    def of(self, type_name: str) -> list[dict]:
+        return [p for p in self.packets if p['type'] == type_name]
+
+    def clear(self) -> None:
+        self.packets.clear()
+
+
+def simulator(name: str = 'orbit', **kwargs) -> tuple[Simulator, Capture]:
+    capture = Capture()
+    return Simulator(load_scenario(name, seed=2), send=capture, seed=2, **kwargs), capture
+
+
+@pytest.mark.parametrize('name', ['orbit', 'surface', 'launchpad'])
+def test_every_datagram_validates_and_fits(name):
+    sim, capture = simulator(name)
+    sim.run(rate=0, duration=10.0)
+    assert capture.packets
+    assert max(capture.sizes) <= 65000
+    types = Counter(p['type'] for p in capture.packets)
+    for required in ('pylon_session', 'pylon_imu', 'pylon_ground_truth',
+                     'pylon_nearby_vessels', 'pylon_flight_state', 'pylon_actuator_manifest',
+                     'pylon_vessel_urdf_chunk'):
+        assert types[required] > 0, required
+    # the envelope comes first, as the mod writes it
+    for packet in capture.packets[:5]:
+        assert list(packet)[:4] == ['runtimeInstance', 'runtimeGeneration', 'runtimeEpoch',
+                                    'runtimeVesselId']
+
+
+def test_send_rates_follow_the_mod():
+    sim, capture = simulator()
+    sim.run(rate=0, duration=20.0)
+    types = Counter(p['type'] for p in capture.packets)
+    assert types['pylon_session'] == pytest.approx(200, abs=2)
+    assert types['pylon_imu'] == pytest.approx(600, abs=3)          # first sample skipped
+    assert types['pylon_ground_truth'] == pytest.approx(600, abs=2)
+    assert types['pylon_nearby_vessels'] == types['pylon_ground_truth']
+    assert types['pylon_flight_state'] == pytest.approx(600, abs=2)
+    assert types['pylon_actuator_manifest'] == pytest.approx(20, abs=1)
+    actuators = len(capture.of('pylon_actuator_manifest')[0]['actuators'])
+    assert types['pylon_actuator_state'] == pytest.approx(600 * actuators, abs=2 * actuators)
+    models = {p['sentAtUt'] for p in capture.of('pylon_vessel_urdf_chunk')}
+    assert len(models) == pytest.approx(10, abs=1)                  # every 2 s
+    imu_ut = [p['universalTime'] for p in capture.of('pylon_imu')]
+    assert all(b > a for a, b in zip(imu_ut, imu_ut[1:]))
+
+
+def test_nearby_vessels_in_orbit():
+    sim, capture = simulator()
+    sim.run(rate=0, duration=1.0)
+    nearby = capture.of('pylon_nearby_vessels')[-1]
+    gt = capture.of('pylon_ground_truth')[-1]
+    assert nearby['originSequence'] == gt['originSequence']
+    assert nearby['position'] == gt['position']
+    ids = {v['vesselId']: v for v in nearby['vessels']}
+    target = sim.world.vessels['target'].vessel_id
+    debris = sim.world.vessels['debris'].vessel_id
+    assert set(ids) == {target, debris}
+    assert ids[debris]['isDebris'] and not ids[target]['isDebris']
+    distance = sum((a - b) ** 2 for a, b in zip(ids[target]['position'], gt['position'])) ** .5
+    assert distance == pytest.approx(150.0, abs=2.0)
+
+
+def crowd(tmp_path: Path) -> Path:
+    data = yaml.safe_load(Path(load_scenario('orbit').path).read_text())
+    template = data['vessels'][1]
+    vessels = [data['vessels'][0]]
+    for i in range(40):                                  # 40 within range: 32 are kept
+        vessels.append({**template, 'key': f'near{i}', 'vessel_id': f'{i + 1:032x}',
+                        'orbit': {'body': 'Kerbin', 'altitude': 100000,
+                                  'along_track': 20.0 + 50.0 * i}})
+    vessels.append({**template, 'key': 'far', 'vessel_id': f'{100:032x}',
+                    'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': 2600}})
+    vessels.append({**template, 'key': 'packed', 'vessel_id': f'{101:032x}', 'packed': True,
+                    'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': 10}})
+    vessels.append({**template, 'key': 'munar', 'vessel_id': f'{102:032x}',
+                    'orbit': {'body': 'Mun', 'altitude': 10000}})
+    data['vessels'] = vessels
+    path = tmp_path / 'crowd.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_nearby_vessel_rules(tmp_path):
+    capture = Capture()
+    sim = Simulator(load_scenario(str(crowd(tmp_path)), seed=2), send=capture, seed=2)
+    sim.run(rate=0, duration=0.2)
+    nearby = capture.of('pylon_nearby_vessels')[-1]
+    ids = [v['vesselId'] for v in nearby['vessels']]
+    assert len(ids) == 32
+    expected = [f'{i + 1:032x}' for i in range(32)]            # the 32 nearest
+    assert ids == expected
+    assert f'{100:032x}' not in ids and f'{101:032x}' not in ids and f'{102:032x}' not in ids
+
+
+def envelope_of(packet: dict) -> tuple:
+    return (packet['runtimeInstance'], packet['runtimeGeneration'], packet['runtimeEpoch'],
+            packet['runtimeVesselId'])
+
+
+def test_admin_events_have_their_runtime_consequences():
+    sim, capture = simulator()
+    sim.run(rate=0, duration=1.0)
+    first = envelope_of(capture.packets[-1])
+    ut0 = sim.world.ut
+
+    capture.clear()
+    sim.admin({'cmd': 'pause'})
+    sim.run(rate=0, duration=1.0)
+    assert sim.world.ut == ut0
+    assert capture.of('pylon_imu') == [] and capture.of('pylon_ground_truth') == []
+    assert all(p['paused'] for p in capture.of('pylon_session'))
+    assert envelope_of(capture.packets[-1]) == first
+    sim.admin({'cmd': 'resume'})
+
+    capture.clear()
+    sim.admin({'cmd': 'switch', 'vessel': 'target'})
+    sim.run(rate=0, duration=1.0)
+    switched = envelope_of(capture.packets[-1])
+    assert switched[0] == first[0] and switched[1] == first[1] + 1 and switched[2] != first[2]
+    assert switched[3] == sim.world.vessels['target'].vessel_id
+    assert len(capture.of('pylon_vessel_urdf_clear')) == 1
+    assert capture.of('pylon_ground_truth')[0]['originSequence'] == 2
+
+    capture.clear()
+    ut_before = sim.world.ut
+    sim.admin({'cmd': 'revert'})
+    sim.run(rate=0, duration=0.5)
+    assert sim.world.ut < ut_before
+    reverted = envelope_of(capture.packets[-1])
+    assert reverted[1] == switched[1] + 1 and reverted[2] != switched[2]
+
+    capture.clear()
+    sim.admin({'cmd': 'pack'})
+    sim.run(rate=0, duration=0.5)
+    sessions = capture.of('pylon_session')
+    assert sessions and not any(p['available'] for p in sessions)
+    assert all(p['packed'] for p in sessions)
+    assert {p['type'] for p in capture.packets} == {'pylon_session'}
+    sim.admin({'cmd': 'unpack'})
+
+    capture.clear()
+    sim.admin({'cmd': 'heartbeat', 'enabled': False})
+    sim.run(rate=0, duration=1.0)
+    assert capture.of('pylon_session') == [] and capture.of('pylon_ground_truth')
+    sim.admin({'cmd': 'heartbeat', 'enabled': True})
+
+    capture.clear()
+    sim.admin({'cmd': 'warp', 'rate': 1000, 'mode': 'rails'})
+    ut_before = sim.world.ut
+    sim.run(rate=0, duration=1.0)
+    assert sim.world.ut - ut_before == pytest.approx(1000.0, rel=0.02)
+    assert not any(p['available'] for p in capture.of('pylon_session'))
+    sim.admin({'cmd': 'warp', 'rate': 1, 'mode': 'rails'})
+
+    capture.clear()
+    sim.admin({'cmd': 'restart'})
+    sim.run(rate=0, duration=0.5)
+    restarted = envelope_of(capture.packets[-1])
+    assert restarted[0] != first[0]
+
+    with pytest.raises(ValueError, match='unknown admin cmd'):
+        sim.admin({'cmd': 'explode'})
+    with pytest.raises(ValueError, match='debris'):
+        sim.admin({'cmd': 'switch', 'vessel': 'debris'})
+
+
+def test_hostile_command_datagrams_are_counted_and_dropped():
+    commands = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    commands.bind(('127.0.0.1', 0))
+    commands.setblocking(False)
+    sim, capture = simulator(command_sock=commands)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hostile = [b'\xff\xfe', b'[]', b'{"type": "pylon_body_wrench_command", "version": true}',
+               b'{' * 5000, json.dumps({'type': 'pylon_body_wrench_command', 'version': 1,
+                                        'force': [float('nan'), 0, 0]}).encode(),
+               b'x' * 70000 if False else b'x' * 60000]
+    for data in hostile:
+        sender.sendto(data, commands.getsockname())
+    sim.run(rate=0, duration=0.2)
+    assert sum(sim.stats.command_rejected.values()) == len(hostile)
+    assert sim.stats.frames == 10
+    assert capture.of('pylon_imu')
+    sender.close()
+    sim.close()
+
+
+def test_status_is_json_ready():
+    sim, _ = simulator()
+    sim.run(rate=0, duration=0.1)
+    status = sim.admin({'cmd': 'status'})
+    json.dumps(status)
+    assert status['active'] == 'sat' and status['available']
