@@ -35,15 +35,16 @@ from pylon_sim.world import World
 
 LOG = logging.getLogger('pylon_sim')
 
-# the mod's send periods, s of wall (simulator) clock
-SESSION_PERIOD = 0.1
-IMU_PERIOD = 1.0 / 30.0
-GROUND_TRUTH_PERIOD = 1.0 / 30.0
-FLIGHT_STATE_PERIOD = 1.0 / 30.0
-ACTUATOR_STATE_PERIOD = 1.0 / 30.0
-ACTUATOR_MANIFEST_PERIOD = 1.0
-MOTOR_STATE_PERIOD = 1.0 / 20.0
-MODEL_PERIOD = 2.0
+# the mod's send periods, s of wall (simulator) clock, from the protocol's one table
+_RATES = packets.SEND_RATES_HZ
+SESSION_PERIOD = 1.0 / _RATES['pylon_session']
+IMU_PERIOD = 1.0 / _RATES['pylon_imu']
+GROUND_TRUTH_PERIOD = 1.0 / _RATES['pylon_ground_truth']
+FLIGHT_STATE_PERIOD = 1.0 / _RATES['pylon_flight_state']
+ACTUATOR_STATE_PERIOD = 1.0 / _RATES['pylon_actuator_state']
+ACTUATOR_MANIFEST_PERIOD = 1.0 / _RATES['pylon_actuator_manifest']
+MOTOR_STATE_PERIOD = 1.0 / _RATES['pylon_motor_state']
+MODEL_PERIOD = 1.0 / _RATES['pylon_vessel_urdf_chunk']
 STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
 MAX_DATAGRAM_BYTES = 65000
