@@ -1,0 +1,151 @@
+"""The ROS-side vessel lifecycle: state, generation, origin sequence and model readiness.
+
+Rules (plain class, no rclpy):
+
+- ``generation`` (ROS side) goes up by one on every change of the runtime identity the
+  bridge accepts: the first session, a vessel switch, a UT rewind (revert/quickload),
+  recovery after a session timeout, a restarted KSP, and every other runtime reset of
+  the mod (pack/unpack or on-rails warp, SOI change, topology change by staging or
+  docking, a discontinuous relocation). Each is a new runtime epoch of the mod, after
+  which its ground-truth origin, its vessel model and any lease no longer hold.
+- ``state``: ``CHANGED`` is published with every new generation (``reason`` says why);
+  ``ACTIVE`` follows with the first measurement of that generation (ground truth, or
+  the IMU with ground truth disabled); ``UNAVAILABLE`` while the mod says no vessel is
+  available (not in flight, no active vessel, or packed) and before any session;
+  ``STALE`` after ``--topic-timeout-sec`` without a heartbeat.
+- ``origin_sequence`` counts the ground-truth ENU origins seen: it goes up when a new
+  generation starts and when the mod moves its origin within one (its ``originSequence``).
+- ``model_ready``/``model_id``: a validated model of the current vessel is complete;
+  cleared at once when the vessel changes or the model is withdrawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+UNAVAILABLE, ACTIVE, CHANGED, STALE = 0, 1, 2, 3
+
+REASON_BRIDGE_STARTED = 'bridge_started'
+REASON_SESSION_STARTED = 'session_started'
+REASON_VESSEL_CHANGED = 'vessel_changed'
+REASON_TIME_REWIND = 'time_rewind'
+REASON_SESSION_RECOVERED = 'session_recovered'
+REASON_RUNTIME_RESTARTED = 'runtime_restarted'
+REASON_RUNTIME_RESET = 'runtime_reset'
+REASON_VESSEL_UNAVAILABLE = 'vessel_unavailable'
+REASON_SESSION_TIMEOUT = 'session_timeout'
+REASON_MEASURING = 'measuring'
+REASON_MODEL_READY = 'model_ready'
+REASON_MODEL_CLEARED = 'model_cleared'
+REASONS = (REASON_BRIDGE_STARTED, REASON_SESSION_STARTED, REASON_VESSEL_CHANGED,
+           REASON_TIME_REWIND, REASON_SESSION_RECOVERED, REASON_RUNTIME_RESTARTED,
+           REASON_RUNTIME_RESET, REASON_VESSEL_UNAVAILABLE, REASON_SESSION_TIMEOUT,
+           REASON_MEASURING, REASON_MODEL_READY, REASON_MODEL_CLEARED)
+
+
+@dataclass(frozen=True)
+class LifecycleState:
+    """Everything a VesselLifecycle message carries, except the header."""
+
+    state: int = UNAVAILABLE
+    vessel_id: str = ''
+    vessel_name: str = ''
+    runtime_instance: str = ''
+    runtime_epoch: str = ''
+    runtime_generation: int = 0
+    generation: int = 0
+    origin_sequence: int = 0
+    world_frame: str = ''
+    body_frame: str = 'base_link'
+    model_ready: bool = False
+    model_id: str = ''
+    reason: str = REASON_BRIDGE_STARTED
+
+
+class Lifecycle:
+    """Tracks the lifecycle; every method returns the new state if it changed, else None."""
+
+    def __init__(self, world_frame: str) -> None:
+        """Start UNAVAILABLE; ``world_frame`` is '' when ground truth is disabled."""
+        self.current = LifecycleState(world_frame=world_frame)
+        self._mod_origin: int | None = None
+        self._measured = False
+        self._last_ut: float | None = None
+
+    def _set(self, **changes) -> LifecycleState | None:
+        new = replace(self.current, **changes)
+        if new == self.current:
+            return None
+        self.current = new
+        return new
+
+    def session(self, key, vessel_name: str, available: bool, ut: float, changed: bool,
+                reopened: bool) -> LifecycleState | None:
+        """Apply an accepted heartbeat of runtime ``key`` (a pylon_protocol SessionKey)."""
+        previous = self.current
+        if not available:
+            self._measured = False
+            return self._set(state=UNAVAILABLE, reason=REASON_VESSEL_UNAVAILABLE,
+                             vessel_id=key.vessel_id, vessel_name=vessel_name,
+                             runtime_instance=key.instance, runtime_epoch=key.epoch,
+                             runtime_generation=key.generation, model_ready=False,
+                             model_id='')
+        if changed or previous.state in (UNAVAILABLE, STALE):
+            reason = self._why(key, ut, reopened)
+            self._measured = False
+            self._mod_origin = None
+            self._last_ut = ut
+            return self._set(state=CHANGED, reason=reason, vessel_id=key.vessel_id,
+                             vessel_name=vessel_name, runtime_instance=key.instance,
+                             runtime_epoch=key.epoch, runtime_generation=key.generation,
+                             generation=previous.generation + 1,
+                             origin_sequence=previous.origin_sequence + 1,
+                             model_ready=False, model_id='')
+        self._last_ut = ut
+        return self._set(vessel_name=vessel_name)
+
+    def _why(self, key, ut: float, reopened: bool) -> str:
+        previous = self.current
+        if previous.generation == 0:
+            return REASON_SESSION_STARTED
+        if reopened or previous.state == STALE:
+            return REASON_SESSION_RECOVERED
+        if previous.runtime_instance and key.instance != previous.runtime_instance:
+            return REASON_RUNTIME_RESTARTED
+        if key.vessel_id != previous.vessel_id:
+            return REASON_VESSEL_CHANGED
+        if self._last_ut is not None and ut < self._last_ut:
+            return REASON_TIME_REWIND
+        return REASON_RUNTIME_RESET
+
+    def measured(self) -> LifecycleState | None:
+        """Note the first measurement of the generation: CHANGED becomes ACTIVE."""
+        if self._measured or self.current.state != CHANGED:
+            return None
+        self._measured = True
+        return self._set(state=ACTIVE, reason=REASON_MEASURING)
+
+    def mod_origin(self, origin_sequence: int) -> LifecycleState | None:
+        """Note the mod's ground-truth ``originSequence``; a new one is a new origin."""
+        if self._mod_origin is None:
+            self._mod_origin = origin_sequence
+            return None
+        if origin_sequence == self._mod_origin:
+            return None
+        self._mod_origin = origin_sequence
+        return self._set(origin_sequence=self.current.origin_sequence + 1)
+
+    def model(self, model_id: str) -> LifecycleState | None:
+        """Note a complete model of the current vessel ('' when withdrawn)."""
+        reason = REASON_MODEL_READY if model_id else REASON_MODEL_CLEARED
+        if model_id == self.current.model_id and bool(model_id) == self.current.model_ready:
+            return None
+        return self._set(model_ready=bool(model_id), model_id=model_id, reason=reason)
+
+    def stale(self) -> LifecycleState | None:
+        """Note a session timeout."""
+        if self.current.state == STALE:
+            return None
+        self._measured = False
+        return self._set(state=STALE, reason=REASON_SESSION_TIMEOUT, model_ready=False,
+                         model_id='')
