@@ -262,6 +262,15 @@ def quat_from_axis_angle(axis: Sequence[float], angle: float) -> Quat:
     return (ax[0] * s, ax[1] * s, ax[2] * s, math.cos(half))
 
 
+def quat_from_rpy(roll: float, pitch: float, yaw: float) -> Quat:
+    """Return the quaternion (x, y, z, w) of fixed-axis roll, pitch, yaw (rad), as URDF."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)
+
+
 def angular_velocity_from_quaternions(
     q0: Sequence[float], q1: Sequence[float], dt: float, *, body: bool = False
 ) -> Vec3:

@@ -16,6 +16,7 @@ import random
 import re
 from typing import Any
 
+from pylon_protocol.frames import quat_from_rpy
 import yaml
 
 from pylon_sim.bodies import BODIES, Body
@@ -24,7 +25,6 @@ from pylon_sim.vessel import (
     MODULE_KINDS,
     Part,
     RESOURCE_DENSITY,
-    rpy_quaternion,
     Shape,
     VesselSpec,
 )
@@ -288,7 +288,7 @@ def _part(reader: _Reader, count: int, rng: random.Random, sensor_ids: set[str])
         persistent_id=reader.integer('persistent_id', low=1),
         flight_id=reader.integer('flight_id', low=1),
         parent=parent, position=reader.vector('position', 3, (0.0, 0.0, 0.0)),
-        rotation=rpy_quaternion(roll, pitch, yaw), dry_mass=reader.number('mass', positive=True),
+        rotation=quat_from_rpy(roll, pitch, yaw), dry_mass=reader.number('mass', positive=True),
         shape=_shape(reader), resources=resources, capacity=capacity, modules=modules)
 
 

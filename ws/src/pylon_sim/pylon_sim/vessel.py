@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-import math
 
 import numpy as np
 
@@ -167,12 +166,3 @@ def mass_properties(spec: VesselSpec,
         d = position - com
         inertia += local + mass * (float(d @ d) * np.eye(3) - np.outer(d, d))
     return MassProperties(total, com, inertia)
-
-
-def rpy_quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
-    """Return the quaternion (x, y, z, w) of fixed-axis roll, pitch, yaw (rad), as URDF."""
-    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
-    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
-    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
-    return (sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)

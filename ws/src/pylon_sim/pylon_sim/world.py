@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import math
 
 import numpy as np
+from pylon_protocol.frames import quat_from_rpy
 
 from pylon_sim import kepler, physics
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
@@ -25,7 +26,6 @@ from pylon_sim.vessel import (
     mass_properties,
     MassProperties,
     rotation_matrix,
-    rpy_quaternion,
     VesselSpec,
 )
 
@@ -55,7 +55,7 @@ class SimVessel:
 def initial_state(start: VesselStart, body: Body, ut: float) -> RigidState:
     """Return the scenario start of one vessel as truth at ``ut``."""
     roll, pitch, yaw = (math.radians(v) for v in start.attitude_rpy)
-    local = rotation_matrix(rpy_quaternion(roll, pitch, yaw))
+    local = rotation_matrix(quat_from_rpy(roll, pitch, yaw))
     rate = np.array(start.angular_velocity, dtype=float)
     where = start.start
     if isinstance(where, OrbitStart):

@@ -9,6 +9,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
+from pylon_protocol.frames import quat_from_rpy
 from pylon_sim import proxy_model
 from pylon_sim.vessel import (
     mass_properties,
@@ -16,7 +17,6 @@ from pylon_sim.vessel import (
     Part,
     part_masses,
     rotation_matrix,
-    rpy_quaternion,
     Shape,
     VesselSpec,
 )
@@ -38,7 +38,7 @@ ALLOWED = {
 def part(index, parent, position, rpy, mass, shape, modules=()):
     return Part(name=f'part.{index}', title=f'Part {index}', persistent_id=4000 + index,
                 flight_id=9000 + index, parent=parent, position=position,
-                rotation=rpy_quaternion(*rpy), dry_mass=mass, shape=shape,
+                rotation=quat_from_rpy(*rpy), dry_mass=mass, shape=shape,
                 modules=tuple(modules))
 
 
