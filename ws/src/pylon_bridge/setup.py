@@ -18,5 +18,9 @@ setup(
     maintainer_email='maintainers@pylon-workspace.org',
     description='udp_bridge: PyLoN UDP datagrams to ROS 2 and back.',
     license='Apache-2.0',
-    entry_points={'console_scripts': []},
+    entry_points={
+        'console_scripts': [
+            'udp_bridge = pylon_bridge.cli:main',
+        ],
+    },
 )

@@ -1,0 +1,228 @@
+"""Validated PyLoN packets to ROS messages: pure functions, no node, no clock.
+
+The mod already converts Unity vectors to ROS axes (PROTOCOL.md §2); these functions
+copy them into messages, normalise quaternions, fill in the REP-145 conventions of the
+IMU, and build the transforms of the ground truth and the proxy model. ``stamp``
+arguments are ROS times in seconds (the bridge's UT mapping).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import (
+    AccelStamped,
+    PoseStamped,
+    TransformStamped,
+    TwistStamped,
+    Vector3Stamped,
+)
+from pylon_interfaces.msg import NearbyVessel, NearbyVessels
+from pylon_protocol import frames
+from pylon_protocol.model import Model
+from sensor_msgs.msg import Imu, JointState
+
+MAX_TF_EXTRAPOLATION_SEC = 0.1
+"""How far the ground-truth pose may be carried forward to cover a sensor stamp."""
+
+UNKNOWN_COVARIANCE = [0.0] * 9
+"""REP-145 / sensor_msgs: all zeros means "covariance unknown"."""
+
+NO_ORIENTATION_COVARIANCE = [-1.0] + [0.0] * 8
+"""sensor_msgs/Imu: element 0 = -1 means "no orientation estimate" (data_raw)."""
+
+
+def to_time(seconds: float) -> Time:
+    """Return ``seconds`` (>= 0) as a ``builtin_interfaces/Time``, rounded to 1 ns."""
+    total = max(0, round(seconds * 1e9))
+    return Time(sec=total // 1_000_000_000, nanosec=total % 1_000_000_000)
+
+
+def to_seconds(stamp: Time) -> float:
+    """Return a ``builtin_interfaces/Time`` in seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def _xyz(target, values: Sequence[float]):
+    target.x, target.y, target.z = (float(v) for v in values)
+    return target
+
+
+def _xyzw(target, values: Sequence[float]):
+    target.x, target.y, target.z, target.w = (float(v) for v in values)
+    return target
+
+
+def _header(msg, stamp: float, frame_id: str):
+    msg.header.stamp = to_time(stamp)
+    msg.header.frame_id = frame_id
+    return msg
+
+
+def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK) -> Imu:
+    """Return ``pylon_imu`` as REP-145 ``imu/data_raw``.
+
+    Inertial angular rate (rad/s) and specific force (m/s², ≈ +g on +Z standing upright,
+    ≈ 0 in free fall) in ``base_link``; no orientation (``orientation_covariance[0] = -1``
+    and an all-zero quaternion); the rate and acceleration covariances are unknown (all
+    zeros): the mod adds no noise and states no accuracy.
+    """
+    msg = _header(Imu(), stamp, body_frame)
+    _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
+    msg.orientation_covariance = list(NO_ORIENTATION_COVARIANCE)
+    _xyz(msg.angular_velocity, packet['angularVelocity'])
+    msg.angular_velocity_covariance = list(UNKNOWN_COVARIANCE)
+    _xyz(msg.linear_acceleration, packet['linearAcceleration'])
+    msg.linear_acceleration_covariance = list(UNKNOWN_COVARIANCE)
+    return msg
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The messages of one ``pylon_ground_truth`` packet."""
+
+    pose: PoseStamped
+    twist: TwistStamped
+    twist_body: TwistStamped
+    accel: AccelStamped
+    frame_angular_velocity: Vector3Stamped | None
+
+
+def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
+    """Return (linear, angular) velocity in ``base_link``.
+
+    The mod's ``linearVelocityBody``/``angularVelocityBody`` when present; otherwise the
+    ENU vectors rotated by the inverse of ``rotation`` (PROTOCOL.md §2).
+    """
+    inverse = frames.quat_conjugate(frames.quat_normalize(packet['rotation']))
+    linear = packet.get('linearVelocityBody')
+    angular = packet.get('angularVelocityBody')
+    if linear is None:
+        linear = frames.quat_rotate(inverse, packet['linearVelocity'])
+    if angular is None:
+        angular = frames.quat_rotate(inverse, packet['angularVelocity'])
+    return tuple(linear), tuple(angular)
+
+
+def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND_TRUTH_ENU,
+                 body_frame: str = frames.BASE_LINK) -> GroundTruth:
+    """Return pose, twist (ENU), twist_body (base_link), acceleration and frame rate."""
+    pose = _header(PoseStamped(), stamp, world_frame)
+    _xyz(pose.pose.position, packet['position'])
+    _xyzw(pose.pose.orientation, frames.quat_normalize(packet['rotation']))
+    twist = _header(TwistStamped(), stamp, world_frame)
+    _xyz(twist.twist.linear, packet['linearVelocity'])
+    _xyz(twist.twist.angular, packet['angularVelocity'])
+    twist_body = _header(TwistStamped(), stamp, body_frame)
+    linear, angular = body_velocities(packet)
+    _xyz(twist_body.twist.linear, linear)
+    _xyz(twist_body.twist.angular, angular)
+    accel = _header(AccelStamped(), stamp, world_frame)
+    _xyz(accel.accel.linear, packet['linearAcceleration'])
+    _xyz(accel.accel.angular, packet['angularAcceleration'])
+    frame_rate = None
+    if packet.get('frameAngularVelocity') is not None:
+        frame_rate = _header(Vector3Stamped(), stamp, world_frame)
+        _xyz(frame_rate.vector, packet['frameAngularVelocity'])
+    return GroundTruth(pose, twist, twist_body, accel, frame_rate)
+
+
+def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, frames.Quat]:
+    """Return the ground-truth pose carried ``dt`` seconds forward at constant velocity.
+
+    Position moves with the ENU velocity; the orientation turns with the ENU angular
+    velocity (``q(t + dt) = exp(ω dt / 2) q(t)``, ω in the reference frame).
+    """
+    rotation = frames.quat_normalize(packet['rotation'])
+    position = packet['position']
+    if dt == 0.0:
+        return tuple(float(v) for v in position), rotation
+    velocity = packet['linearVelocity']
+    omega = packet['angularVelocity']
+    moved = tuple(float(p) + float(v) * dt for p, v in zip(position, velocity, strict=True))
+    rate = frames.norm(omega)
+    if rate * dt < 1e-12:
+        return moved, rotation
+    turn = frames.quat_from_axis_angle(omega, rate * dt)
+    return moved, frames.quat_normalize(frames.quat_multiply(turn, rotation))
+
+
+def world_transform(packet: Mapping, stamp: float, sample_time: float | None = None,
+                    max_extrapolation: float = MAX_TF_EXTRAPOLATION_SEC,
+                    world_frame: str = frames.GROUND_TRUTH_ENU,
+                    body_frame: str = frames.BASE_LINK) -> TransformStamped:
+    """Return the transform ``world_frame → body_frame`` of a ground-truth packet.
+
+    Stamped at ``stamp`` (the packet's own time) or, with ``sample_time`` later than
+    it, extrapolated to ``min(sample_time, stamp + max_extrapolation)`` so that a sensor
+    sample newer than the last pose can still be looked up.
+    """
+    dt = 0.0
+    if sample_time is not None and sample_time > stamp:
+        dt = min(sample_time - stamp, max_extrapolation)
+    position, rotation = extrapolate_pose(packet, dt)
+    return transform(stamp + dt, world_frame, body_frame, position, rotation)
+
+
+def transform(stamp: float, parent: str, child: str, translation: Sequence[float],
+              rotation: Sequence[float]) -> TransformStamped:
+    """Return one ``TransformStamped`` (``rotation`` as x, y, z, w)."""
+    msg = _header(TransformStamped(), stamp, parent)
+    msg.child_frame_id = child
+    _xyz(msg.transform.translation, translation)
+    _xyzw(msg.transform.rotation, rotation)
+    return msg
+
+
+def nearby(packet: Mapping, stamp: float,
+           world_frame: str = frames.GROUND_TRUTH_ENU) -> NearbyVessels:
+    """Return ``pylon_nearby_vessels``: observer and vessels, absolute in the same ENU."""
+    msg = _header(NearbyVessels(), stamp, world_frame)
+    msg.observer_vessel_id = packet['vesselId']
+    msg.origin_sequence = max(0, int(packet['originSequence']))
+    _xyz(msg.observer_position, packet['position'])
+    _xyz(msg.observer_linear_velocity, packet['linearVelocity'])
+    for other in packet['vessels']:
+        vessel = NearbyVessel(vessel_id=other['vesselId'], vessel_name=other.get('vessel', ''),
+                              is_debris=bool(other['isDebris']))
+        _xyz(vessel.position, other['position'])
+        _xyz(vessel.linear_velocity, other['linearVelocity'])
+        msg.vessels.append(vessel)
+    return msg
+
+
+def joint_state(motors: Iterable[Mapping], stamp: float) -> JointState:
+    """Return every servo's ``pylon_motor_state`` as one ``JointState`` (names sorted).
+
+    Position in rad or m, velocity in rad/s or m/s, effort in N·m or N: the units of the
+    joint type, as ``sensor_msgs/JointState`` expects.
+    """
+    msg = JointState()
+    msg.header.stamp = to_time(stamp)
+    for motor in sorted(motors, key=lambda m: m['name']):
+        msg.name.append(motor['name'])
+        msg.position.append(float(motor['position']))
+        msg.velocity.append(float(motor['velocity']))
+        msg.effort.append(float(motor['effort']))
+    return msg
+
+
+def joint_transform(joint, stamp: float) -> TransformStamped:
+    """Return the transform ``parent → child`` of a proxy joint's ``origin``."""
+    return transform(stamp, joint.parent, joint.child, joint.xyz, frames.quat_from_rpy(*joint.rpy))
+
+
+def proxy_static_transforms(model: Model, stamp: float) -> list[TransformStamped]:
+    """Return the fixed joints of the proxy model, parent before child."""
+    return [joint_transform(joint, stamp) for joint in model.structure.joints
+            if joint.type == 'fixed']
+
+
+def base_to_root_transform(model: Model, stamp: float,
+                           body_frame: str = frames.BASE_LINK) -> TransformStamped:
+    """Return ``base_link → root link``: the root part's pose in the CoM frame."""
+    return transform(stamp, body_frame, model.root_frame, model.base_to_root_position,
+                     frames.quat_normalize(model.base_to_root_rotation))
+

@@ -1,0 +1,371 @@
+"""The bridge's logic without rclpy: datagrams in, messages to publish out.
+
+``BridgeCore.handle(data, source, now, ros_now)`` decodes and validates one datagram
+(``pylon_protocol``), applies session gating (heartbeats open and refresh the session;
+everything else must match it), maps UT to ROS time with one offset per session, applies
+the duplicate and ordering rules, and returns ``Publish``/``Destroy`` actions for the node.
+``tick(now, ros_now)`` expires the session and silent topics. Every rejected datagram is
+counted by reason in ``stats``; nothing here raises on bad input.
+
+Times: ``now`` is monotonic seconds (expiries), ``ros_now`` the ROS clock in seconds
+(stamps).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from pylon_interfaces.msg import VesselLifecycle
+from pylon_protocol import packets
+from pylon_protocol.errors import ProtocolError
+from pylon_protocol.model import ModelAssembler
+from pylon_protocol.session import SessionTracker, UtClock
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from pylon_bridge import convert
+from pylon_bridge.lifecycle import Lifecycle, LifecycleState
+
+# topic keys whose messages are latched state: never destroyed for silence
+LATCHED_KEYS = frozenset({'status', 'lifecycle', 'robot_description', 'root_frame', 'tf_static'})
+# topic keys that belong to ground truth (never created with --disable-ground-truth)
+GROUND_TRUTH_KEYS = ('ground_truth/pose', 'ground_truth/twist', 'ground_truth/twist_body',
+                     'ground_truth/acceleration', 'ground_truth/frame_angular_velocity',
+                     'ground_truth/nearby_vessels')
+EXPIRY_PERIOD_SEC = 0.25
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Publish ``msg`` on the topic with ``key`` (created on first use)."""
+
+    key: str
+    msg: Any
+
+
+@dataclass(frozen=True)
+class Destroy:
+    """Remove the topic with ``key``."""
+
+    key: str
+
+
+@dataclass
+class Stats:
+    """Counters for diagnostics."""
+
+    received: int = 0
+    accepted: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    ignored: Counter = field(default_factory=Counter)
+    published: Counter = field(default_factory=Counter)
+    by_type: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class CoreConfig:
+    """The options the core needs (a subset of the bridge's configuration)."""
+
+    topic_timeout_sec: float = 3.0
+    disable_ground_truth: bool = False
+    allow_remote_models: bool = False
+    publish_proxy_static_tf: bool = True
+    max_datagram_bytes: int = 65535
+    world_frame: str = 'pylon_ground_truth_enu'
+    body_frame: str = 'base_link'
+
+
+class BridgeCore:
+    """Session, time, lifecycle, model and topic lifetimes of the bridge."""
+
+    def __init__(self, config: CoreConfig) -> None:
+        """Start with no session; the lifecycle is UNAVAILABLE."""
+        self.config = config
+        self.stats = Stats()
+        self.session = SessionTracker()
+        self.clock = UtClock()
+        self.models = ModelAssembler(allow_remote=config.allow_remote_models)
+        self.lifecycle = Lifecycle('' if config.disable_ground_truth else config.world_frame)
+        self.last_seen: dict[str, float] = {}       # topic key -> monotonic time of last data
+        self.paused = False
+        self.recent_drops: deque[tuple[str, str]] = deque(maxlen=32)
+        self._reset_session_state()
+
+    # -- per-session state -----------------------------------------------------------------
+    def _reset_session_state(self) -> None:
+        self.clock.reset()
+        self.last_imu_ut: float | None = None
+        self.last_gt: dict | None = None
+        self.last_gt_stamp: float | None = None
+        self.last_tf_stamp: float | None = None
+        self.motors: dict[str, dict] = {}
+        self.model = None
+
+    def initial(self, ros_now: float) -> list:
+        """Return what to publish at start: lifecycle, status and an empty model."""
+        return [self._lifecycle_msg(self.lifecycle.current, ros_now),
+                Publish('status', String(data='waiting for a PyLoN session')),
+                Publish('robot_description', String(data='')),
+                Publish('root_frame', String(data=''))]
+
+    # -- entry points ------------------------------------------------------------------
+    def handle(self, data: bytes, source: Any, now: float, ros_now: float) -> list:
+        """Process one datagram; return the actions it causes."""
+        self.stats.received += 1
+        try:
+            packet = packets.decode_state(data, self.config.max_datagram_bytes)
+        except ProtocolError as exc:
+            if exc.reason == 'unknown_type':    # a newer mod's packet: ignored silently
+                self.stats.ignored['unknown_type'] += 1
+                return []
+            return self._drop(exc.reason, str(exc))
+        kind = packet['type']
+        self.stats.by_type[kind] += 1
+        if kind == 'pylon_session':
+            return self._heartbeat(packet, now, ros_now)
+        try:
+            self.session.admit(packet)
+        except ProtocolError as exc:
+            return self._drop(exc.reason, f'{kind}: {exc}')
+        handler = self._handlers.get(kind)
+        if handler is None:                  # a state this bridge has no topic for
+            self.stats.ignored[kind] += 1
+            return []
+        self.stats.accepted += 1
+        try:
+            return handler(self, packet, source, now, ros_now)
+        except ProtocolError as exc:
+            return self._drop(exc.reason, f'{kind}: {exc}')
+
+    def tick(self, now: float, ros_now: float) -> list:
+        """Expire the session and topics that fell silent; return the actions."""
+        out: list = []
+        if self.session.expire(now, self.config.topic_timeout_sec):
+            out += self._lifecycle_change(self.lifecycle.stale(), ros_now)
+            out.append(Publish('status', String(
+                data=f'stale: no heartbeat for {self.config.topic_timeout_sec:g} s')))
+            out += self._clear_model(ros_now, lifecycle=False)
+            self._reset_session_state()
+        self.models.expire(now)
+        if self.model is not None and not self.models.is_current(now):
+            out += self._clear_model(ros_now)      # not refreshed in time: withdrawn
+        for key, seen in list(self.last_seen.items()):
+            if key not in LATCHED_KEYS and now - seen > self.config.topic_timeout_sec:
+                del self.last_seen[key]
+                out.append(Destroy(key))
+        return out
+
+    # -- helpers -----------------------------------------------------------------------
+    def _drop(self, reason: str, detail: str) -> list:
+        self.stats.dropped[reason] += 1
+        self.recent_drops.append((reason, detail))
+        return []
+
+    def _stamp(self, packet: dict, ros_now: float) -> float:
+        return self.clock.stamp(packet.get('universalTime'), ros_now)
+
+    def _publish(self, key: str, msg: Any, now: float) -> Publish:
+        self.last_seen[key] = now
+        self.stats.published[key] += 1
+        return Publish(key, msg)
+
+    def _lifecycle_msg(self, state: LifecycleState, ros_now: float) -> Publish:
+        msg = VesselLifecycle(
+            state=state.state, vessel_id=state.vessel_id, vessel_name=state.vessel_name,
+            runtime_instance=state.runtime_instance, runtime_epoch=state.runtime_epoch,
+            runtime_generation=state.runtime_generation, generation=state.generation,
+            origin_sequence=state.origin_sequence, world_frame=state.world_frame,
+            body_frame=state.body_frame, model_ready=state.model_ready,
+            model_id=state.model_id, reason=state.reason)
+        msg.header.stamp = convert.to_time(ros_now)
+        msg.header.frame_id = state.world_frame
+        return Publish('lifecycle', msg)
+
+    def _lifecycle_change(self, state: LifecycleState | None, ros_now: float) -> list:
+        return [] if state is None else [self._lifecycle_msg(state, ros_now)]
+
+    # -- session -----------------------------------------------------------------------
+    def _heartbeat(self, packet: dict, now: float, ros_now: float) -> list:
+        try:
+            result = self.session.observe_heartbeat(packet, now)
+        except ProtocolError as exc:
+            return self._drop(exc.reason, f'pylon_session: {exc}')
+        if not result.accepted:
+            return self._drop(result.reason, 'pylon_session out of order')
+        self.stats.accepted += 1
+        self.paused = bool(packet.get('paused', False))
+        out: list = []
+        if result.session_changed:
+            out += self._clear_model(ros_now, lifecycle=False)
+            self._reset_session_state()
+        state = self.lifecycle.session(result.key, packet.get('vesselName', ''),
+                                       result.available, packet['universalTime'],
+                                       result.session_changed, result.reason == 'reopened')
+        out += self._lifecycle_change(state, ros_now)
+        if state is not None:
+            out.append(Publish('status', String(data=self._status_text())))
+        return out
+
+    def _status_text(self) -> str:
+        current = self.lifecycle.current
+        names = {0: 'unavailable', 1: 'active', 2: 'changed', 3: 'stale'}
+        vessel = f'{current.vessel_name or "-"} ({current.vessel_id or "-"})'
+        return (f'{names[current.state]}: {vessel} generation {current.generation}, '
+                f'{current.reason}')
+
+    # -- measurements --------------------------------------------------------------------
+    def _measured(self, ros_now: float) -> list:
+        state = self.lifecycle.measured()
+        out = self._lifecycle_change(state, ros_now)
+        if state is not None:
+            out.append(Publish('status', String(data=self._status_text())))
+        return out
+
+    def _imu(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.paused:
+            return self._drop('paused', 'pylon_imu while paused')
+        ut = packet['universalTime']
+        if self.last_imu_ut is not None and ut <= self.last_imu_ut:
+            return self._drop('stale_imu', f'pylon_imu UT {ut} <= {self.last_imu_ut}')
+        self.last_imu_ut = ut
+        stamp = self._stamp(packet, ros_now)
+        out = [self._publish('imu', convert.imu(packet, stamp, self.config.body_frame), now)]
+        out += self._sensor_tf(stamp, now)
+        if self.config.disable_ground_truth:
+            out += self._measured(ros_now)
+        return out
+
+    def _sensor_tf(self, stamp: float, now: float) -> list:
+        """Cover a sensor stamp newer than the last transform on /tf.
+
+        With ground truth, the last pose is extrapolated to the stamp (at most 0.1 s);
+        without it, only ``base_link -> proxy root`` is sent, at the stamp.
+        """
+        if self.last_tf_stamp is not None and stamp <= self.last_tf_stamp:
+            return []
+        if self.config.disable_ground_truth:
+            if self.model is None:
+                return []
+            self.last_tf_stamp = stamp
+            return [self._publish('tf', self._tf_message(None, stamp), now)]
+        if self.last_gt is None:
+            return []
+        tf = convert.world_transform(self.last_gt, self.last_gt_stamp, stamp,
+                                     world_frame=self.config.world_frame,
+                                     body_frame=self.config.body_frame)
+        covered = convert.to_seconds(tf.header.stamp)
+        if self.last_tf_stamp is not None and covered <= self.last_tf_stamp + 1e-9:
+            return []                # capped at the same stamp as before: nothing new
+        self.last_tf_stamp = covered
+        return [self._publish('tf', self._tf_message(tf, self.last_tf_stamp), now)]
+
+    def _tf_message(self, world_tf, stamp: float) -> Any:
+        transforms = [world_tf] if world_tf is not None else []
+        if self.model is not None:
+            transforms.append(convert.base_to_root_transform(self.model, stamp,
+                                                             self.config.body_frame))
+        return TFMessage(transforms=transforms)
+
+    def _ground_truth(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.config.disable_ground_truth:
+            return self._drop('ground_truth_disabled', 'pylon_ground_truth')
+        if self.paused:
+            return self._drop('paused', 'pylon_ground_truth while paused')
+        stamp = self._stamp(packet, ros_now)
+        out = self._lifecycle_change(self.lifecycle.mod_origin(packet['originSequence']),
+                                     ros_now)
+        gt = convert.ground_truth(packet, stamp, self.config.world_frame, self.config.body_frame)
+        self.last_gt, self.last_gt_stamp = packet, stamp
+        out += [self._publish('ground_truth/pose', gt.pose, now),
+                self._publish('ground_truth/twist', gt.twist, now),
+                self._publish('ground_truth/twist_body', gt.twist_body, now),
+                self._publish('ground_truth/acceleration', gt.accel, now)]
+        if gt.frame_angular_velocity is not None:
+            out.append(self._publish('ground_truth/frame_angular_velocity',
+                                     gt.frame_angular_velocity, now))
+        if self.last_tf_stamp is None or stamp > self.last_tf_stamp:
+            tf = convert.world_transform(packet, stamp, world_frame=self.config.world_frame,
+                                         body_frame=self.config.body_frame)
+            self.last_tf_stamp = stamp
+            out.append(self._publish('tf', self._tf_message(tf, stamp), now))
+        out += self._measured(ros_now)
+        return out
+
+    def _nearby(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.config.disable_ground_truth:
+            return self._drop('ground_truth_disabled', 'pylon_nearby_vessels')
+        gt = self.last_gt
+        if (gt is None or gt['vesselId'] != packet['vesselId']
+                or gt['originSequence'] != packet['originSequence']):
+            return self._drop('nearby_without_ground_truth',
+                              'pylon_nearby_vessels does not follow its ground truth')
+        stamp = self._stamp(packet, ros_now)
+        msg = convert.nearby(packet, stamp, self.config.world_frame)
+        msg.origin_sequence = self.lifecycle.current.origin_sequence
+        return [self._publish('ground_truth/nearby_vessels', msg, now)]
+
+    def _motor(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.paused:
+            return self._drop('paused', 'pylon_motor_state while paused')
+        self.motors[packet['name']] = packet
+        stamp = self._stamp(packet, ros_now)
+        return [self._publish('joint_states',
+                              convert.joint_state(self.motors.values(), stamp), now)]
+
+    # -- model -------------------------------------------------------------------------
+    def _model_chunk(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        address = source[0] if isinstance(source, tuple) else source
+        try:
+            model = self.models.add(packet, now, address)
+        except ProtocolError as exc:
+            return self._drop(exc.reason, f'pylon_vessel_urdf_chunk: {exc}')
+        if model is None:
+            return []
+        if model.vessel_id != self.lifecycle.current.vessel_id:
+            self.models.reset()         # so that a later copy is assembled and checked again
+            return self._drop('model_for_other_vessel',
+                              f'model of {model.vessel_id} while '
+                              f'{self.lifecycle.current.vessel_id} is active')
+        if self.model is not None and self.model.model_id == model.model_id:
+            self.model = model          # same model re-sent: only refreshed
+            return []
+        self.model = model
+        stamp = ros_now
+        out = [Publish('robot_description', String(data=model.urdf)),
+               Publish('root_frame', String(data=model.root_frame))]
+        if self.config.publish_proxy_static_tf:
+            out.append(Publish('tf_static', TFMessage(
+                transforms=convert.proxy_static_transforms(model, stamp))))
+        out += self._lifecycle_change(self.lifecycle.model(model.model_id), ros_now)
+        return out
+
+    def _model_clear(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        cleared_current = self.models.clear(packet['sessionId'], now)
+        if not cleared_current and (self.model is None
+                                    or self.model.session_id != packet['sessionId']):
+            return []
+        return self._clear_model(ros_now)
+
+    def _clear_model(self, ros_now: float, lifecycle: bool = True) -> list:
+        """Withdraw the model: latched description and root frame become empty."""
+        had = self.model is not None
+        self.model = None
+        self.models.reset()
+        if not had:
+            return []
+        out = [Publish('robot_description', String(data='')),
+               Publish('root_frame', String(data=''))]
+        if lifecycle:
+            out += self._lifecycle_change(self.lifecycle.model(''), ros_now)
+        return out
+
+    _handlers = {
+        'pylon_imu': _imu,
+        'pylon_ground_truth': _ground_truth,
+        'pylon_nearby_vessels': _nearby,
+        'pylon_motor_state': _motor,
+        'pylon_vessel_urdf_chunk': _model_chunk,
+        'pylon_vessel_urdf_clear': _model_clear,
+    }

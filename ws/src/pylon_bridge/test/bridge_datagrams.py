@@ -1,0 +1,93 @@
+"""Datagrams for the bridge's tests, written as the mod writes them."""
+
+from __future__ import annotations
+
+from pylon_protocol import model, packets, wire
+from pylon_protocol.envelope import Envelope
+
+VESSEL = '5f3c2a1b9d8e4f7a6b5c4d3e2f1a0b9c'
+OTHER = '0a1b2c3d4e5f60718293a4b5c6d7e8f9'
+INSTANCE = 'c0ffee00' * 4
+EPOCH = 'e90c4e90' * 4
+ENV = Envelope(INSTANCE, 3, EPOCH, VESSEL)
+UT = 12345.5
+
+
+def envelope(generation: int = 3, epoch: str = EPOCH, vessel: str = VESSEL,
+             instance: str = INSTANCE) -> Envelope:
+    """Return a runtime envelope."""
+    return Envelope(instance, generation, epoch, vessel)
+
+
+def encode(type_name: str, env: Envelope = ENV, **fields) -> bytes:
+    """Return one state datagram (validated, in the mod's number forms)."""
+    return wire.encode_state(packets.build_state(type_name, env, **fields))
+
+
+def session(ut: float = UT, env: Envelope = ENV, available: bool = True, sequence: int = 1,
+            **extra) -> bytes:
+    """Return a ``pylon_session`` heartbeat of ``env``."""
+    return encode('pylon_session', env, vesselId=env.runtime_vessel_id, vesselName='Rover',
+                  available=available, universalTime=ut, observationSequence=sequence,
+                  realtimeSinceStartup=float(sequence), paused=extra.pop('paused', False),
+                  packed=not available, warpRate=1.0, physicsWarp=False, **extra)
+
+
+def imu(ut: float = UT, env: Envelope = ENV, rate=(0.0, 0.0, 0.1),
+        accel=(0.0, 0.0, 9.81)) -> bytes:
+    """Return a ``pylon_imu`` sample."""
+    return encode('pylon_imu', env, vesselId=env.runtime_vessel_id, universalTime=ut,
+                  angularVelocity=list(rate), linearAcceleration=list(accel))
+
+
+def ground_truth(ut: float = UT, env: Envelope = ENV, origin: int = 1,
+                 position=(1.0, 2.0, 3.0), rotation=(0.0, 0.0, 0.0, 1.0),
+                 velocity=(10.0, 0.0, 0.0), omega=(0.0, 0.0, 0.5), body: bool = True) -> bytes:
+    """Return a ``pylon_ground_truth`` sample (without the body fields if not ``body``)."""
+    fields = {'vesselId': env.runtime_vessel_id, 'vessel': 'Rover', 'originSequence': origin,
+              'universalTime': ut, 'position': list(position), 'rotation': list(rotation),
+              'linearVelocity': list(velocity), 'angularVelocity': list(omega),
+              'frameAngularVelocity': [0.0, 2.9e-4, 0.0],
+              'linearAcceleration': [0.0, 0.0, 0.0], 'angularAcceleration': [0.0, 0.0, 0.0]}
+    if body:
+        fields.update(linearVelocityBody=list(velocity), angularVelocityBody=list(omega))
+    return encode('pylon_ground_truth', env, **fields)
+
+
+def nearby(ut: float = UT, env: Envelope = ENV, origin: int = 1) -> bytes:
+    """Return a ``pylon_nearby_vessels`` packet with one neighbour."""
+    return encode('pylon_nearby_vessels', env, vesselId=env.runtime_vessel_id,
+                  originSequence=origin, universalTime=ut, position=[1.0, 2.0, 3.0],
+                  linearVelocity=[10.0, 0.0, 0.0],
+                  vessels=[{'vesselId': OTHER, 'vessel': 'Debris', 'isDebris': True,
+                            'position': [40.0, -3.0, 0.2], 'linearVelocity': [0.0, 0.0, 0.0]}])
+
+
+def motor(name: str = 'arm_hinge', position: float = 0.5, ut: float = UT,
+          env: Envelope = ENV) -> bytes:
+    """Return a ``pylon_motor_state`` of a revolute servo."""
+    return encode('pylon_motor_state', env, name=name, jointType='revolute', vessel='Rover',
+                  partFlightId=4005, universalTime=ut, position=position, velocity=0.1,
+                  effort=1.5, current=0.2, target=position, powered=True, engaged=True,
+                  locked=False, commandMode='position', commandActive=True)
+
+
+def model_chunks(vessel: str = VESSEL, session_id: str = 'ef' * 16, env: Envelope = ENV,
+                 parts: int = 3) -> list[bytes]:
+    """Return the ``pylon_vessel_urdf_chunk`` datagrams of a small box model of ``vessel``."""
+    proxy = [model.ProxyPart(None, (1.0, 1.0, 2.0), 100.0)]
+    proxy += [model.ProxyPart(i - 1, (0.5, 0.5, 0.5), 10.0, xyz=(0.0, 0.0, 1.5),
+                              rpy=(0.0, 0.0, 0.3)) for i in range(1, parts)]
+    urdf = model.build_proxy_urdf(vessel, proxy)
+    frames = [(4000 + i, f'pylon_{vessel[:8]}_link_{i:04d}') for i in range(parts)]
+    bundle = model.build_bundle(session_id=session_id, vessel_id=vessel, urdf=urdf,
+                                base_to_root_position=[0.0, 0.0, -0.4],
+                                base_to_root_rotation=[0.0, 0.0, 0.0, 1.0], part_frames=frames)
+    return [encode('pylon_vessel_urdf_chunk', env, **chunk)
+            for chunk in model.chunk_model(bundle, session_id=session_id, sent_at_ut=UT,
+                                           chunk_bytes=256)]
+
+
+def model_clear(session_id: str = 'ef' * 16, env: Envelope = ENV) -> bytes:
+    """Return a ``pylon_vessel_urdf_clear``."""
+    return encode('pylon_vessel_urdf_clear', env, sessionId=session_id)

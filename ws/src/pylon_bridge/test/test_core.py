@@ -1,0 +1,327 @@
+"""BridgeCore without ROS: gating, time, ordering, lifecycle, model, TF and lifetimes."""
+
+import math
+
+import bridge_datagrams as d
+from pylon_bridge.convert import to_seconds
+from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, Publish
+from pylon_interfaces.msg import VesselLifecycle
+import pytest
+
+LOOPBACK = ('127.0.0.1', 49999)
+ROS_T0 = 1000.0
+
+
+class Driver:
+    """Feeds datagrams to a core on a simulated clock and keeps what it publishes."""
+
+    def __init__(self, **config):
+        self.core = BridgeCore(CoreConfig(**config))
+        self.now = 0.0
+        self.out = list(self.core.initial(ROS_T0))
+
+    def feed(self, *datagrams, source=LOOPBACK, dt=0.0):
+        actions = []
+        for data in datagrams:
+            self.now += dt
+            actions += self.core.handle(data, source, self.now, ROS_T0 + self.now)
+        self.out += actions
+        return actions
+
+    def tick(self, dt):
+        self.now += dt
+        actions = self.core.tick(self.now, ROS_T0 + self.now)
+        self.out += actions
+        return actions
+
+    def published(self, key, actions=None):
+        return [a.msg for a in (self.out if actions is None else actions)
+                if isinstance(a, Publish) and a.key == key]
+
+    def lifecycle(self):
+        return self.published('lifecycle')[-1]
+
+
+def started(**config):
+    driver = Driver(**config)
+    driver.feed(d.session())
+    return driver
+
+
+def test_nothing_before_a_heartbeat():
+    driver = Driver()
+    assert driver.feed(d.imu(), d.ground_truth()) == []
+    assert driver.core.stats.dropped['no_session'] == 2
+    assert driver.lifecycle().state == VesselLifecycle.STATE_UNAVAILABLE
+    assert driver.lifecycle().reason == 'bridge_started'
+
+
+def test_changed_then_active_with_the_first_measurement():
+    driver = started()
+    changed = driver.lifecycle()
+    assert (changed.state, changed.generation, changed.reason) == (
+        VesselLifecycle.STATE_CHANGED, 1, 'session_started')
+    assert changed.vessel_id == d.VESSEL and changed.runtime_generation == 3
+    driver.feed(d.ground_truth())
+    active = driver.lifecycle()
+    assert (active.state, active.generation, active.reason) == (
+        VesselLifecycle.STATE_ACTIVE, 1, 'measuring')
+    assert active.world_frame == 'pylon_ground_truth_enu' and active.body_frame == 'base_link'
+
+
+def test_envelope_and_vessel_must_match_the_session():
+    driver = started()
+    other_epoch = d.envelope(epoch='ab' * 16)
+    assert driver.feed(d.imu(env=other_epoch)) == []
+    assert driver.core.stats.dropped['envelope_mismatch'] == 1
+    foreign = d.encode('pylon_imu', d.ENV, vesselId=d.OTHER, universalTime=d.UT,
+                       angularVelocity=[0, 0, 0], linearAcceleration=[0, 0, 0])
+    assert driver.feed(foreign) == []
+    assert sum(driver.core.stats.dropped.values()) == 2
+    assert not driver.published('imu')
+
+
+def test_unavailable_session_publishes_nothing():
+    driver = Driver()
+    driver.feed(d.session(available=False))
+    assert driver.feed(d.imu(), d.ground_truth()) == []
+    assert driver.lifecycle().state == VesselLifecycle.STATE_UNAVAILABLE
+    assert driver.lifecycle().reason == 'vessel_unavailable'
+
+
+def test_imu_duplicates_and_reordering_are_dropped():
+    driver = started()
+    driver.feed(d.imu(ut=d.UT), d.imu(ut=d.UT), d.imu(ut=d.UT - 0.1), d.imu(ut=d.UT + 0.1))
+    assert len(driver.published('imu')) == 2
+    assert driver.core.stats.dropped['stale_imu'] == 2
+
+
+def test_ut_maps_with_one_offset_per_session():
+    driver = started()
+    driver.feed(d.imu(ut=d.UT))                                   # receipt ROS_T0 + 0
+    driver.feed(d.imu(ut=d.UT + 0.5), dt=2.0)                     # delayed by 1.5 s
+    first, second = (to_seconds(m.header.stamp) for m in driver.published('imu'))
+    assert second - first == pytest.approx(0.5, abs=1e-6)        # intervals kept
+    assert first == pytest.approx(ROS_T0, abs=1e-6)
+
+
+def test_imu_follows_rep_145():
+    driver = started()
+    [msg] = driver.published('imu', driver.feed(d.imu(rate=(0.1, -0.2, 0.3))))
+    assert msg.header.frame_id == 'base_link'
+    assert msg.orientation_covariance[0] == -1.0
+    assert list(msg.angular_velocity_covariance) == [0.0] * 9
+    assert list(msg.linear_acceleration_covariance) == [0.0] * 9
+    assert (msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z) == (
+        0.1, -0.2, 0.3)
+    assert msg.linear_acceleration.z == 9.81
+
+
+def test_ground_truth_topics_and_frames():
+    driver = started()
+    actions = driver.feed(d.ground_truth(rotation=(0.0, 0.0, 2.0, 2.0)))   # not normalised
+    pose = driver.published('ground_truth/pose', actions)[0]
+    assert pose.header.frame_id == 'pylon_ground_truth_enu'
+    assert pose.pose.orientation.z == pytest.approx(math.sqrt(0.5))
+    assert driver.published('ground_truth/twist', actions)[0].header.frame_id == \
+        'pylon_ground_truth_enu'
+    assert driver.published('ground_truth/twist_body', actions)[0].header.frame_id == \
+        'base_link'
+    assert driver.published('ground_truth/acceleration', actions)[0].header.frame_id == \
+        'pylon_ground_truth_enu'
+    rate = driver.published('ground_truth/frame_angular_velocity', actions)[0]
+    assert rate.vector.y == pytest.approx(2.9e-4)
+    [tf] = driver.published('tf', actions)
+    [world] = tf.transforms
+    assert (world.header.frame_id, world.child_frame_id) == ('pylon_ground_truth_enu',
+                                                             'base_link')
+
+
+def test_twist_body_falls_back_to_rotating_the_enu_twist():
+    driver = started()
+    yaw90 = (0.0, 0.0, math.sqrt(0.5), math.sqrt(0.5))
+    actions = driver.feed(d.ground_truth(rotation=yaw90, velocity=(0.0, 5.0, 0.0),
+                                         body=False))
+    body = driver.published('ground_truth/twist_body', actions)[0].twist.linear
+    # the vessel faces north (+Y ENU): moving north is moving forward (+X body)
+    assert (body.x, body.y, body.z) == pytest.approx((5.0, 0.0, 0.0), abs=1e-12)
+
+
+def test_nearby_needs_its_ground_truth():
+    driver = started()
+    assert driver.feed(d.nearby()) == []
+    assert driver.core.stats.dropped['nearby_without_ground_truth'] == 1
+    driver.feed(d.ground_truth(origin=4))
+    assert driver.feed(d.nearby(origin=3)) == []
+    [msg] = driver.published('ground_truth/nearby_vessels', driver.feed(d.nearby(origin=4)))
+    assert msg.observer_vessel_id == d.VESSEL and msg.vessels[0].vessel_id == d.OTHER
+    assert msg.vessels[0].is_debris and msg.header.frame_id == 'pylon_ground_truth_enu'
+
+
+def test_tf_covers_an_imu_stamp_newer_than_the_pose_by_at_most_a_tenth():
+    driver = started()
+    driver.feed(d.ground_truth(ut=d.UT, velocity=(10.0, 0.0, 0.0), omega=(0.0, 0.0, 1.0)))
+    [tf] = driver.published('tf', driver.feed(d.imu(ut=d.UT + 0.04)))
+    world = tf.transforms[0]
+    assert to_seconds(world.header.stamp) == pytest.approx(ROS_T0 + 0.04, abs=1e-6)
+    assert world.transform.translation.x == pytest.approx(1.0 + 10.0 * 0.04)
+    turned = world.transform.rotation
+    assert 2 * math.atan2(turned.z, turned.w) == pytest.approx(0.04)
+    [tf] = driver.published('tf', driver.feed(d.imu(ut=d.UT + 0.5)))
+    assert to_seconds(tf.transforms[0].header.stamp) == pytest.approx(ROS_T0 + 0.1, abs=1e-6)
+    assert driver.published('tf', driver.feed(d.imu(ut=d.UT + 0.6))) == []   # capped again
+
+
+def test_disable_ground_truth_creates_no_world_topic():
+    driver = started(disable_ground_truth=True)
+    driver.feed(d.ground_truth(), d.nearby(), d.imu(), *d.model_chunks())
+    keys = {a.key for a in driver.out if isinstance(a, Publish)}
+    assert not any(key.startswith('ground_truth') for key in keys)
+    assert driver.lifecycle().world_frame == ''
+    assert driver.lifecycle().state == VesselLifecycle.STATE_ACTIVE
+    driver.feed(d.imu(ut=d.UT + 0.1))
+    for tf in driver.published('tf'):
+        assert all(t.header.frame_id != 'pylon_ground_truth_enu' for t in tf.transforms)
+    assert driver.published('tf')[-1].transforms[0].child_frame_id == \
+        f'pylon_{d.VESSEL[:8]}_link_0000'
+
+
+def test_model_description_root_frame_static_tf_and_lifecycle():
+    driver = started()
+    actions = driver.feed(*d.model_chunks())
+    [description] = driver.published('robot_description', actions)
+    assert f'<robot name="pylon_{d.VESSEL[:8]}_active_vessel">' in description.data
+    assert driver.published('root_frame', actions)[0].data == f'pylon_{d.VESSEL[:8]}_link_0000'
+    [static] = driver.published('tf_static', actions)
+    assert [t.child_frame_id for t in static.transforms] == [
+        f'pylon_{d.VESSEL[:8]}_link_0001', f'pylon_{d.VESSEL[:8]}_link_0002']
+    first = static.transforms[0].transform
+    assert first.translation.z == 1.5
+    assert 2 * math.atan2(first.rotation.z, first.rotation.w) == pytest.approx(0.3)
+    assert driver.lifecycle().model_ready and len(driver.lifecycle().model_id) == 64
+    assert driver.feed(*d.model_chunks()) == []             # a resend only refreshes
+    driver.feed(d.ground_truth())
+    tf = driver.published('tf')[-1]
+    assert [t.child_frame_id for t in tf.transforms] == [
+        'base_link', f'pylon_{d.VESSEL[:8]}_link_0000']
+    assert tf.transforms[1].header.frame_id == 'base_link'
+    assert tf.transforms[1].transform.translation.z == -0.4
+
+
+def test_without_static_tf_robot_state_publisher_takes_over():
+    driver = started(publish_proxy_static_tf=False)
+    actions = driver.feed(*d.model_chunks())
+    assert driver.published('robot_description', actions)
+    assert not driver.published('tf_static', actions)
+
+
+def test_model_clear_and_vessel_switch_withdraw_the_model_at_once():
+    driver = started()
+    driver.feed(*d.model_chunks())
+    actions = driver.feed(d.model_clear())
+    assert driver.published('robot_description', actions)[0].data == ''
+    assert driver.published('root_frame', actions)[0].data == ''
+    assert not driver.lifecycle().model_ready
+    driver.feed(*d.model_chunks(session_id='aa' * 16))
+    assert driver.lifecycle().model_ready
+    switched = d.envelope(generation=4, epoch='ab' * 16, vessel=d.OTHER)
+    actions = driver.feed(d.session(env=switched, sequence=2))
+    assert driver.published('robot_description', actions)[0].data == ''
+    life = driver.lifecycle()
+    assert (life.state, life.generation, life.reason) == (
+        VesselLifecycle.STATE_CHANGED, 2, 'vessel_changed')
+    assert not life.model_ready and life.model_id == ''
+    # a model of the previous vessel is never presented as current
+    assert driver.feed(*d.model_chunks(session_id='bb' * 16, env=switched)) == []
+    assert driver.core.stats.dropped['model_for_other_vessel'] == 1
+
+
+def test_remote_models_need_the_flag():
+    driver = started()
+    assert driver.feed(*d.model_chunks(), source=('192.0.2.7', 49010)) == []
+    assert driver.core.stats.dropped['remote_source'] >= 1
+    allowed = started(allow_remote_models=True)
+    assert allowed.published('robot_description',
+                             allowed.feed(*d.model_chunks(), source=('192.0.2.7', 49010)))
+
+
+def test_time_rewind_and_timeout_recovery_bump_the_generation():
+    driver = started()
+    driver.feed(d.ground_truth())
+    rewound = d.envelope(generation=4, epoch='ab' * 16)
+    driver.feed(d.session(ut=d.UT - 100.0, env=rewound, sequence=2))
+    assert (driver.lifecycle().generation, driver.lifecycle().reason) == (2, 'time_rewind')
+    driver.feed(d.session(ut=d.UT - 99.9, env=rewound, sequence=3))
+    assert driver.tick(2.9) == []
+    actions = driver.tick(0.2)
+    stale = driver.published('lifecycle', actions)[0]
+    assert (stale.state, stale.reason) == (VesselLifecycle.STATE_STALE, 'session_timeout')
+    assert driver.feed(d.imu(ut=d.UT - 99.8, env=rewound)) == []
+    driver.feed(d.session(ut=d.UT - 99.0, env=rewound, sequence=4))
+    life = driver.lifecycle()
+    assert (life.state, life.generation, life.reason) == (
+        VesselLifecycle.STATE_CHANGED, 3, 'session_recovered')
+    assert life.origin_sequence == 3
+
+
+def test_a_new_mod_origin_bumps_the_origin_sequence():
+    driver = started()
+    driver.feed(d.ground_truth(origin=1))
+    before = driver.lifecycle().origin_sequence
+    driver.feed(d.ground_truth(origin=2, ut=d.UT + 0.1))
+    assert driver.lifecycle().origin_sequence == before + 1
+    assert driver.lifecycle().generation == 1
+
+
+def test_silent_topics_are_removed_after_the_timeout():
+    driver = started(topic_timeout_sec=1.0)
+    driver.feed(d.motor())
+    driver.feed(d.session(sequence=2, ut=d.UT + 0.5), dt=0.5)
+    assert not [a for a in driver.tick(0.4) if isinstance(a, Destroy)]
+    driver.feed(d.session(sequence=3, ut=d.UT + 1.0), dt=0.0)
+    removed = [a.key for a in driver.tick(0.3) if isinstance(a, Destroy)]
+    assert removed == ['joint_states']
+
+
+def test_joint_states_collect_every_servo():
+    driver = started()
+    driver.feed(d.motor('b_slide', 0.2), d.motor('a_hinge', 0.4))
+    msg = driver.published('joint_states')[-1]
+    assert list(msg.name) == ['a_hinge', 'b_slide']
+    assert list(msg.position) == [0.4, 0.2]
+
+
+@pytest.mark.parametrize('data, reason', [
+    (b'\xff\xfe', 'invalid_utf8'),
+    (b'[1, 2]', 'not_object'),
+    (b'{"type": "pylon_imu", "version": true}', 'bad_version'),
+    (b'{"type": "ksp_imu", "version": 1}', 'bad_packet_type'),
+    (b'{' * 5000 + b'}' * 5000, 'invalid_json'),
+])
+def test_malformed_datagrams_are_counted_by_reason(data, reason):
+    driver = started()
+    assert driver.feed(data) == []
+    assert dict(driver.core.stats.dropped) == {reason: 1}
+
+
+def test_non_finite_values_are_rejected():
+    driver = started()
+    text = d.imu().decode().replace('9.81', 'NaN')
+    assert driver.feed(text.encode()) == []
+    assert sum(driver.core.stats.dropped.values()) == 1
+    assert not driver.published('imu')
+
+
+def test_unknown_types_and_states_without_topic_are_ignored_not_dropped():
+    driver = started()
+    unknown = d.session().replace(b'"pylon_session"', b'"pylon_from_the_future"')
+    assert driver.feed(unknown) == []
+    assert driver.core.stats.ignored['unknown_type'] == 1
+    assert sum(driver.core.stats.dropped.values()) == 0
+    flight = d.encode('pylon_control_authority_state', vesselId=d.VESSEL, vessel='Rover',
+                      state=0, controllerId='', leaseId='', priority=0,
+                      leaseRemainingSeconds=0.0, sasSuppressed=False, emergencyStop=False,
+                      lastSequence=0, reason='released')
+    assert driver.feed(flight) == []
+    assert driver.core.stats.ignored['pylon_control_authority_state'] == 1
+    assert sum(driver.core.stats.dropped.values()) == 0
