@@ -26,7 +26,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from pylon_bridge import convert
-from pylon_bridge.lifecycle import Lifecycle, LifecycleState
+from pylon_bridge.lifecycle import Lifecycle, LifecycleState, STATE_NAMES
 
 # topic keys whose messages are latched state: never destroyed for silence
 LATCHED_KEYS = frozenset({'status', 'lifecycle', 'robot_description', 'root_frame', 'tf_static'})
@@ -157,6 +157,11 @@ class BridgeCore:
                 out.append(Destroy(key))
         return out
 
+    def reject(self, reason: str, detail: str) -> None:
+        """Count a datagram the node could not even read (e.g. longer than the buffer)."""
+        self.stats.received += 1
+        self._drop(reason, detail)
+
     # -- helpers -----------------------------------------------------------------------
     def _drop(self, reason: str, detail: str) -> list:
         self.stats.dropped[reason] += 1
@@ -210,9 +215,8 @@ class BridgeCore:
 
     def _status_text(self) -> str:
         current = self.lifecycle.current
-        names = {0: 'unavailable', 1: 'active', 2: 'changed', 3: 'stale'}
         vessel = f'{current.vessel_name or "-"} ({current.vessel_id or "-"})'
-        return (f'{names[current.state]}: {vessel} generation {current.generation}, '
+        return (f'{STATE_NAMES[current.state].lower()}: {vessel} generation {current.generation}, '
                 f'{current.reason}')
 
     # -- measurements --------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 UNAVAILABLE, ACTIVE, CHANGED, STALE = 0, 1, 2, 3
+STATE_NAMES = {UNAVAILABLE: 'UNAVAILABLE', ACTIVE: 'ACTIVE', CHANGED: 'CHANGED', STALE: 'STALE'}
 
 REASON_BRIDGE_STARTED = 'bridge_started'
 REASON_SESSION_STARTED = 'session_started'

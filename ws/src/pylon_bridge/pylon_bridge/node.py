@@ -8,7 +8,9 @@ destroyed when the core says so. One lock serialises the core and the publishers
 
 from __future__ import annotations
 
+from collections import deque
 import socket
+import struct
 import sys
 import threading
 import time
@@ -21,9 +23,13 @@ from rclpy.node import Node
 from pylon_bridge import config as bridge_config
 from pylon_bridge import qos as bridge_qos
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC, Publish
+from pylon_bridge.lifecycle import ACTIVE, CHANGED, STATE_NAMES
 
 RECV_TIMEOUT_SEC = 0.05
-MAX_DATAGRAMS_PER_WAKE = 256
+SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
+ANCILLARY_BYTES = 64
+LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth'}
+LATENCY_WINDOW = 4096
 LOG_THROTTLE_SEC = 5.0
 
 
@@ -46,6 +52,11 @@ class UdpBridge(Node):
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        except OSError:
+            pass                                  # arrival then = when recvmsg returns
+        self.latency: dict[str, deque] = {}
         self.sock.bind((o.host, o.port))
         self.sock.settimeout(RECV_TIMEOUT_SEC)
         self._rates_at = time.monotonic()
@@ -85,40 +96,58 @@ class UdpBridge(Node):
                         f'removed {self.options.topic(action.key)}: no data for '
                         f'{self.options.topic_timeout_sec:g} s')
 
+    def _receive(self) -> tuple[bytes, object, float, bool] | None:
+        """Return (data, source, arrival wall time, truncated) or None on timeout."""
+        try:
+            data, ancillary, flags, source = self.sock.recvmsg(self.options.max_datagram_bytes,
+                                                               ANCILLARY_BYTES)
+        except TimeoutError:
+            return None
+        arrived = None
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+                seconds, nanoseconds = struct.unpack('qq', payload[:16])
+                arrived = seconds + nanoseconds * 1e-9
+        return data, source, time.time() if arrived is None else arrived, \
+            bool(flags & socket.MSG_TRUNC)
+
     def _receive_loop(self) -> None:
         logger = self.get_logger()
-        size = self.options.max_datagram_bytes
         while self.running:
             try:
-                data, source = self.sock.recvfrom(size)
-            except TimeoutError:
-                continue
+                received = self._receive()
             except OSError:
                 if self.running:
                     logger.error('state socket failed', throttle_duration_sec=LOG_THROTTLE_SEC)
+                    continue
                 return
-            batch = [(data, source)]
-            self.sock.setblocking(False)
-            try:
-                while len(batch) < MAX_DATAGRAMS_PER_WAKE:
-                    batch.append(self.sock.recvfrom(size))
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:
-                pass
-            finally:
-                self.sock.settimeout(RECV_TIMEOUT_SEC)
+            if received is None:
+                continue
+            data, source, arrived, truncated = received
             with self.lock:
-                for data, source in batch:
-                    dropped = sum(self.core.stats.dropped.values())
-                    self._apply(self.core.handle(data, source, time.monotonic(),
-                                                 self._ros_now()))
-                    if sum(self.core.stats.dropped.values()) != dropped:
-                        reason, detail = self.core.recent_drops[-1] \
-                            if self.core.recent_drops else ('dropped', '')
-                        logger.warning(f'dropped a datagram ({reason}): {detail} '
-                                       f'[{sum(self.core.stats.dropped.values())} dropped]',
-                                       throttle_duration_sec=LOG_THROTTLE_SEC)
+                dropped = self.core.stats.dropped.total()
+                if truncated:
+                    self.core.reject('datagram_too_large', f'longer than '
+                                     f'--max-datagram-bytes {self.options.max_datagram_bytes}')
+                    actions = []
+                else:
+                    actions = self.core.handle(data, source, time.monotonic(), self._ros_now())
+                self._apply(actions)
+                self._note_latency(actions, arrived)
+                if self.core.stats.dropped.total() != dropped:
+                    reason, detail = self.core.recent_drops[-1]
+                    logger.warning(f'dropped a datagram ({reason}): {detail} '
+                                   f'[{self.core.stats.dropped.total()} dropped so far]',
+                                   throttle_duration_sec=LOG_THROTTLE_SEC)
+
+    def _note_latency(self, actions: list, arrived: float) -> None:
+        """Record arrival → publish-returned latency of IMU and ground-truth datagrams."""
+        for action in actions:
+            kind = LATENCY_KEYS.get(getattr(action, 'key', None))
+            if kind is not None:
+                self.latency.setdefault(kind, deque(maxlen=LATENCY_WINDOW)).append(
+                    (time.time() - arrived) * 1e3)
+                return
 
     def _on_expiry(self) -> None:
         with self.lock:
@@ -137,7 +166,6 @@ class UdpBridge(Node):
                  for key, count in stats.published.items()}
         self._rates_at, self._rates_base = now, dict(stats.published)
         life = self.core.lifecycle.current
-        names = {0: 'UNAVAILABLE', 1: 'ACTIVE', 2: 'CHANGED', 3: 'STALE'}
         datagrams = DiagnosticStatus(
             level=DiagnosticStatus.OK, name='pylon_bridge: datagrams',
             message=f'{stats.received} received, {sum(stats.dropped.values())} dropped',
@@ -146,14 +174,17 @@ class UdpBridge(Node):
                     KeyValue(key='accepted', value=str(stats.accepted))]
             + [KeyValue(key=f'dropped.{reason}', value=str(count))
                for reason, count in sorted(stats.dropped.items())]
+            + [KeyValue(key=f'ignored.{kind}', value=str(count))
+               for kind, count in sorted(stats.ignored.items())]
             + [KeyValue(key=f'received.{kind}', value=str(count))
                for kind, count in sorted(stats.by_type.items())])
+        healthy = life.state in (ACTIVE, CHANGED)
         session = DiagnosticStatus(
-            level=DiagnosticStatus.OK if life.state in (1, 2) else DiagnosticStatus.WARN,
-            name='pylon_bridge: session', message=f'{names[life.state]} ({life.reason})',
+            level=DiagnosticStatus.OK if healthy else DiagnosticStatus.WARN,
+            name='pylon_bridge: session', message=f'{STATE_NAMES[life.state]} ({life.reason})',
             hardware_id='udp_bridge',
             values=[KeyValue(key=k, value=str(v)) for k, v in (
-                ('state', names[life.state]), ('vessel_id', life.vessel_id),
+                ('state', STATE_NAMES[life.state]), ('vessel_id', life.vessel_id),
                 ('vessel_name', life.vessel_name), ('generation', life.generation),
                 ('runtime_instance', life.runtime_instance),
                 ('runtime_generation', life.runtime_generation),
@@ -164,9 +195,27 @@ class UdpBridge(Node):
             message=f'{len(self.publishers_by_key)} topics', hardware_id='udp_bridge',
             values=[KeyValue(key=f'rate_hz.{self.options.topic(key)}', value=f'{rate:.1f}')
                     for key, rate in sorted(rates.items())])
-        msg = DiagnosticArray(status=[datagrams, session, topics])
+        latency = DiagnosticStatus(
+            level=DiagnosticStatus.OK, name='pylon_bridge: latency',
+            message='datagram arrival to publish returned, since the last report (ms)',
+            hardware_id='udp_bridge', values=self._latency_values())
+        msg = DiagnosticArray(status=[datagrams, session, topics, latency])
         msg.header.stamp = self.get_clock().now().to_msg()
         return msg
+
+    def _latency_values(self) -> list[KeyValue]:
+        values = []
+        for kind, samples in sorted(self.latency.items()):
+            ordered = sorted(samples)
+            samples.clear()
+            if not ordered:
+                continue
+            for name, fraction in (('p50', 0.5), ('p99', 0.99)):
+                index = min(len(ordered) - 1, int(fraction * len(ordered)))
+                values.append(KeyValue(key=f'{kind}.{name}_ms', value=f'{ordered[index]:.3f}'))
+            values.append(KeyValue(key=f'{kind}.max_ms', value=f'{ordered[-1]:.3f}'))
+            values.append(KeyValue(key=f'{kind}.count', value=str(len(ordered))))
+        return values
 
     def close(self) -> None:
         """Stop receiving and close the socket."""
