@@ -1,6 +1,6 @@
 """Validated PyLoN packets to ROS messages: pure functions, no node, no clock.
 
-The mod already converts Unity vectors to ROS axes (PROTOCOL.md §2); these functions
+The mod already converts Unity vectors to ROS axes; these functions
 copy them into messages, normalise quaternions, fill in the REP-145 conventions of the
 IMU, and build the transforms of the ground truth and the proxy model. ``stamp``
 arguments are ROS times in seconds (the bridge's UT mapping).
@@ -94,7 +94,7 @@ def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
     """Return (linear, angular) velocity in ``base_link``.
 
     The mod's ``linearVelocityBody``/``angularVelocityBody`` when present; otherwise the
-    ENU vectors rotated by the inverse of ``rotation`` (PROTOCOL.md §2).
+    ENU vectors rotated by the inverse of ``rotation``, as the mod's protocol specifies.
     """
     inverse = frames.quat_conjugate(frames.quat_normalize(packet['rotation']))
     linear = packet.get('linearVelocityBody')
