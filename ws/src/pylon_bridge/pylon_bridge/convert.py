@@ -34,9 +34,14 @@ NO_ORIENTATION_COVARIANCE = [-1.0] + [0.0] * 8
 """sensor_msgs/Imu: element 0 = -1 means "no orientation estimate" (data_raw)."""
 
 
+def to_nanoseconds(seconds: float) -> int:
+    """Return ``seconds`` (>= 0) in whole nanoseconds, as a message stamp holds it."""
+    return max(0, round(seconds * 1e9))
+
+
 def to_time(seconds: float) -> Time:
     """Return ``seconds`` (>= 0) as a ``builtin_interfaces/Time``, rounded to 1 ns."""
-    total = max(0, round(seconds * 1e9))
+    total = to_nanoseconds(seconds)
     return Time(sec=total // 1_000_000_000, nanosec=total % 1_000_000_000)
 
 

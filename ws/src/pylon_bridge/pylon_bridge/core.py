@@ -99,7 +99,7 @@ class BridgeCore:
         self.last_imu_ut: float | None = None
         self.last_gt: dict | None = None
         self.last_gt_stamp: float | None = None
-        self.last_tf_stamp: float | None = None
+        self.last_tf_ns: int | None = None       # newest stamp on /tf, in ns
         self.motors: dict[str, dict] = {}
         self.model = None
 
@@ -235,11 +235,25 @@ class BridgeCore:
             return self._drop('stale_imu', f'pylon_imu UT {ut} <= {self.last_imu_ut}')
         self.last_imu_ut = ut
         stamp = self._stamp(packet, ros_now)
-        out = [self._publish('imu', convert.imu(packet, stamp, self.config.body_frame), now)]
-        out += self._sensor_tf(stamp, now)
+        # the transform covering the sample goes out first, so a listener has it in time
+        out = self._sensor_tf(stamp, now)
+        out.append(self._publish('imu', convert.imu(packet, stamp, self.config.body_frame),
+                                 now))
         if self.config.disable_ground_truth:
             out += self._measured(ros_now)
         return out
+
+    def _claim_tf_stamp(self, stamp: float) -> bool:
+        """Return whether ``stamp`` is newer than every stamp on /tf so far (and take it).
+
+        Compared in whole nanoseconds, as the message carries it, so that no stamp is
+        ever published twice.
+        """
+        stamp_ns = convert.to_nanoseconds(stamp)
+        if self.last_tf_ns is not None and stamp_ns <= self.last_tf_ns:
+            return False
+        self.last_tf_ns = stamp_ns
+        return True
 
     def _sensor_tf(self, stamp: float, now: float) -> list:
         """Cover a sensor stamp newer than the last transform on /tf.
@@ -247,12 +261,9 @@ class BridgeCore:
         With ground truth, the last pose is extrapolated to the stamp (at most 0.1 s);
         without it, only ``base_link -> proxy root`` is sent, at the stamp.
         """
-        if self.last_tf_stamp is not None and stamp <= self.last_tf_stamp:
-            return []
         if self.config.disable_ground_truth:
-            if self.model is None:
+            if self.model is None or not self._claim_tf_stamp(stamp):
                 return []
-            self.last_tf_stamp = stamp
             return [self._publish('tf', self._tf_message(None, stamp), now)]
         if self.last_gt is None:
             return []
@@ -260,10 +271,9 @@ class BridgeCore:
                                      world_frame=self.config.world_frame,
                                      body_frame=self.config.body_frame)
         covered = convert.to_seconds(tf.header.stamp)
-        if self.last_tf_stamp is not None and covered <= self.last_tf_stamp + 1e-9:
-            return []                # capped at the same stamp as before: nothing new
-        self.last_tf_stamp = covered
-        return [self._publish('tf', self._tf_message(tf, self.last_tf_stamp), now)]
+        if not self._claim_tf_stamp(covered):
+            return []                # capped at a stamp already sent: nothing new
+        return [self._publish('tf', self._tf_message(tf, covered), now)]
 
     def _tf_message(self, world_tf, stamp: float) -> Any:
         transforms = [world_tf] if world_tf is not None else []
@@ -289,10 +299,9 @@ class BridgeCore:
         if gt.frame_angular_velocity is not None:
             out.append(self._publish('ground_truth/frame_angular_velocity',
                                      gt.frame_angular_velocity, now))
-        if self.last_tf_stamp is None or stamp > self.last_tf_stamp:
+        if self._claim_tf_stamp(stamp):
             tf = convert.world_transform(packet, stamp, world_frame=self.config.world_frame,
                                          body_frame=self.config.body_frame)
-            self.last_tf_stamp = stamp
             out.append(self._publish('tf', self._tf_message(tf, stamp), now))
         out += self._measured(ros_now)
         return out
