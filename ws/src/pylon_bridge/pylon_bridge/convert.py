@@ -19,7 +19,19 @@ from geometry_msgs.msg import (
     TwistStamped,
     Vector3Stamped,
 )
-from pylon_interfaces.msg import NearbyVessel, NearbyVessels
+from pylon_interfaces.msg import (
+    ControlAuthorityState,
+    DockingPortState,
+    EngineState,
+    MotorCommand,
+    MotorState,
+    NearbyVessel,
+    NearbyVessels,
+    RcsState,
+    SeparationState,
+    WheelState,
+    WrenchFeedback,
+)
 from pylon_protocol import frames
 from pylon_protocol.model import Model
 from sensor_msgs.msg import Imu, JointState
@@ -231,3 +243,151 @@ def base_to_root_transform(model: Model, stamp: float,
     return transform(stamp, body_frame, model.root_frame, model.base_to_root_position,
                      frames.quat_normalize(model.base_to_root_rotation))
 
+
+
+# -- control and actuator state -------------------------------------------------------------
+
+def camel(name: str) -> str:
+    """Return the wire spelling of a message field: ``max_thrust`` → ``maxThrust``."""
+    head, *rest = name.split('_')
+    return head + ''.join(part.capitalize() for part in rest)
+
+
+def copy_fields(msg, packet: Mapping, skip: Iterable[str] = ()):
+    """Fill ``msg``'s plain fields from the packet's camelCase fields of the same name.
+
+    Numbers, bools and strings are copied when present; ``geometry_msgs/Point`` fields
+    take a 3-array. Fields in ``skip`` and the header are left alone.
+    """
+    skipped = {'header', *skip}
+    for name, kind in msg.get_fields_and_field_types().items():
+        if name in skipped:
+            continue
+        value = packet.get(camel(name))
+        if value is None:
+            continue
+        if kind == 'geometry_msgs/Point':
+            _xyz(getattr(msg, name), value)
+        elif kind in ('double', 'float'):
+            setattr(msg, name, float(value))
+        elif kind == 'boolean':
+            setattr(msg, name, bool(value))
+        elif kind == 'string':
+            setattr(msg, name, str(value))
+        else:
+            setattr(msg, name, max(0, int(value)))
+    return msg
+
+
+def runtime_identity(msg, packet: Mapping):
+    """Copy the runtime envelope into a state message that carries it."""
+    msg.runtime_instance = packet['runtimeInstance']
+    msg.runtime_generation = int(packet['runtimeGeneration'])
+    msg.runtime_epoch = packet['runtimeEpoch']
+    return msg
+
+
+def authority_state(packet: Mapping, generation: int, stamp: float):
+    """Return ``pylon_control_authority_state`` as ``ControlAuthorityState``."""
+    msg = copy_fields(ControlAuthorityState(), packet, skip=('generation', 'vessel_name',
+                                                             'lease_remaining_sec'))
+    msg.header.stamp = to_time(stamp)
+    msg.generation = generation
+    msg.vessel_name = packet.get('vessel', '')
+    msg.lease_remaining_sec = float(packet.get('leaseRemainingSeconds', 0.0))
+    return msg
+
+
+def _wrench(target, value: Mapping):
+    _xyz(target.force, value['force'])
+    _xyz(target.torque, value['torque'])
+
+
+def wrench_feedback(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
+    """Return ``pylon_wrench_status`` as ``WrenchFeedback`` (frame ``base_link``)."""
+    msg = _header(WrenchFeedback(), stamp, body_frame)
+    msg.vessel_id = packet.get('vesselId', '')
+    msg.controller_id = packet.get('controllerId', '')
+    msg.lease_id = packet.get('leaseId', '')
+    msg.sequence = max(0, int(packet.get('sequence', 0)))
+    msg.accepted = bool(packet['accepted'])
+    msg.reason = packet.get('reason', '')
+    for name in ('requested', 'allocated', 'achieved', 'allocation_residual',
+                 'tracking_residual'):
+        _wrench(getattr(msg, name), packet[camel(name)])
+    msg.saturation_ratio = float(packet.get('saturationRatio', 0.0))
+    msg.tracking_error_ratio = float(packet.get('trackingErrorRatio', 0.0))
+    msg.saturated = bool(packet.get('saturated', False))
+    msg.achieved_quality = packet.get('achievedQuality', '')
+    return msg
+
+
+def actuator_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
+    """Return ``pylon_actuator_state`` as Wheel/Engine/Rcs/SeparationState; ``name`` = id."""
+    kind = packet['actuatorType']
+    types = {'wheel': WheelState, 'engine': EngineState, 'rcs': RcsState,
+             'separation': SeparationState}
+    msg = copy_fields(types[kind](), packet, skip=('id', 'name'))
+    if 'runtime_instance' in msg.get_fields_and_field_types():
+        runtime_identity(msg, packet)
+    msg.id = msg.name = packet['name']
+    return _header(msg, stamp, body_frame)
+
+
+def motor_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
+    """Return ``pylon_motor_state`` as ``MotorState`` (the servo's state topic)."""
+    msg = copy_fields(MotorState(), packet, skip=('id', 'name', 'mode', 'enabled'))
+    msg.id = msg.name = packet['name']
+    msg.motor_type = packet.get('jointType', '')
+    msg.enabled = bool(packet.get('engaged', False))
+    modes = {'position': MotorCommand.MODE_POSITION, 'velocity': MotorCommand.MODE_VELOCITY,
+             'effort': MotorCommand.MODE_EFFORT}
+    msg.mode = modes.get(packet.get('commandMode') or 'position', MotorCommand.MODE_POSITION)
+    return _header(msg, stamp, body_frame)
+
+
+def docking_port_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
+    """Return ``pylon_docking_port_state`` as ``DockingPortState``."""
+    return _header(copy_fields(DockingPortState(), packet), stamp, body_frame)
+
+
+def rejected_wrench(msg, reason: str, stamp: float, body_frame: str = frames.BASE_LINK):
+    """Return the WrenchFeedback of a wrench command the bridge refused to send.
+
+    ``requested`` echoes the command (non-finite values as sent); everything allocated and
+    achieved is zero, the ratios 0, ``accepted`` false.
+    """
+    feedback = _header(WrenchFeedback(), stamp, body_frame)
+    feedback.vessel_id = msg.vessel_id
+    feedback.controller_id = msg.controller_id
+    feedback.lease_id = msg.lease_id
+    feedback.sequence = msg.sequence
+    feedback.accepted = False
+    feedback.reason = reason
+    feedback.requested = msg.wrench
+    feedback.achieved_quality = 'not_sent'
+    return feedback
+
+
+def rejected_authority(last, msg, reason: str, lifecycle, stamp: float):
+    """Return the authority state after the bridge refused an authority command.
+
+    The ownership fields stay those the mod last confirmed (unowned when none yet); only
+    ``reason`` says what happened to this command.
+    """
+    state = ControlAuthorityState() if last is None else copy_message(last)
+    if last is None:
+        state.vessel_id = lifecycle.vessel_id
+        state.vessel_name = lifecycle.vessel_name
+        state.generation = lifecycle.generation
+    state.header.stamp = to_time(stamp)
+    state.reason = reason
+    return state
+
+
+def copy_message(msg):
+    """Return a field-by-field copy of a ROS message."""
+    copy = type(msg)()
+    for name in msg.get_fields_and_field_types():
+        setattr(copy, name, getattr(msg, name))
+    return copy

@@ -18,18 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pylon_interfaces.msg import VesselLifecycle
-from pylon_protocol import packets
+from pylon_protocol import packets, wire
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model import ModelAssembler
 from pylon_protocol.session import SessionTracker, UtClock
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from pylon_bridge import convert
+from pylon_bridge import commands, convert
 from pylon_bridge.lifecycle import Lifecycle, LifecycleState, STATE_NAMES
 
-# topic keys whose messages are latched state: never destroyed for silence
-LATCHED_KEYS = frozenset({'status', 'lifecycle', 'robot_description', 'root_frame', 'tf_static'})
+# topic keys whose messages are state: never destroyed for silence
+LATCHED_KEYS = frozenset({'status', 'lifecycle', 'robot_description', 'root_frame', 'tf_static',
+                          'control/authority/state', 'actuators/separation/state'})
+# the wire's actuator kinds and the topic keys of their state
+ACTUATOR_STATE_KEYS = {'wheel': 'actuators/wheel/state', 'engine': 'actuators/propulsion/state',
+                       'rcs': 'actuators/rcs/state', 'separation': 'actuators/separation/state'}
 # topic keys that belong to ground truth (never created with --disable-ground-truth)
 GROUND_TRUTH_KEYS = ('ground_truth/pose', 'ground_truth/twist', 'ground_truth/twist_body',
                      'ground_truth/acceleration', 'ground_truth/frame_angular_velocity',
@@ -39,17 +43,19 @@ EXPIRY_PERIOD_SEC = 0.25
 
 @dataclass(frozen=True)
 class Publish:
-    """Publish ``msg`` on the topic with ``key`` (created on first use)."""
+    """Publish ``msg`` on the topic with ``key`` (and ``topic_id`` for per-port topics)."""
 
     key: str
     msg: Any
+    topic_id: str = ''
 
 
 @dataclass(frozen=True)
 class Destroy:
-    """Remove the topic with ``key``."""
+    """Remove the topic with ``key`` (and ``topic_id``)."""
 
     key: str
+    topic_id: str = ''
 
 
 @dataclass
@@ -62,6 +68,8 @@ class Stats:
     ignored: Counter = field(default_factory=Counter)
     published: Counter = field(default_factory=Counter)
     by_type: Counter = field(default_factory=Counter)
+    commands_sent: Counter = field(default_factory=Counter)
+    commands_rejected: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -88,9 +96,10 @@ class BridgeCore:
         self.clock = UtClock()
         self.models = ModelAssembler(allow_remote=config.allow_remote_models)
         self.lifecycle = Lifecycle('' if config.disable_ground_truth else config.world_frame)
-        self.last_seen: dict[str, float] = {}       # topic key -> monotonic time of last data
+        self.last_seen: dict[tuple[str, str], float] = {}   # (key, id) -> time of last data
         self.paused = False
         self.recent_drops: deque[tuple[str, str]] = deque(maxlen=32)
+        self.last_authority = None          # the last ControlAuthorityState of the mod
         self._reset_session_state()
 
     # -- per-session state -----------------------------------------------------------------
@@ -151,10 +160,10 @@ class BridgeCore:
         self.models.expire(now)
         if self.model is not None and not self.models.is_current(now):
             out += self._clear_model(ros_now)      # not refreshed in time: withdrawn
-        for key, seen in list(self.last_seen.items()):
+        for (key, topic_id), seen in list(self.last_seen.items()):
             if key not in LATCHED_KEYS and now - seen > self.config.topic_timeout_sec:
-                del self.last_seen[key]
-                out.append(Destroy(key))
+                del self.last_seen[key, topic_id]
+                out.append(Destroy(key, topic_id))
         return out
 
     def reject(self, reason: str, detail: str) -> None:
@@ -171,10 +180,10 @@ class BridgeCore:
     def _stamp(self, packet: dict, ros_now: float) -> float:
         return self.clock.stamp(packet.get('universalTime'), ros_now)
 
-    def _publish(self, key: str, msg: Any, now: float) -> Publish:
-        self.last_seen[key] = now
+    def _publish(self, key: str, msg: Any, now: float, topic_id: str = '') -> Publish:
+        self.last_seen[key, topic_id] = now
         self.stats.published[key] += 1
-        return Publish(key, msg)
+        return Publish(key, msg, topic_id)
 
     def _lifecycle_msg(self, state: LifecycleState, ros_now: float) -> Publish:
         msg = VesselLifecycle(
@@ -325,7 +334,65 @@ class BridgeCore:
         self.motors[packet['name']] = packet
         stamp = self._stamp(packet, ros_now)
         return [self._publish('joint_states',
-                              convert.joint_state(self.motors.values(), stamp), now)]
+                              convert.joint_state(self.motors.values(), stamp), now),
+                self._publish('actuators/servo/state',
+                              convert.motor_state(packet, ros_now, self.config.body_frame), now)]
+
+    # -- control and actuators -----------------------------------------------------------
+    def _authority_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        msg = convert.authority_state(packet, self.lifecycle.current.generation, ros_now)
+        self.last_authority = msg
+        return [self._publish('control/authority/state', msg, now)]
+
+    def _wrench_status(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        return [self._publish('control/wrench_feedback', convert.wrench_feedback(
+            packet, ros_now, self.config.body_frame), now)]
+
+    def _actuator_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        key = ACTUATOR_STATE_KEYS.get(packet['actuatorType'])
+        if key is None:                 # 'motor' in an actuator state: motors have their own
+            self.stats.ignored['pylon_actuator_state/motor'] += 1
+            return []
+        return [self._publish(key, convert.actuator_state(packet, ros_now,
+                                                          self.config.body_frame), now)]
+
+    def _docking_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        msg = convert.docking_port_state(packet, ros_now, self.config.body_frame)
+        return [self._publish('docking_port/state', msg, now, topic_id=packet['name'])]
+
+    def command(self, outgoing: commands.Outgoing, now: float) -> bytes:
+        """Return the datagram of a command for the current session.
+
+        Raise ``commands.CommandError`` when there is no fresh available session
+        (``control_unavailable``) or the codec refuses the packet; the caller reports it.
+        """
+        try:
+            envelope = self.session.command_envelope(now, self.config.topic_timeout_sec)
+        except ProtocolError:
+            raise commands.CommandError('control_unavailable',
+                                        'no fresh active flight session') from None
+        data = wire.encode_command(commands.validate(outgoing, envelope))
+        self.stats.commands_sent[outgoing.type_name] += 1
+        return data
+
+    def command_rejected(self, key: str, msg: Any, error: commands.CommandError,
+                         ros_now: float) -> list:
+        """Count a refused command and return what reports it to the sender.
+
+        A wrench command gets a WrenchFeedback with ``accepted`` false; an authority command
+        the last authority state the mod confirmed, with the reason; others diagnostics only.
+        """
+        self.stats.commands_rejected[error.reason] += 1
+        self.recent_drops.append((error.reason, f'{key}: {error.detail}'))
+        if key == 'control/wrench_command':
+            feedback = convert.rejected_wrench(msg, error.reason, ros_now,
+                                               self.config.body_frame)
+            return [Publish('control/wrench_feedback', feedback)]
+        if key == 'control/authority/command':
+            state = convert.rejected_authority(self.last_authority, msg, error.reason,
+                                               self.lifecycle.current, ros_now)
+            return [Publish('control/authority/state', state)]
+        return []
 
     # -- model -------------------------------------------------------------------------
     def _model_chunk(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
@@ -381,4 +448,8 @@ class BridgeCore:
         'pylon_motor_state': _motor,
         'pylon_vessel_urdf_chunk': _model_chunk,
         'pylon_vessel_urdf_clear': _model_clear,
+        'pylon_control_authority_state': _authority_state,
+        'pylon_wrench_status': _wrench_status,
+        'pylon_actuator_state': _actuator_state,
+        'pylon_docking_port_state': _docking_state,
     }

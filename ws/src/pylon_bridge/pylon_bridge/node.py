@@ -16,10 +16,21 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from pylon_interfaces.msg import (
+    BodyWrenchCommand,
+    ControlAuthorityCommand,
+    DockingPortCommand,
+    EngineCommand,
+    MotorCommand,
+    RcsCommand,
+    SeparationCommand,
+    WheelCommand,
+)
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
+from pylon_bridge import commands
 from pylon_bridge import config as bridge_config
 from pylon_bridge import qos as bridge_qos
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC, Publish
@@ -66,6 +77,25 @@ class UdpBridge(Node):
         self.expiry_timer = self.create_timer(EXPIRY_PERIOD_SEC, self._on_expiry)
         self.diagnostics_timer = self.create_timer(o.diagnostics_period_sec,
                                                    self._on_diagnostics)
+        self.command_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.command_addr = (o.command_host, o.command_port)
+        self.command_subscriptions: dict = {}
+        timeout = o.vehicle_command_timeout_sec
+        for key, msg_type, build in (
+                ('control/authority/command', ControlAuthorityCommand,
+                 commands.authority_command),
+                ('control/wrench_command', BodyWrenchCommand, commands.wrench_command),
+                ('actuators/propulsion/command', EngineCommand,
+                 lambda msg: commands.engine_command(msg, timeout)),
+                ('actuators/rcs/command', RcsCommand,
+                 lambda msg: commands.rcs_command(msg, timeout)),
+                ('actuators/wheel/command', WheelCommand,
+                 lambda msg: commands.wheel_command(msg, timeout)),
+                ('actuators/servo/command', MotorCommand,
+                 lambda msg: commands.motor_command(msg, timeout)),
+                ('actuators/separation/command', SeparationCommand,
+                 lambda msg: commands.separation_command(msg, timeout))):
+            self._subscribe_command(key, msg_type, build)
         self.running = True
         self.receiver = threading.Thread(target=self._receive_loop, name='pylon_udp_rx',
                                          daemon=True)
@@ -74,27 +104,57 @@ class UdpBridge(Node):
             f'listening on {o.host}:{o.port} (UDP); topics under {o.topic_prefix}; '
             f'ground truth {"disabled" if o.disable_ground_truth else "enabled"}')
 
+    def _subscribe_command(self, key: str, msg_type: type, build, topic_id: str = '') -> None:
+        def on_command(msg) -> None:
+            self._on_command(key, msg, build)
+        self.command_subscriptions[key, topic_id] = self.create_subscription(
+            msg_type, self.options.topic(key, id=topic_id),
+            on_command, bridge_qos.qos_for(key, self.qos_overrides))
+
+    def _on_command(self, key: str, msg, build) -> None:
+        """Validate a command, add the session envelope and send it to the mod."""
+        with self.lock:
+            try:
+                data = self.core.command(build(msg), time.monotonic())
+            except commands.CommandError as error:
+                self._apply(self.core.command_rejected(key, msg, error, self._ros_now()))
+                self.get_logger().warning(
+                    f'refused a command on {self.options.topic(key)} ({error.reason}): '
+                    f'{error.detail}', throttle_duration_sec=LOG_THROTTLE_SEC)
+                return
+        try:
+            self.command_sock.sendto(data, self.command_addr)
+        except OSError as exc:
+            self.get_logger().error(f'could not send a command to {self.command_addr}: {exc}',
+                                    throttle_duration_sec=LOG_THROTTLE_SEC)
+
     def _ros_now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
     # -- applying the core's actions -------------------------------------------------------
     def _apply(self, actions: list) -> None:
         for action in actions:
+            name = (action.key, action.topic_id)
             if isinstance(action, Publish):
-                publisher = self.publishers_by_key.get(action.key)
+                publisher = self.publishers_by_key.get(name)
                 if publisher is None:
                     publisher = self.create_publisher(
-                        type(action.msg), self.options.topic(action.key),
+                        type(action.msg), self.options.topic(action.key, id=action.topic_id),
                         bridge_qos.qos_for(action.key, self.qos_overrides))
-                    self.publishers_by_key[action.key] = publisher
+                    self.publishers_by_key[name] = publisher
+                    if action.key == 'docking_port/state':
+                        self._subscribe_command(
+                            'docking_port/command', DockingPortCommand,
+                            lambda msg, port=action.topic_id: commands.docking_command(msg, port),
+                            action.topic_id)
                 publisher.publish(action.msg)
             elif isinstance(action, Destroy):
-                publisher = self.publishers_by_key.pop(action.key, None)
+                publisher = self.publishers_by_key.pop(name, None)
                 if publisher is not None:
                     self.destroy_publisher(publisher)
                     self.get_logger().info(
-                        f'removed {self.options.topic(action.key)}: no data for '
-                        f'{self.options.topic_timeout_sec:g} s')
+                        f'removed {self.options.topic(action.key, id=action.topic_id)}: no '
+                        f'data for {self.options.topic_timeout_sec:g} s')
 
     def _receive(self) -> tuple[bytes, object, float, bool] | None:
         """Return (data, source, arrival wall time, truncated) or None on timeout."""
@@ -193,13 +253,22 @@ class UdpBridge(Node):
         topics = DiagnosticStatus(
             level=DiagnosticStatus.OK, name='pylon_bridge: topics',
             message=f'{len(self.publishers_by_key)} topics', hardware_id='udp_bridge',
-            values=[KeyValue(key=f'rate_hz.{self.options.topic(key)}', value=f'{rate:.1f}')
+            values=[KeyValue(key=f'rate_hz.{self.options.topic(key, id="<id>")}',
+                             value=f'{rate:.1f}')
                     for key, rate in sorted(rates.items())])
+        sent = DiagnosticStatus(
+            level=DiagnosticStatus.OK, name='pylon_bridge: commands',
+            message=f'{stats.commands_sent.total()} sent, '
+                    f'{stats.commands_rejected.total()} refused', hardware_id='udp_bridge',
+            values=[KeyValue(key=f'sent.{kind}', value=str(count))
+                    for kind, count in sorted(stats.commands_sent.items())]
+            + [KeyValue(key=f'refused.{reason}', value=str(count))
+               for reason, count in sorted(stats.commands_rejected.items())])
         latency = DiagnosticStatus(
             level=DiagnosticStatus.OK, name='pylon_bridge: latency',
             message='datagram arrival to publish returned, since the last report (ms)',
             hardware_id='udp_bridge', values=self._latency_values())
-        msg = DiagnosticArray(status=[datagrams, session, topics, latency])
+        msg = DiagnosticArray(status=[datagrams, session, topics, sent, latency])
         msg.header.stamp = self.get_clock().now().to_msg()
         return msg
 
@@ -222,6 +291,7 @@ class UdpBridge(Node):
         self.running = False
         self.receiver.join(timeout=1.0)
         self.sock.close()
+        self.command_sock.close()
 
 
 def run(explicit: dict, ros_args: list[str]) -> int:

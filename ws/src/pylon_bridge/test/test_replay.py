@@ -6,7 +6,16 @@ import socket
 import bridge_datagrams as d
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from pylon_interfaces.msg import NearbyVessels, VesselLifecycle
+from pylon_interfaces.msg import (
+    ControlAuthorityState,
+    DockingPortState,
+    EngineState,
+    NearbyVessels,
+    SeparationState,
+    VesselLifecycle,
+    WheelState,
+    WrenchFeedback,
+)
 from pylon_protocol import packets
 from pylon_testing.wait import spin_until
 import pytest
@@ -22,7 +31,9 @@ LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 MOD_EPOCH = 'e90c4e90c4e90c4e90c4e90c4e90c4e9'     # the runtimeEpoch of the file
 BRIDGED = {'pylon_session', 'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_vessels',
-           'pylon_motor_state', 'pylon_vessel_urdf_chunk', 'pylon_vessel_urdf_clear'}
+           'pylon_motor_state', 'pylon_vessel_urdf_chunk', 'pylon_vessel_urdf_clear',
+           'pylon_control_authority_state', 'pylon_wrench_status', 'pylon_actuator_state',
+           'pylon_docking_port_state'}
 
 
 def mod_datagrams():
@@ -69,6 +80,20 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         ros_node.create_subscription(String, '/ksp_vessel/root_frame', keep('root'), LATCHED),
         ros_node.create_subscription(DiagnosticArray, '/pylon/diagnostics', keep('diag'),
                                      RELIABLE),
+        ros_node.create_subscription(ControlAuthorityState,
+                                     '/ksp_vessel/control/authority/state', keep('authority'),
+                                     LATCHED),
+        ros_node.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
+                                     keep('feedback'), RELIABLE),
+        ros_node.create_subscription(EngineState, '/ksp_vessel/actuators/propulsion/state',
+                                     keep('engine'), qos_profile_sensor_data),
+        ros_node.create_subscription(WheelState, '/ksp_vessel/actuators/wheel/state',
+                                     keep('wheel'), qos_profile_sensor_data),
+        ros_node.create_subscription(SeparationState, '/ksp_vessel/actuators/separation/state',
+                                     keep('separation'), LATCHED),
+        ros_node.create_subscription(DockingPortState,
+                                     '/ksp_vessel/docking_ports/docking_port_3008_0/state',
+                                     keep('dock'), RELIABLE),
     ]
     spin_until(ros_node, lambda: got['life'], 20.0, what='the bridge up')
     cases = mod_datagrams()
@@ -93,6 +118,8 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         send(b'{"type":"pylon_imu","version":1.0}')
         spin_until(ros_node, lambda: got['imu'] and got['pose'] and got['nearby'] and
                    got['joints'] and got['twist_body'] and
+                   got['authority'] and got['feedback'] and got['engine'] and got['wheel'] and
+                   got['separation'] and got['dock'] and
                    any(m.data for m in got['root']), 10.0,
                    what='every bridged topic')
 
@@ -118,6 +145,25 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
     joints = got['joints'][0]
     assert list(joints.name) == ['arm_hinge'] and list(joints.position) == [0.5]
     assert got['root'][-1].data == f'pylon_{d.VESSEL[:8]}_link_0000'
+    authority = got['authority'][0]
+    assert (authority.state, authority.controller_id, authority.lease_id, authority.priority,
+            authority.reason) == (1, 'planner', 'lease-1', 10, 'lease_acquired')
+    assert authority.sas_suppressed and authority.last_sequence == 7
+    assert authority.lease_remaining_sec == 1.5 and authority.vessel_name == 'Rover'
+    feedback = got['feedback'][0]
+    assert feedback.header.frame_id == 'base_link' and feedback.saturated
+    assert feedback.requested.force.x == 1000.0 and feedback.achieved.force.x == 750.0
+    assert feedback.allocation_residual.force.x == 200.0
+    assert feedback.reason == 'magnitude_limit,slew_rate_limit'
+    engine = got['engine'][0]
+    assert engine.id == engine.name == 'engine_3001_0' and engine.header.frame_id == 'base_link'
+    assert engine.runtime_generation == 3 and engine.observation_sequence == 900
+    wheel = got['wheel'][0]
+    assert (wheel.position.x, wheel.position.y, wheel.position.z) == (1.0, 0.8, -0.5)
+    assert wheel.wheel_count == 1 and wheel.steering_sign == -1.0 and wheel.grounded
+    assert got['separation'][0].mechanism == 'decoupler'
+    dock = got['dock'][0]
+    assert dock.state == 'Ready' and dock.camera_active and dock.part_flight_id == 4008
     life = got['life'][-1]
     assert life.vessel_name == 'Rover' and life.model_ready
     values = {kv.key: kv.value for s in got['diag'][-1].status for kv in s.values}

@@ -1,0 +1,229 @@
+"""ROS command messages to PyLoN command payloads: pure functions, validated before sending.
+
+Each ``*_command(msg, ...)`` returns ``(type_name, fields)`` with the wire's field names,
+or raises ``CommandError(reason, detail)``. ``BridgeCore.command`` then appends the
+session's runtime envelope and validates the whole packet with ``pylon_protocol`` (finite
+numbers, ranges, identity lengths), so nothing invalid is ever sent.
+
+Rules the ROS side adds:
+
+- ``BodyWrenchCommand.header.frame_id`` must be empty or ``base_link``;
+- ``timeout_sec`` of a wrench must be 0.05–10 s; for typed actuator commands (engine,
+  RCS, wheel, motor) ``0`` means the bridge's ``--vehicle-command-timeout-sec``, any
+  other value must be 0.05–10 s;
+- an engine or RCS command that only switches the module on or off has no throttle to
+  time out: a command is *enable-only* when it asks for no thrust (``enabled`` false, or
+  ``target_thrust``/``thrust_limit`` 0 and no gimbal command); the mod keeps the switch
+  and the timeout then only ends the command's other effects (there are none);
+- identities must be present (vessel_id, controller_id, lease_id, a positive sequence).
+
+Reasons are the mod's own words where one fits (``non_finite_command``,
+``unsupported_wrench_frame``, ``invalid_wrench``, ``invalid_lease``,
+``unsupported_authority_action``), else ``invalid_command``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Any
+
+from pylon_interfaces.msg import ControlAuthorityCommand, DockingPortCommand, MotorCommand
+from pylon_protocol import packets
+
+BASE_LINK = 'base_link'
+MIN_TIMEOUT_SEC, MAX_TIMEOUT_SEC = 0.05, 10.0
+MAX_SEQUENCE = 2 ** 63 - 1
+
+AUTHORITY_ACTIONS = {
+    ControlAuthorityCommand.ACTION_ACQUIRE: 'acquire',
+    ControlAuthorityCommand.ACTION_RENEW: 'renew',
+    ControlAuthorityCommand.ACTION_RELEASE: 'release',
+    ControlAuthorityCommand.ACTION_EMERGENCY_STOP: 'emergency_stop',
+    ControlAuthorityCommand.ACTION_CLEAR_EMERGENCY_STOP: 'clear_emergency_stop',
+}
+MOTOR_MODES = {MotorCommand.MODE_POSITION: 'position', MotorCommand.MODE_VELOCITY: 'velocity',
+               MotorCommand.MODE_EFFORT: 'effort'}
+DOCKING_ACTIONS = (DockingPortCommand.ACTION_SELECT_CAMERA,
+                   DockingPortCommand.ACTION_STOP_CAMERA, DockingPortCommand.ACTION_RELEASE)
+
+
+class CommandError(ValueError):
+    """A command the bridge refuses to send; ``reason`` is a short machine-readable word."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        """Keep the reason and a human-readable detail."""
+        super().__init__(f'{reason}: {detail}')
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A command ready for the envelope: type name and wire fields."""
+
+    type_name: str
+    fields: dict[str, Any]
+
+    @property
+    def identity(self) -> tuple[str, str, str, int]:
+        """Return (vesselId, controllerId, leaseId, sequence)."""
+        f = self.fields
+        return f['vesselId'], f['controllerId'], f['leaseId'], f['sequence']
+
+
+def _finite(values: dict[str, float], reason: str = 'non_finite_command') -> None:
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise CommandError(reason, f'{name} is {value}')
+
+
+def _identity(msg: Any) -> dict[str, Any]:
+    for name in ('vessel_id', 'controller_id', 'lease_id'):
+        if not getattr(msg, name).strip():
+            raise CommandError('invalid_lease', f'{name} is empty')
+    if not 1 <= msg.sequence <= MAX_SEQUENCE:
+        raise CommandError('invalid_lease', f'sequence must be 1..2^63-1, got {msg.sequence}')
+    return {'vesselId': msg.vessel_id, 'controllerId': msg.controller_id,
+            'leaseId': msg.lease_id, 'sequence': int(msg.sequence)}
+
+
+def _timeout(value: float, default: float | None, reason: str = 'invalid_command') -> float:
+    if default is not None and value == 0.0:
+        return default
+    if not math.isfinite(value):
+        raise CommandError('non_finite_command', f'timeout_sec is {value}')
+    if not MIN_TIMEOUT_SEC <= value <= MAX_TIMEOUT_SEC:
+        raise CommandError(reason, f'timeout_sec must be {MIN_TIMEOUT_SEC}–{MAX_TIMEOUT_SEC} s'
+                           f'{" (or 0 for the default)" if default is not None else ""}, '
+                           f'got {value}')
+    return float(value)
+
+
+def authority_command(msg: ControlAuthorityCommand) -> Outgoing:
+    """Return ``pylon_control_authority_command``."""
+    action = AUTHORITY_ACTIONS.get(msg.action)
+    if action is None:
+        raise CommandError('unsupported_authority_action', f'action {msg.action} is not 1..5')
+    fields = {'action': action, **_identity(msg), 'priority': int(msg.priority),
+              'suppressSas': bool(msg.suppress_sas)}
+    if action in ('acquire', 'renew'):
+        _finite({'lease_duration_sec': msg.lease_duration_sec}, 'invalid_lease')
+        if not 0.1 <= msg.lease_duration_sec <= 10.0:
+            raise CommandError('invalid_lease', 'lease_duration_sec must be 0.1–10 s, got '
+                               f'{msg.lease_duration_sec}')
+        fields['leaseDurationSeconds'] = float(msg.lease_duration_sec)
+    return Outgoing('pylon_control_authority_command', fields)
+
+
+def wrench_command(msg: Any) -> Outgoing:
+    """Return ``pylon_body_wrench_command`` (frame ``base_link``, N and N·m)."""
+    if msg.header.frame_id not in ('', BASE_LINK):
+        raise CommandError('unsupported_wrench_frame',
+                           f'frame_id must be empty or {BASE_LINK}, got {msg.header.frame_id!r}')
+    force = [msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z]
+    torque = [msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z]
+    _finite({'force': math.fsum(abs(v) for v in force),
+             'torque': math.fsum(abs(v) for v in torque)})
+    return Outgoing('pylon_body_wrench_command', {
+        'frame': BASE_LINK, **_identity(msg), 'force': force, 'torque': torque,
+        'timeoutSeconds': _timeout(msg.timeout_sec, None, 'invalid_wrench')})
+
+
+def engine_command(msg: Any, default_timeout: float) -> Outgoing:
+    """Return an engine ``pylon_actuator_command`` (thrust N, gimbal inputs -1..1)."""
+    _finite({'target_thrust': msg.target_thrust, 'gimbal_pitch': msg.gimbal_pitch,
+             'gimbal_yaw': msg.gimbal_yaw, 'gimbal_roll': msg.gimbal_roll})
+    if msg.target_thrust < 0.0:
+        raise CommandError('invalid_command', f'target_thrust must be >= 0, got '
+                           f'{msg.target_thrust}')
+    for axis in ('gimbal_pitch', 'gimbal_yaw', 'gimbal_roll'):
+        if not -1.0 <= getattr(msg, axis) <= 1.0:
+            raise CommandError('invalid_command', f'{axis} must be -1..1, got '
+                               f'{getattr(msg, axis)}')
+    return _actuator('engine', msg, default_timeout, targetThrust=float(msg.target_thrust),
+                     hasGimbalCommand=bool(msg.has_gimbal_command),
+                     gimbalPitch=float(msg.gimbal_pitch), gimbalYaw=float(msg.gimbal_yaw),
+                     gimbalRoll=float(msg.gimbal_roll))
+
+
+def rcs_command(msg: Any, default_timeout: float) -> Outgoing:
+    """Return an RCS ``pylon_actuator_command`` (per-nozzle thrust limit, N)."""
+    _finite({'thrust_limit': msg.thrust_limit})
+    if msg.thrust_limit < 0.0:
+        raise CommandError('invalid_command', f'thrust_limit must be >= 0, got '
+                           f'{msg.thrust_limit}')
+    return _actuator('rcs', msg, default_timeout, thrustLimit=float(msg.thrust_limit))
+
+
+def wheel_command(msg: Any, default_timeout: float) -> Outgoing:
+    """Return a wheel ``pylon_actuator_command``."""
+    _finite({'target_angular_velocity': msg.target_angular_velocity,
+             'steering_angle': msg.steering_angle, 'max_drive_torque': msg.max_drive_torque,
+             'brake': msg.brake})
+    if msg.max_drive_torque < 0.0 or not 0.0 <= msg.brake <= 1.0:
+        raise CommandError('invalid_command', 'max_drive_torque must be >= 0 and brake 0..1')
+    return _actuator('wheel', msg, default_timeout,
+                     targetAngularVelocity=float(msg.target_angular_velocity),
+                     steeringAngle=float(msg.steering_angle),
+                     maxDriveTorque=float(msg.max_drive_torque), brake=float(msg.brake))
+
+
+def separation_command(msg: Any, default_timeout: float) -> Outgoing:
+    """Return a separation ``pylon_actuator_command`` with its operation identity."""
+    out = _actuator('separation', msg, default_timeout, enabled=True, separate=bool(msg.separate),
+                    operationId=msg.operation_id,
+                    operationInstance=msg.original_runtime_instance,
+                    operationEpoch=msg.original_runtime_epoch,
+                    operationVesselId=msg.original_vessel_id)
+    return out
+
+
+def _actuator(kind: str, msg: Any, default_timeout: float, **fields: Any) -> Outgoing:
+    if not msg.id.strip():
+        raise CommandError('invalid_command', 'id is empty')
+    timeout = _timeout(getattr(msg, 'timeout_sec', 0.0), default_timeout)
+    enabled = fields.pop('enabled', getattr(msg, 'enabled', True))
+    return Outgoing('pylon_actuator_command', {
+        'actuatorType': kind, 'name': msg.id, **_identity(msg), 'enabled': bool(enabled),
+        'timeoutSeconds': timeout, **fields})
+
+
+def motor_command(msg: MotorCommand, default_timeout: float) -> Outgoing:
+    """Return ``pylon_motor_command``: only the active mode's ``has*`` flag is set."""
+    mode = MOTOR_MODES.get(msg.mode)
+    if mode is None:
+        raise CommandError('invalid_command', f'mode must be 0, 1 or 2, got {msg.mode}')
+    if not msg.id.strip():
+        raise CommandError('invalid_command', 'id is empty')
+    _finite({'position': msg.position, 'velocity': msg.velocity, 'effort': msg.effort})
+    fields = {'name': msg.id, **_identity(msg), 'partFlightId': 0, 'mode': mode,
+              'hasEnabled': True, 'enabled': bool(msg.enabled),
+              'timeoutSeconds': _timeout(msg.timeout_sec, default_timeout)}
+    for name in MOTOR_MODES.values():
+        fields['has' + name.capitalize()] = bool(msg.enabled) and name == mode
+        fields[name] = float(getattr(msg, name))
+    return Outgoing('pylon_motor_command', fields)
+
+
+def docking_command(msg: DockingPortCommand, port_id: str) -> Outgoing:
+    """Return ``pylon_docking_port_command`` for the port of the topic."""
+    if msg.action not in DOCKING_ACTIONS:
+        raise CommandError('invalid_command', f'action must be 1, 2 or 3, got {msg.action}')
+    return Outgoing('pylon_docking_port_command', {
+        'name': port_id, 'action': int(msg.action), **_identity(msg)})
+
+
+def validate(outgoing: Outgoing, envelope: dict[str, Any]) -> dict:
+    """Return the full command packet (payload, then the envelope), validated by the codec.
+
+    Raise CommandError('invalid_command', ...) naming the field the codec refused.
+    """
+    from pylon_protocol.errors import ProtocolError
+    try:
+        packet = packets.build_command(outgoing.type_name, None, **outgoing.fields)
+    except ProtocolError as exc:
+        reason = 'non_finite_command' if exc.reason == 'non_finite' else 'invalid_command'
+        raise CommandError(reason, str(exc)) from None
+    packet.update(envelope)
+    return packet
