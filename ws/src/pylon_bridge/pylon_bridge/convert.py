@@ -19,6 +19,7 @@ from geometry_msgs.msg import (
     TwistStamped,
     Vector3Stamped,
 )
+import numpy as np
 from pylon_interfaces.msg import (
     ControlAuthorityState,
     DockingPortState,
@@ -44,6 +45,7 @@ UNKNOWN_COVARIANCE = [0.0] * 9
 
 NO_ORIENTATION_COVARIANCE = [-1.0] + [0.0] * 8
 """sensor_msgs/Imu: element 0 = -1 means "no orientation estimate" (data_raw)."""
+NO_ORIENTATION_COVARIANCE_ARRAY = np.array(NO_ORIENTATION_COVARIANCE)
 
 
 def to_nanoseconds(seconds: float) -> int:
@@ -78,21 +80,30 @@ def _header(msg, stamp: float, frame_id: str):
     return msg
 
 
-def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK) -> Imu:
+def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK,
+        into: Imu | None = None) -> Imu:
     """Return ``pylon_imu`` as REP-145 ``imu/data_raw``.
 
     Inertial angular rate (rad/s) and specific force (m/s², ≈ +g on +Z standing upright,
     ≈ 0 in free fall) in ``base_link``; no orientation (``orientation_covariance[0] = -1``
     and an all-zero quaternion); the rate and acceleration covariances are unknown (all
     zeros): the mod adds no noise and states no accuracy.
+
+    ``into``: a message made by an earlier call to refill (only the stamp and the two
+    vectors change), for a publisher that serialises each message before the next one.
     """
-    msg = _header(Imu(), stamp, body_frame)
-    _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
-    msg.orientation_covariance = list(NO_ORIENTATION_COVARIANCE)
-    _xyz(msg.angular_velocity, packet['angularVelocity'])
-    msg.angular_velocity_covariance = list(UNKNOWN_COVARIANCE)
-    _xyz(msg.linear_acceleration, packet['linearAcceleration'])
-    msg.linear_acceleration_covariance = list(UNKNOWN_COVARIANCE)
+    msg = into
+    if msg is None:
+        msg = Imu()
+        msg.header.frame_id = body_frame
+        msg.orientation.w = 0.0
+        msg.orientation_covariance = NO_ORIENTATION_COVARIANCE_ARRAY
+    stamp_ns = to_nanoseconds(stamp)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    v = msg.angular_velocity
+    v.x, v.y, v.z = packet['angularVelocity']
+    v = msg.linear_acceleration
+    v.x, v.y, v.z = packet['linearAcceleration']
     return msg
 
 

@@ -83,6 +83,7 @@ class CoreConfig:
     max_datagram_bytes: int = 65535
     world_frame: str = 'pylon_ground_truth_enu'
     body_frame: str = 'base_link'
+    reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
 
 
 class BridgeCore:
@@ -100,6 +101,8 @@ class BridgeCore:
         self.paused = False
         self.recent_drops: deque[tuple[str, str]] = deque(maxlen=32)
         self.last_authority = None          # the last ControlAuthorityState of the mod
+        self._imu_msg = None
+        self.drop_count = 0
         self._reset_session_state()
 
     # -- per-session state -----------------------------------------------------------------
@@ -173,6 +176,7 @@ class BridgeCore:
 
     # -- helpers -----------------------------------------------------------------------
     def _drop(self, reason: str, detail: str) -> list:
+        self.drop_count += 1
         self.stats.dropped[reason] += 1
         self.recent_drops.append((reason, detail))
         return []
@@ -246,8 +250,10 @@ class BridgeCore:
         stamp = self._stamp(packet, ros_now)
         # the transform covering the sample goes out first, so a listener has it in time
         out = self._sensor_tf(stamp, now)
-        out.append(self._publish('imu', convert.imu(packet, stamp, self.config.body_frame),
-                                 now))
+        msg = convert.imu(packet, stamp, self.config.body_frame, into=self._imu_msg)
+        if self.config.reuse_messages:
+            self._imu_msg = msg
+        out.append(self._publish('imu', msg, now))
         if self.config.disable_ground_truth:
             out += self._measured(ros_now)
         return out

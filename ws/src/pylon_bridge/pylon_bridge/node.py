@@ -58,7 +58,9 @@ class UdpBridge(Node):
             topic_timeout_sec=o.topic_timeout_sec, disable_ground_truth=o.disable_ground_truth,
             allow_remote_models=o.allow_remote_models,
             publish_proxy_static_tf=o.publish_proxy_static_tf,
-            max_datagram_bytes=o.max_datagram_bytes))
+            max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True))
+        # system time unless the node runs on /clock: then ask the ROS clock each time
+        self.sim_time = bool(self.get_parameter('use_sim_time').value)
         self.publishers_by_key: dict = {}
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -129,6 +131,8 @@ class UdpBridge(Node):
                                     throttle_duration_sec=LOG_THROTTLE_SEC)
 
     def _ros_now(self) -> float:
+        if not self.sim_time:
+            return time.time()
         return self.get_clock().now().nanoseconds * 1e-9
 
     # -- applying the core's actions -------------------------------------------------------
@@ -183,22 +187,26 @@ class UdpBridge(Node):
                 return
             if received is None:
                 continue
-            data, source, arrived, truncated = received
-            with self.lock:
-                dropped = self.core.stats.dropped.total()
-                if truncated:
-                    self.core.reject('datagram_too_large', f'longer than '
-                                     f'--max-datagram-bytes {self.options.max_datagram_bytes}')
-                    actions = []
-                else:
-                    actions = self.core.handle(data, source, time.monotonic(), self._ros_now())
-                self._apply(actions)
-                self._note_latency(actions, arrived)
-                if self.core.stats.dropped.total() != dropped:
-                    reason, detail = self.core.recent_drops[-1]
-                    logger.warning(f'dropped a datagram ({reason}): {detail} '
-                                   f'[{self.core.stats.dropped.total()} dropped so far]',
-                                   throttle_duration_sec=LOG_THROTTLE_SEC)
+            self.handle_datagram(*received)
+
+    def handle_datagram(self, data: bytes, source, arrived: float, truncated: bool) -> None:
+        """Process one received datagram: core, publishers, latency, throttled drop log."""
+        with self.lock:
+            dropped = self.core.drop_count
+            if truncated:
+                self.core.reject('datagram_too_large', f'longer than '
+                                 f'--max-datagram-bytes {self.options.max_datagram_bytes}')
+                actions = []
+            else:
+                actions = self.core.handle(data, source, time.monotonic(), self._ros_now())
+            self._apply(actions)
+            self._note_latency(actions, arrived)
+            if self.core.drop_count != dropped:
+                reason, detail = self.core.recent_drops[-1]
+                self.get_logger().warning(
+                    f'dropped a datagram ({reason}): {detail} '
+                    f'[{self.core.drop_count} dropped so far]',
+                    throttle_duration_sec=LOG_THROTTLE_SEC)
 
     def _note_latency(self, actions: list, arrived: float) -> None:
         """Record arrival → publish-returned latency of IMU and ground-truth datagrams."""

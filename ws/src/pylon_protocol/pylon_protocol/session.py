@@ -255,6 +255,12 @@ class SessionTracker:
             raise ProtocolError('no_session', 'no session heartbeat accepted yet')
         if not self.available:
             raise ProtocolError('session_unavailable', 'the session is not available')
+        generation = packet.get('runtimeGeneration')
+        if (packet.get('runtimeInstance') == key.instance and type(generation) is int
+                and generation == key.generation and packet.get('runtimeEpoch') == key.epoch
+                and packet.get('runtimeVesselId') == key.vessel_id
+                and packet.get('vesselId', key.vessel_id) == key.vessel_id):
+            return                                  # the common case, checked at once
         for field, expected in zip(ENVELOPE_FIELDS, key.envelope().values(), strict=True):
             value = packet.get(field)
             if field == 'runtimeGeneration' and not _is_int(value):

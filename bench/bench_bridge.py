@@ -1,0 +1,901 @@
+"""udp_bridge end to end: latency, CPU, throughput against bare rclpy, memory under attack.
+
+Every process runs in a ROS domain and on UDP ports of its own (``pylon_testing.isolation``),
+discovery limited to localhost; the bench process itself subscribes to the bridge's
+diagnostics and IMU (Best Effort), so every phase has the same subscriber.
+
+1. **latency** and **cpu**: ``pylon_sim --scenario orbit`` feeds a fresh ``udp_bridge`` in
+   real time for ``SIM_SECONDS``. The bridge measures, for each IMU and ground-truth
+   datagram, the time from its kernel arrival to the publish call returning and reports
+   p50/p99/max/count over each 1 s diagnostics period; the bench keeps the worst p99, the
+   median p50 and the counts. The bridge's CPU is ``utime + stime`` of its Python process
+   (``/proc/<pid>/stat``) over ``CPU_WINDOW_SECONDS``, in percent of one core.
+2. **throughput**: a child process floods a fresh bridge with valid IMU datagrams (one
+   ``pylon_session`` heartbeat every 0.5 s, UT strictly increasing) for ``FLOOD_SECONDS``.
+   It keeps the bridge's socket queue non-empty but below ``FLOOD_QUEUE_HIGH_BYTES``
+   (read from ``/proc/net/udp``), so the bridge is never starved and the kernel does not
+   drop, and the sender does not steal a core from the bridge spinning on a full queue.
+   The bridge's IMU publish rate comes from its diagnostics (``rate_hz.<imu topic>``).
+   Baseline: a bare rclpy child publishes the same ``sensor_msgs/Imu`` message (same QoS,
+   own topic) in a tight loop for the same time; the ratio is bridge / baseline.
+3. **memory**: a child opens a session on a fresh bridge, sends valid IMU at 30 Hz for
+   ``WARMUP_SECONDS``, then ``HOSTILE_DATAGRAMS`` malformed or hostile datagrams (random
+   bytes, invalid UTF-8, truncated JSON, arrays, deep nesting, NaN/Infinity, wrong version,
+   unknown type, wrong envelope, out-of-order heartbeats, foreign vessel, maximal and
+   oversized datagrams, huge arrays, bogus model chunks, stale-UT IMU, bad fields)
+   interleaved with valid IMU at 30 Hz whose ``angularVelocity.x`` carries a sequence
+   number. VmRSS of the bridge before and after, how many of the valid IMU samples the
+   subscriber got, the longest gap between them, and the bridge's drop counters.
+
+Prints one JSON object on the last line of stdout; exits non-zero with a message on stderr
+when a process fails to start or the bridge never reports.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+from pathlib import Path
+import random
+import select
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'ws' / 'src' / 'pylon_bridge' / 'test'))
+
+SIM_SECONDS = 20.0
+CPU_WINDOW_SECONDS = 15.0
+FLOOD_SECONDS = 8.0
+FLOOD_QUEUE_HIGH_BYTES = 1 << 20        # sender pauses while the bridge has this much queued
+HOSTILE_DATAGRAMS = 100_000
+HOSTILE_QUEUE_HIGH_BYTES = 256 << 10
+HOSTILE_MAX_SECONDS = 75.0
+WARMUP_SECONDS = 5.0
+VALID_RATE_HZ = 30.0
+HEARTBEAT_PERIOD_SEC = 0.5
+START_TIMEOUT_SEC = 30.0
+STOP_TIMEOUT_SEC = 10.0
+MAX_UDP_PAYLOAD = 65507                 # IPv4: 65535 - 20 (IP) - 8 (UDP)
+OVERSIZED_BYTES = 70_000
+
+IMU_TOPIC = '/ksp_vessel/imu/data_raw'
+DIAGNOSTICS_TOPIC = '/pylon/diagnostics'
+BASELINE_TOPIC = '/bench/imu_baseline'
+LATENCY_STATUS = 'pylon_bridge: latency'
+DATAGRAMS_STATUS = 'pylon_bridge: datagrams'
+TOPICS_STATUS = 'pylon_bridge: topics'
+SESSION_STATUS = 'pylon_bridge: session'
+IMU_RATE_KEY = f'rate_hz.{IMU_TOPIC}'
+UT0 = 12345.5
+RATE_MARK = 7.25                        # angularVelocity.x of the IMU template
+
+
+class BenchError(RuntimeError):
+    """A phase could not be measured (a process failed or never reported)."""
+
+
+# -- /proc ---------------------------------------------------------------------------------
+def cpu_ticks(pid: int) -> int:
+    """Return utime + stime of ``pid`` in clock ticks."""
+    text = Path(f'/proc/{pid}/stat').read_text()
+    fields = text[text.rindex(')') + 2:].split()
+    return int(fields[11]) + int(fields[12])    # fields 14 and 15 of proc(5)
+
+
+def status_kb(pid: int, key: str) -> int:
+    """Return a ``kB`` field (``VmRSS``, ``VmHWM``) of ``/proc/<pid>/status``."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith(key + ':'):
+            return int(line.split()[1])
+    raise BenchError(f'{key} not in /proc/{pid}/status')
+
+
+def cmdline(pid: int) -> list[str]:
+    """Return the command line of ``pid``."""
+    return Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace').split('\0')
+
+
+def udp_socket_state(port: int) -> tuple[int, int] | None:
+    """Return (rx_queue bytes, kernel drops) of the UDP socket bound to 127.0.0.1:``port``."""
+    local = f'0100007F:{port:04X}'
+    with open('/proc/net/udp') as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) > 12 and fields[1] == local:
+                return int(fields[4].split(':')[1], 16), int(fields[12])
+    return None
+
+
+# -- datagrams -------------------------------------------------------------------------------
+class ValidTraffic:
+    """Heartbeats and IMU datagrams of one session, UT strictly increasing."""
+
+    def __init__(self) -> None:
+        """Pre-encode an IMU datagram as a template (UT and angularVelocity.x replaced)."""
+        import bridge_datagrams as bd
+        self.bd = bd
+        data = bd.imu(UT0, rate=(RATE_MARK, 0.0, 0.1))
+        ut_mark, rate_mark = b'"universalTime":12345.5,', b'"angularVelocity":[7.25,'
+        head, rest = data.split(ut_mark)
+        middle, tail = rest.split(rate_mark)
+        self._parts = (head + b'"universalTime":', b',' + middle + b'"angularVelocity":[',
+                       b',' + tail)
+        self.ut = UT0
+        self.sequence = 0
+
+    def imu(self, ut: float, mark: float = 0.0) -> bytes:
+        """Return a valid IMU datagram at ``ut`` with ``angularVelocity.x = mark``."""
+        head, middle, tail = self._parts
+        return b''.join((head, repr(ut).encode(), middle, repr(mark).encode(), tail))
+
+    def next_imu(self, step: float, mark: float = 0.0) -> bytes:
+        """Advance UT by ``step`` and return the IMU datagram."""
+        self.ut += step
+        return self.imu(self.ut, mark)
+
+    def heartbeat(self) -> bytes:
+        """Return the next heartbeat (sequence + 1, UT of the last IMU)."""
+        self.sequence += 1
+        return self.bd.session(self.ut, sequence=self.sequence)
+
+
+def _raw(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(',', ':')).encode()
+
+
+class HostileTraffic:
+    """A weighted mix of malformed and hostile datagrams (a pool per kind)."""
+
+    def __init__(self, valid: ValidTraffic, rng: random.Random) -> None:
+        """Build the pools; the stale-UT and heartbeat kinds are made on the fly."""
+        bd = valid.bd
+        from pylon_protocol.envelope import Envelope
+        self.valid, self.rng = valid, rng
+        imu = json.loads(valid.imu(UT0))
+        good = valid.imu(UT0)
+
+        def imu_with(**changes) -> dict:
+            return {**imu, **changes}
+        pools: dict[str, list[bytes]] = {
+            'random_bytes': [rng.randbytes(rng.randint(1, 1400)) for _ in range(64)],
+            'invalid_utf8': [good[:n] + b'\xff\xfe\xc3(' + good[n:]
+                             for n in range(20, len(good), 17)]
+            + [b'{"type":"pylon_imu\xed\xa0\x80","version":1}'],
+            'truncated_json': [good[:n] for n in range(1, len(good), 7)],
+            'json_array': [b'[]', b'[1,2,3]', b'[' + good + b']', b'"pylon_imu"', b'null',
+                           b'42', b'true'],
+            'deep_nesting': [b'{"a":' + b'[' * depth + b']' * depth + b'}'
+                             for depth in (1000, 5000, 30000)]
+            + [b'{"a":' * 10000 + b'1' + b'}' * 10000],
+            'non_finite': [_raw(imu_with(universalTime=math.nan)),
+                           _raw(imu_with(angularVelocity=[math.inf, 0.0, 0.1])),
+                           _raw(imu_with(linearAcceleration=[0.0, -math.inf, math.nan])),
+                           good.replace(b'9.81', b'Infinity'), good.replace(b'0.1]', b'NaN]')],
+            'wrong_version': [_raw(imu_with(version=v)) for v in (0, 2, 1.0, True, '1', None)]
+            + [_raw({k: v for k, v in imu.items() if k != 'version'})],
+            'unknown_type': [_raw(imu_with(type=t)) for t in
+                             ('pylon_future_sensor', 'pylon_', 'pylon_' + 'x' * 500)]
+            + [_raw(imu_with(type=t)) for t in ('imu', '', 5, None)],
+            'wrong_envelope': [_raw(imu_with(runtimeEpoch='0' * 32)),
+                               _raw(imu_with(runtimeGeneration=2)),
+                               _raw(imu_with(runtimeGeneration=4)),
+                               _raw(imu_with(runtimeGeneration=3.0)),
+                               _raw(imu_with(runtimeInstance='d' * 32)),
+                               _raw(imu_with(runtimeVesselId=bd.OTHER)),
+                               _raw({k: v for k, v in imu.items() if k != 'runtimeEpoch'})],
+            'foreign_vessel': [_raw(imu_with(vesselId=bd.OTHER)),
+                               _raw(imu_with(vesselId='')), _raw(imu_with(vesselId=7))],
+            'huge_array': [_raw(imu_with(angularVelocity=[0.0] * 14000)),
+                           _raw(imu_with(linearAcceleration=list(range(9000)))),
+                           _raw(imu_with(extra=['x' * 10] * 4000)),
+                           _raw(imu_with(**{f'k{i}': i for i in range(5000)}))],
+            'bad_fields': [_raw(imu_with(universalTime='now')),
+                           _raw(imu_with(angularVelocity=[0.0, 0.1])),
+                           _raw(imu_with(angularVelocity={'x': 1})),
+                           _raw({k: v for k, v in imu.items() if k != 'angularVelocity'}),
+                           good.replace(b'"universalTime":12345.5',
+                                        b'"universalTime":1' + b'0' * 5000),
+                           good.replace(b'"universalTime":12345.5',
+                                        b'"universalTime":1E+400')],
+        }
+        other_env = Envelope(bd.INSTANCE, 3, bd.EPOCH, bd.OTHER)
+        chunks = []
+        for i in range(24):
+            session_id = f'{rng.getrandbits(128):032x}'
+            if i % 3 == 0:      # a complete model of another vessel
+                chunks += bd.model_chunks(vessel=bd.OTHER, session_id=session_id,
+                                          env=other_env if i % 2 else bd.ENV)
+            else:               # partial models that are never completed
+                chunks += bd.model_chunks(session_id=session_id, parts=4 + i)[:-1]
+        pools['bogus_model_chunk'] = chunks
+        maximal = b'{"type":"pylon_imu","pad":"' + b'x' * (MAX_UDP_PAYLOAD - 40) + b'"}'
+        pools['maximal_datagram'] = [maximal[:MAX_UDP_PAYLOAD]]
+        self.pools = pools
+        self.weights = {'random_bytes': 14, 'invalid_utf8': 8, 'truncated_json': 10,
+                        'json_array': 5, 'deep_nesting': 0.5, 'non_finite': 8,
+                        'wrong_version': 7, 'unknown_type': 6, 'wrong_envelope': 8,
+                        'out_of_order_heartbeat': 4, 'foreign_vessel': 7, 'huge_array': 1,
+                        'maximal_datagram': 0.5, 'bad_fields': 5, 'bogus_model_chunk': 6,
+                        'stale_imu': 10}
+        self.kinds = list(self.weights)
+        self.cumulative = []
+        total = 0.0
+        for kind in self.kinds:
+            total += self.weights[kind]
+            self.cumulative.append(total)
+
+    def pick(self) -> tuple[str, bytes]:
+        """Return (kind, datagram) drawn by weight."""
+        x = self.rng.random() * self.cumulative[-1]
+        kind = self.kinds[bisect.bisect_right(self.cumulative, x)]
+        valid, bd = self.valid, self.valid.bd
+        if kind == 'stale_imu':
+            return kind, valid.imu(valid.ut - self.rng.choice((0.0, 1e-3, 0.5, 100.0)), -1.0)
+        if kind == 'out_of_order_heartbeat':
+            which = self.rng.randrange(4)
+            if which == 0:      # replayed: an old sequence number
+                return kind, bd.session(valid.ut, sequence=max(1, valid.sequence - 1))
+            if which == 1:      # UT going backwards with a fresh sequence number
+                return kind, bd.session(valid.ut - 100.0, sequence=valid.sequence + 1)
+            if which == 2:      # the same generation with another epoch
+                return kind, bd.session(valid.ut, env=bd.envelope(epoch='1' * 32),
+                                        sequence=valid.sequence + 1)
+            return kind, bd.session(valid.ut, env=bd.envelope(generation=2),
+                                    sequence=valid.sequence + 1)
+        return kind, self.rng.choice(self.pools[kind])
+
+
+# -- child processes -------------------------------------------------------------------------
+def child_flood(port: int, seconds: float) -> None:
+    """Child: valid heartbeats and IMU to ``port`` as fast as the bridge drains its queue."""
+    valid = ValidTraffic()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    target = ('127.0.0.1', port)
+    sent = heartbeats = checks = starved = paused = 0
+    start = time.monotonic()
+    next_heartbeat = start
+    end = start + seconds
+    now = start
+    while now < end:
+        if now >= next_heartbeat:
+            sock.sendto(valid.heartbeat(), target)
+            heartbeats += 1
+            next_heartbeat += HEARTBEAT_PERIOD_SEC
+        for _ in range(32):
+            sock.sendto(valid.next_imu(1e-4), target)
+        sent += 32
+        state = udp_socket_state(port)
+        checks += 1
+        if state is not None:
+            starved += state[0] == 0
+            while state is not None and state[0] > FLOOD_QUEUE_HIGH_BYTES:
+                paused += 1
+                time.sleep(0.0005)
+                if time.monotonic() >= end:
+                    break
+                state = udp_socket_state(port)
+        now = time.monotonic()
+    print(json.dumps({'start': start, 'end': now, 'imu_sent': sent, 'heartbeats': heartbeats,
+                      'queue_checks': checks, 'queue_empty_at_check': starved,
+                      'pauses': paused}), flush=True)
+
+
+def child_baseline(seconds: float) -> None:
+    """Child: publish one IMU message in a tight loop on ``BASELINE_TOPIC``; print the count."""
+    import bridge_datagrams as bd
+    from pylon_bridge import convert
+    from pylon_bridge import qos as bridge_qos
+    from pylon_protocol import packets
+    import rclpy
+    from sensor_msgs.msg import Imu
+    rclpy.init()
+    node = rclpy.create_node('bench_baseline')
+    try:
+        publisher = node.create_publisher(Imu, BASELINE_TOPIC, bridge_qos.IMU)
+        msg = convert.imu(packets.decode_state(bd.imu()), time.time(), 'base_link')
+        deadline = time.monotonic() + START_TIMEOUT_SEC
+        while publisher.get_subscription_count() == 0:
+            if time.monotonic() > deadline:
+                raise SystemExit('baseline: the bench subscriber never matched')
+            time.sleep(0.01)
+        count = 0
+        start = time.monotonic()
+        end = start + seconds
+        while True:
+            for _ in range(64):
+                publisher.publish(msg)
+            count += 64
+            now = time.monotonic()
+            if now >= end:
+                break
+        print(json.dumps({'start': start, 'end': now, 'published': count}), flush=True)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _stdin_line(timeout: float = 0.0) -> str | None:
+    """Return a line from stdin if one is ready ('' at EOF), else None."""
+    ready, _, _ = select.select([sys.stdin], [], [], timeout)
+    if not ready:
+        return None
+    return sys.stdin.readline()
+
+
+def child_hostile(port: int, count: int, seed: int) -> None:
+    """Child: valid session; ``warm``; wait for ``go``; hostile mix; ``done``; until ``stop``."""
+    rng = random.Random(seed)
+    valid = ValidTraffic()
+    hostile = HostileTraffic(valid, rng)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    target = ('127.0.0.1', port)
+    period = 1.0 / VALID_RATE_HZ
+    clock = {'imu': time.monotonic(), 'heartbeat': time.monotonic()}
+    marks = {'on': False, 'sent': 0}    # after 'go', IMU n carries angularVelocity.x = n
+
+    def valid_due() -> None:
+        now = time.monotonic()
+        if now >= clock['heartbeat']:
+            sock.sendto(valid.heartbeat(), target)
+            clock['heartbeat'] += HEARTBEAT_PERIOD_SEC
+        while now >= clock['imu']:
+            mark = 0.0
+            if marks['on']:
+                marks['sent'] += 1
+                mark = float(marks['sent'])
+            sock.sendto(valid.next_imu(period, mark), target)
+            clock['imu'] += period
+
+    warm_end = time.monotonic() + WARMUP_SECONDS
+    while time.monotonic() < warm_end:
+        valid_due()
+        time.sleep(0.002)
+    print('warm', flush=True)
+    deadline = time.monotonic() + START_TIMEOUT_SEC
+    while True:
+        valid_due()
+        line = _stdin_line(0.002)
+        if line is not None and line.strip() == 'go':
+            break
+        if line == '' or time.monotonic() > deadline:
+            return
+    sent_by_kind: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    try:
+        sock.sendto(b'{"pad":"' + b'x' * OVERSIZED_BYTES + b'"}', target)
+        sent_by_kind['oversized_70000'] = 1
+    except OSError as exc:
+        errors['oversized_70000'] = f'sendto refused a {OVERSIZED_BYTES}-byte datagram: {exc}'
+    marks['on'] = True
+    start = time.monotonic()
+    end_by = start + HOSTILE_MAX_SECONDS
+    sent = pauses = 0
+    while sent < count and time.monotonic() < end_by:
+        for _ in range(min(16, count - sent)):
+            kind, data = hostile.pick()
+            try:
+                sock.sendto(data, target)
+            except OSError as exc:
+                errors[kind] = str(exc)
+                continue
+            sent_by_kind[kind] = sent_by_kind.get(kind, 0) + 1
+            sent += 1
+            valid_due()
+        state = udp_socket_state(port)
+        while state is not None and state[0] > HOSTILE_QUEUE_HIGH_BYTES:
+            pauses += 1
+            valid_due()
+            time.sleep(0.0005)
+            state = udp_socket_state(port)
+            if time.monotonic() > end_by:
+                break
+    end = time.monotonic()
+    marks['on'] = False
+    valid_sent = marks['sent']
+    print('done ' + json.dumps({'start': start, 'end': end, 'hostile_sent': sent,
+                                'by_kind': dict(sorted(sent_by_kind.items())),
+                                'send_errors': errors, 'valid_imu_sent': valid_sent,
+                                'pauses': pauses}), flush=True)
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline:
+        valid_due()
+        line = _stdin_line(0.002)
+        if line is not None:
+            return
+
+
+# -- the bench process -----------------------------------------------------------------------
+class Processes:
+    """Processes started by the bench, each logging to a temporary file; all stopped at end."""
+
+    def __init__(self, env: dict) -> None:
+        """Remember the environment every process gets."""
+        self.env = env
+        self.running: list[tuple[str, subprocess.Popen, object]] = []
+
+    def start(self, name: str, argv: list[str], pipes: bool = False) -> subprocess.Popen:
+        """Start ``argv``; stdout (and stdin) piped if ``pipes``, else logged with stderr."""
+        log = tempfile.TemporaryFile(mode='w+b')
+        try:
+            proc = subprocess.Popen(
+                argv, env=self.env, stderr=log,
+                stdout=subprocess.PIPE if pipes else log,
+                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL)
+        except OSError as exc:
+            log.close()
+            raise BenchError(f'could not start {name} ({argv[0]}): {exc}') from None
+        self.running.append((name, proc, log))
+        return proc
+
+    def log_tail(self, proc: subprocess.Popen, lines: int = 15) -> str:
+        """Return the last lines the process wrote to its log."""
+        for _, known, log in self.running:
+            if known is proc:
+                log.seek(0)
+                text = log.read().decode(errors='replace').strip().splitlines()
+                return '\n'.join(text[-lines:])
+        return ''
+
+    def check(self, name: str, proc: subprocess.Popen) -> None:
+        """Raise ``BenchError`` if ``proc`` has exited."""
+        if proc.poll() is not None:
+            raise BenchError(f'{name} exited with {proc.returncode}:\n{self.log_tail(proc)}')
+
+    def stop(self, proc: subprocess.Popen) -> None:
+        """Terminate ``proc``, wait, kill on timeout, close its log."""
+        for entry in list(self.running):
+            name, known, log = entry
+            if known is not proc:
+                continue
+            self.running.remove(entry)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)     # rclpy shuts down cleanly on SIGINT
+                try:
+                    proc.wait(timeout=STOP_TIMEOUT_SEC / 2)
+                except subprocess.TimeoutExpired:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=STOP_TIMEOUT_SEC / 2)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait(timeout=STOP_TIMEOUT_SEC)
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+            log.close()
+
+    def stop_all(self) -> None:
+        """Stop every process still running, newest first."""
+        for _, proc, _ in reversed(list(self.running)):
+            self.stop(proc)
+
+
+class LineReader:
+    """Non-blocking line reader of a child's stdout pipe."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        """Read from ``proc.stdout`` (a binary pipe)."""
+        self.fd = proc.stdout.fileno()
+        self.buffer = b''
+        self.eof = False
+
+    def lines(self) -> list[str]:
+        """Return the complete lines available now."""
+        while not self.eof and select.select([self.fd], [], [], 0)[0]:
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                self.eof = True
+                break
+            self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b'\n')
+        return [line.decode(errors='replace') for line in complete]
+
+
+class Monitor:
+    """The bench's node: diagnostics reports, IMU samples, baseline count."""
+
+    def __init__(self) -> None:
+        """Create the node, its subscriptions and an executor."""
+        from diagnostic_msgs.msg import DiagnosticArray
+        from pylon_bridge import qos as bridge_qos
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import Imu
+        self.rclpy = rclpy
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('bench_bridge', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.reports: list[tuple[float, dict]] = []
+        self.imu: list[tuple[float, float]] = []        # (receipt time, angular_velocity.x)
+        self.baseline = 0
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.VOLATILE)
+        best_effort = bridge_qos.IMU
+        self.node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics,
+                                      reliable)
+        self.node.create_subscription(Imu, IMU_TOPIC, self._on_imu, best_effort)
+        self.node.create_subscription(Imu, BASELINE_TOPIC, self._on_baseline, best_effort)
+
+    def _on_diagnostics(self, msg) -> None:
+        self.reports.append((time.monotonic(), {
+            status.name: {kv.key: kv.value for kv in status.values} for status in msg.status}))
+
+    def _on_imu(self, msg) -> None:
+        self.imu.append((time.monotonic(), msg.angular_velocity.x))
+
+    def _on_baseline(self, msg) -> None:
+        self.baseline += 1
+
+    def reset(self) -> None:
+        """Forget what was received so far."""
+        self.reports.clear()
+        self.imu.clear()
+        self.baseline = 0
+
+    def spin_until(self, condition, timeout: float, every=None) -> bool:
+        """Spin until ``condition()``; False after ``timeout``; ``every()`` each turn."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.005)
+            if every is not None:
+                every()
+        return True
+
+    def spin_for(self, seconds: float, every=None) -> None:
+        """Spin for ``seconds``."""
+        end = time.monotonic() + seconds
+        self.spin_until(lambda: time.monotonic() >= end, seconds + 1.0, every)
+
+    def close(self) -> None:
+        """Destroy the node and shut the context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.rclpy.try_shutdown(context=self.context)
+
+
+def _float(values: dict, key: str) -> float | None:
+    try:
+        return float(values[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def start_bridge(procs: Processes, monitor: Monitor, port: int, command_port: int) -> tuple:
+    """Start a fresh bridge; return (process, python pid) once it published diagnostics."""
+    monitor.reset()
+    proc = procs.start('udp_bridge', ['udp_bridge', '--host', '127.0.0.1', '--port', str(port),
+                                      '--command-port', str(command_port)])
+    check = lambda: procs.check('udp_bridge', proc)  # noqa: E731
+    if not monitor.spin_until(lambda: monitor.reports, START_TIMEOUT_SEC, check):
+        raise BenchError(f'udp_bridge never published {DIAGNOSTICS_TOPIC} within '
+                         f'{START_TIMEOUT_SEC:g} s:\n{procs.log_tail(proc)}')
+    argv = cmdline(proc.pid)
+    if 'python' not in Path(argv[0]).name or not any('udp_bridge' in a for a in argv):
+        raise BenchError(f'pid {proc.pid} is not the Python process of udp_bridge: {argv}')
+    return proc, proc.pid
+
+
+def claim_ports(claims: list, count: int) -> list[int]:
+    """Claim ``count`` UDP ports (claims kept in ``claims`` until the end)."""
+    from pylon_testing.isolation import claim_udp_port
+    ports = []
+    for _ in range(count):
+        port, claim = claim_udp_port()
+        claims.append(claim)
+        ports.append(port)
+    return ports
+
+
+def latency_summary(reports: list[tuple[float, dict]], kind: str) -> dict:
+    """Aggregate the bridge's per-report latency values of ``kind``."""
+    p50s, p99s, maxes, counts = [], [], [], []
+    for _, statuses in reports:
+        values = statuses.get(LATENCY_STATUS, {})
+        count = _float(values, f'{kind}.count')
+        if not count:
+            continue
+        counts.append(int(count))
+        p50s.append(_float(values, f'{kind}.p50_ms'))
+        p99s.append(_float(values, f'{kind}.p99_ms'))
+        maxes.append(_float(values, f'{kind}.max_ms'))
+    if not counts:
+        return {'reports': 0}
+    return {'reports': len(counts), 'samples': sum(counts),
+            'p50_ms_median': round(statistics.median(p50s), 3),
+            'p99_ms_worst': round(max(p99s), 3),
+            'p99_ms_median': round(statistics.median(p99s), 3),
+            'max_ms': round(max(maxes), 3)}
+
+
+def drop_counters(statuses: dict) -> dict:
+    """Return the received/accepted/dropped/ignored counters of a diagnostics report."""
+    values = statuses.get(DATAGRAMS_STATUS, {})
+    return {key: int(value) for key, value in values.items()
+            if key in ('received', 'accepted') or key.startswith(('dropped.', 'ignored.'))}
+
+
+def phase_sim(procs: Processes, monitor: Monitor, claims: list) -> tuple[dict, dict]:
+    """Latency and CPU of the bridge fed by pylon_sim (orbit) in real time."""
+    state_port, command_port = claim_ports(claims, 2)
+    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
+    sim = procs.start('pylon_sim', ['pylon_sim', '--scenario', 'orbit', '--state-port',
+                                    str(state_port), '--command-port', str(command_port),
+                                    '--admin-port', '0'])
+
+    def check() -> None:
+        procs.check('udp_bridge', bridge)
+        procs.check('pylon_sim', sim)
+
+    def has_imu() -> bool:
+        return any(_float(s.get(LATENCY_STATUS, {}), 'imu.count')
+                   for _, s in monitor.reports)
+    if not monitor.spin_until(has_imu, START_TIMEOUT_SEC, check):
+        raise BenchError('the bridge reported no IMU latency within '
+                         f'{START_TIMEOUT_SEC:g} s of starting pylon_sim:\n'
+                         f'{procs.log_tail(sim)}\n{procs.log_tail(bridge)}')
+    monitor.spin_for(1.0, check)                     # one more report: steady state
+    start = time.monotonic()
+    imu_before = len(monitor.imu)
+    ticks0 = cpu_ticks(pid)
+    monitor.spin_for(CPU_WINDOW_SECONDS, check)
+    ticks1, cpu_end = cpu_ticks(pid), time.monotonic()
+    monitor.spin_for(SIM_SECONDS - CPU_WINDOW_SECONDS, check)
+    end = time.monotonic()
+    reports = [(t, s) for t, s in monitor.reports if start + 0.05 < t <= end]
+    if not reports:
+        raise BenchError('no diagnostics during the pylon_sim run')
+    rates = [_float(s.get(TOPICS_STATUS, {}), IMU_RATE_KEY) for _, s in reports]
+    rates = [r for r in rates if r is not None]
+    received = len(monitor.imu) - imu_before
+    socket_state = udp_socket_state(state_port)
+    cpu_seconds = (ticks1 - ticks0) / os.sysconf('SC_CLK_TCK')
+    latency = {
+        'seconds': round(end - start, 2), 'diagnostics_reports': len(reports),
+        'imu': latency_summary(reports, 'imu'),
+        'ground_truth': latency_summary(reports, 'ground_truth'),
+        'imu_rate_hz_bridge_median': round(statistics.median(rates), 1) if rates else None,
+        'imu_received_by_subscriber_hz': round(received / (end - start), 1),
+        'bridge_datagrams': drop_counters(reports[-1][1]),
+        'kernel_drops': socket_state[1] if socket_state else None,
+        'target_p99_ms': 5.0,
+    }
+    latency['pass'] = all(latency[k].get('p99_ms_worst', math.inf) < 5.0
+                          for k in ('imu', 'ground_truth'))
+    cpu = {'window_seconds': round(cpu_end - start, 2), 'cpu_seconds': round(cpu_seconds, 3),
+           'percent_of_one_core': round(100.0 * cpu_seconds / (cpu_end - start), 1),
+           'pid_cmdline': ' '.join(cmdline(pid))[:200], 'target_percent': 25.0}
+    cpu['pass'] = cpu['percent_of_one_core'] < 25.0
+    procs.stop(sim)
+    procs.stop(bridge)
+    return latency, cpu
+
+
+def run_child(procs: Processes, monitor: Monitor, name: str, argv: list[str],
+              timeout: float, check=None) -> dict:
+    """Run a child of this script while spinning; return the JSON of its last stdout line."""
+    proc = procs.start(name, [sys.executable, __file__, *argv], pipes=True)
+    reader = LineReader(proc)
+    got: list[str] = []
+
+    def every() -> None:
+        got.extend(reader.lines())
+        if check is not None:
+            check()
+    if not monitor.spin_until(lambda: proc.poll() is not None, timeout, every):
+        raise BenchError(f'{name} did not finish within {timeout:g} s')
+    proc.wait()
+    got.extend(reader.lines())
+    if reader.buffer:
+        got.append(reader.buffer.decode(errors='replace'))
+    if proc.returncode != 0 or not got:
+        raise BenchError(f'{name} failed ({proc.returncode}):\n{procs.log_tail(proc)}')
+    procs.stop(proc)
+    return json.loads(got[-1])
+
+
+def phase_throughput(procs: Processes, monitor: Monitor, claims: list) -> dict:
+    """IMU published per second by a flooded bridge and by a bare rclpy publisher."""
+    state_port, command_port = claim_ports(claims, 2)
+    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
+    ticks0 = cpu_ticks(pid)
+    check = lambda: procs.check('udp_bridge', bridge)  # noqa: E731
+    flood = run_child(procs, monitor, 'flood sender',
+                      ['flood', str(state_port), str(FLOOD_SECONDS)], FLOOD_SECONDS + 20.0,
+                      check)
+    ticks1 = cpu_ticks(pid)
+    monitor.spin_for(1.2, check)                     # the report that covers the end
+    socket_state = udp_socket_state(state_port)
+    start, end = flood['start'], flood['end']
+    inside = [(t, s) for t, s in monitor.reports if t - 1.05 >= start + 0.5 and t <= end + 0.05]
+    rates = [_float(s.get(TOPICS_STATUS, {}), IMU_RATE_KEY) for _, s in inside]
+    rates = [r for r in rates if r is not None]
+    if not rates:
+        raise BenchError(f'no diagnostics report with {IMU_RATE_KEY} inside the flood window')
+    counts = [_float(s.get(LATENCY_STATUS, {}), 'imu.count') or 0.0 for _, s in inside]
+    received = sum(1 for t, _ in monitor.imu if start + 0.5 <= t <= end)
+    bridge_rate = statistics.fmean(rates)
+    last = monitor.reports[-1][1]
+    under_flood = latency_summary(inside, 'imu')
+    procs.stop(bridge)
+
+    monitor.reset()
+    base = run_child(procs, monitor, 'baseline publisher', ['baseline', str(FLOOD_SECONDS)],
+                     FLOOD_SECONDS + START_TIMEOUT_SEC + 10.0)
+    base_rate = base['published'] / (base['end'] - base['start'])
+    return {
+        'flood_seconds': round(end - start, 2),
+        'sender': {k: flood[k] for k in ('imu_sent', 'heartbeats', 'queue_checks',
+                                         'queue_empty_at_check', 'pauses')},
+        'bridge_imu_published_per_s': round(bridge_rate, 1),
+        'bridge_imu_rate_per_report': [round(r, 1) for r in rates],
+        'bridge_imu_latency_count_per_report': [int(c) for c in counts],
+        'bridge_imu_latency_under_flood': under_flood,
+        'bridge_cpu_percent_of_one_core': round(
+            100.0 * (ticks1 - ticks0) / os.sysconf('SC_CLK_TCK') / (end - start), 1),
+        'subscriber_received_per_s': round(received / max(1e-6, end - start - 0.5), 1),
+        'bridge_datagrams': drop_counters(last),
+        'kernel_drops': socket_state[1] if socket_state else None,
+        'baseline_published_per_s': round(base_rate, 1),
+        'baseline_subscriber_received_per_s': round(
+            monitor.baseline / (base['end'] - base['start']), 1),
+        'ratio': round(bridge_rate / base_rate, 4),
+        'target_ratio': 0.5, 'pass': bridge_rate / base_rate >= 0.5,
+    }
+
+
+def phase_memory(procs: Processes, monitor: Monitor, claims: list, seed: int) -> dict:
+    """RSS growth and valid-data delivery of a bridge under a hostile datagram mix."""
+    state_port, command_port = claim_ports(claims, 2)
+    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
+    sender = procs.start('hostile sender', [sys.executable, __file__, 'hostile',
+                                            str(state_port), str(HOSTILE_DATAGRAMS), str(seed)],
+                         pipes=True)
+    reader = LineReader(sender)
+    lines: list[str] = []
+
+    def check() -> None:
+        procs.check('udp_bridge', bridge)
+        lines.extend(reader.lines())
+        if sender.poll() is not None and not any(x.startswith('done') for x in lines):
+            raise BenchError(f'hostile sender exited with {sender.returncode}:\n'
+                             f'{procs.log_tail(sender)}')
+    if not monitor.spin_until(lambda: 'warm' in lines, WARMUP_SECONDS + START_TIMEOUT_SEC,
+                              check):
+        raise BenchError('hostile sender never finished its warm-up')
+    if not monitor.imu:
+        raise BenchError(f'no IMU on {IMU_TOPIC} after {WARMUP_SECONDS:g} s of valid traffic')
+    session = monitor.reports[-1][1].get(SESSION_STATUS, {}).get('state')
+    rss_before = status_kb(pid, 'VmRSS')
+    imu_before = len(monitor.imu)
+    sender.stdin.write(b'go\n')
+    sender.stdin.flush()
+    peak = [rss_before, time.monotonic()]
+
+    def sample() -> None:
+        check()
+        if time.monotonic() - peak[1] > 0.25:
+            peak[:] = max(peak[0], status_kb(pid, 'VmRSS')), time.monotonic()
+    if not monitor.spin_until(lambda: any(x.startswith('done') for x in lines),
+                              HOSTILE_MAX_SECONDS + 15.0, sample):
+        raise BenchError('hostile sender did not finish')
+    done = json.loads(next(x for x in lines if x.startswith('done'))[5:])
+
+    def drained() -> bool:
+        state = udp_socket_state(state_port)
+        return state is None or state[0] == 0
+    monitor.spin_until(drained, 20.0, check)
+    monitor.spin_for(2.5, check)                     # the reports after the queue drained
+    rss_after = status_kb(pid, 'VmRSS')
+    hwm = status_kb(pid, 'VmHWM')
+    socket_state = udp_socket_state(state_port)
+    sender.stdin.write(b'stop\n')
+    sender.stdin.flush()
+    samples = monitor.imu[imu_before:]
+    valid_sent = done['valid_imu_sent']
+    marks = [(t, x) for t, x in samples if 1.0 <= x <= valid_sent and x == int(x)]
+    got = {int(x) for _, x in marks}
+    times = [t for t, _ in marks]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    last = monitor.reports[-1][1]
+    procs.stop(sender)
+    procs.stop(bridge)
+    growth = (rss_after - rss_before) / 1024.0
+    return {
+        'hostile_sent': done['hostile_sent'], 'hostile_seconds': round(done['end']
+                                                                       - done['start'], 2),
+        'hostile_by_kind': done['by_kind'], 'send_errors': done['send_errors'],
+        'sender_pauses': done['pauses'],
+        'session_state_before': session,
+        'session_state_after': last.get(SESSION_STATUS, {}).get('state'),
+        'rss_mb_before': round(rss_before / 1024.0, 1),
+        'rss_mb_after': round(rss_after / 1024.0, 1),
+        'rss_mb_growth': round(growth, 1),
+        'rss_mb_peak_sampled': round(max(peak[0], rss_after) / 1024.0, 1),
+        'vm_hwm_mb': round(hwm / 1024.0, 1),
+        'valid_imu_sent': valid_sent, 'valid_imu_received': len(got),
+        'valid_imu_lost': valid_sent - len(got),
+        'valid_imu_max_gap_ms': round(max(gaps) * 1e3, 1) if gaps else None,
+        'hostile_imu_published': sum(1 for _, x in samples if x == -1.0),
+        'bridge_datagrams': drop_counters(last),
+        'kernel_drops': socket_state[1] if socket_state else None,
+        'target_growth_mb': 20.0,
+        'pass': growth < 20.0 and len(got) == valid_sent,
+    }
+
+
+def main(only: set[str] | None = None) -> int:
+    """Run the phases (all, or those in ``only``) and print one JSON object."""
+    from pylon_testing.isolation import claim_domain_id
+    wall = time.monotonic()
+    domain_id, domain_claim = claim_domain_id()
+    os.environ.update({'ROS_DOMAIN_ID': str(domain_id),
+                       'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
+    env = dict(os.environ)
+    seed = 1
+    claims: list = [domain_claim]
+    procs = Processes(env)
+    monitor = None
+    try:
+        monitor = Monitor()
+        latency = cpu = throughput = memory = None
+        if not only or 'latency' in only or 'cpu' in only:
+            latency, cpu = phase_sim(procs, monitor, claims)
+        if not only or 'throughput' in only:
+            throughput = phase_throughput(procs, monitor, claims)
+        if not only or 'memory' in only:
+            memory = phase_memory(procs, monitor, claims, seed)
+    except BenchError as exc:
+        print(f'bench_bridge: {exc}', file=sys.stderr)
+        return 1
+    finally:
+        procs.stop_all()
+        if monitor is not None:
+            monitor.close()
+        for claim in claims:
+            claim.release()
+    print(json.dumps({
+        'benchmark': 'bridge',
+        'rmw': os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
+        'cpus': os.cpu_count(),
+        'parameters': {
+            'sim_scenario': 'orbit', 'sim_seconds': SIM_SECONDS,
+            'cpu_window_seconds': CPU_WINDOW_SECONDS, 'flood_seconds': FLOOD_SECONDS,
+            'flood_queue_high_bytes': FLOOD_QUEUE_HIGH_BYTES,
+            'heartbeat_period_sec': HEARTBEAT_PERIOD_SEC,
+            'hostile_datagrams': HOSTILE_DATAGRAMS,
+            'hostile_queue_high_bytes': HOSTILE_QUEUE_HIGH_BYTES,
+            'valid_imu_rate_hz': VALID_RATE_HZ, 'warmup_seconds': WARMUP_SECONDS,
+            'seed': seed, 'imu_qos': 'best_effort volatile depth 10',
+        },
+        'latency': latency, 'cpu': cpu, 'throughput': throughput, 'memory': memory,
+        'runtime_seconds': round(time.monotonic() - wall, 1),
+    }))
+    return 0
+
+
+if __name__ == '__main__':
+    MODE = sys.argv[1:2]
+    if MODE == ['flood']:
+        child_flood(int(sys.argv[2]), float(sys.argv[3]))
+    elif MODE == ['baseline']:
+        child_baseline(float(sys.argv[2]))
+    elif MODE == ['hostile']:
+        child_hostile(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    elif MODE == ['--only']:
+        sys.exit(main(set(sys.argv[2].split(','))))
+    else:
+        sys.exit(main())
