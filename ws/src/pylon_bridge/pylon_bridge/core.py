@@ -182,7 +182,10 @@ class BridgeCore:
         return []
 
     def _stamp(self, packet: dict, ros_now: float) -> float:
-        return self.clock.stamp(packet.get('universalTime'), ros_now)
+        ut = packet.get('universalTime')
+        if ut is not None:
+            self.lifecycle.note_ut(ut)
+        return self.clock.stamp(ut, ros_now)
 
     def _publish(self, key: str, msg: Any, now: float, topic_id: str = '') -> Publish:
         self.last_seen[key, topic_id] = now

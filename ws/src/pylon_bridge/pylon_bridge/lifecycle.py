@@ -102,7 +102,7 @@ class Lifecycle:
                              generation=previous.generation + 1,
                              origin_sequence=previous.origin_sequence + 1,
                              model_ready=False, model_id='')
-        self._last_ut = ut
+        self.note_ut(ut)
         return self._set(vessel_name=vessel_name)
 
     def _why(self, key, ut: float, reopened: bool) -> str:
@@ -118,6 +118,15 @@ class Lifecycle:
         if self._last_ut is not None and ut < self._last_ut:
             return REASON_TIME_REWIND
         return REASON_RUNTIME_RESET
+
+    def note_ut(self, ut: float) -> None:
+        """Note the UT of an accepted measurement.
+
+        A rewind is then seen even when the last heartbeat before it was older than the
+        measurements that followed it.
+        """
+        if self._last_ut is None or ut > self._last_ut:
+            self._last_ut = ut
 
     def measured(self) -> LifecycleState | None:
         """Note the first measurement of the generation: CHANGED becomes ACTIVE."""

@@ -246,7 +246,8 @@ def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(
         assert request(admin, command)['ok'], command
         return rec.wait_for('life', predicate, since=since), since
 
-    # revert: UT goes back to the scenario start, a new generation
+    # revert: UT goes back to the scenario start (1 s or more back), a new generation
+    rec.until(lambda: len(rec.got['imu']) >= 30, 10.0, 'one second of flight')
     rewound, _ = step({'cmd': 'revert'}, lambda m: m.generation == generation + 1, 'revert')
     assert (rewound.state, rewound.reason) == (VesselLifecycle.STATE_CHANGED, 'time_rewind')
     assert rewound.vessel_id == SAT

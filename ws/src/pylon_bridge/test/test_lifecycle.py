@@ -80,3 +80,12 @@ def test_model_readiness_and_origin_sequence():
     state = life.session(key(1, 'e1', B), 'Other', True, 101.0, changed=True, reopened=False)
     assert not state.model_ready and state.model_id == ''
     assert state.origin_sequence == origin + 2
+
+
+def test_a_rewind_is_seen_against_the_newest_measurement():
+    life = Lifecycle('pylon_ground_truth_enu')
+    life.session(key(), 'Sat', True, 100.0, changed=True, reopened=False)
+    life.note_ut(100.3)                       # measurements after the last heartbeat
+    state = life.session(key(generation=1, epoch='e1'), 'Sat', True, 100.1, changed=True,
+                         reopened=False)
+    assert state.reason == lc.REASON_TIME_REWIND

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+from pathlib import Path
 import signal
 import socket
 import sys
 
 from pylon_sim.runtime import LOG, Simulator
+from pylon_sim.safety import load_limits, SafetyLimits
 from pylon_sim.scenario import load_scenario, ScenarioError
+
+CONTROL_SAFETY_ENV = 'PYLON_CONTROL_SAFETY'
 
 
 def port(text: str) -> int:
@@ -58,9 +63,22 @@ def parser() -> argparse.ArgumentParser:
                    help='seed of ids the scenario leaves open and of runtime GUIDs')
     p.add_argument('--allow-remote-urdf', action='store_true',
                    help='also send the vessel model to a non-loopback --state-host')
+    p.add_argument('--control-safety', default=None, metavar='PATH',
+                   help='ControlSafety.cfg with the KSP-side safety limits (default: '
+                        f'${CONTROL_SAFETY_ENV}, else config/ControlSafety.cfg of the '
+                        'workspace, else the built-in defaults)')
     p.add_argument('--log-level', default='INFO',
                    choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'))
     return p
+
+
+def default_safety_path() -> Path | None:
+    """Return the ControlSafety.cfg to use when none is given, or None for the defaults."""
+    configured = os.environ.get(CONTROL_SAFETY_ENV)
+    if configured:
+        return Path(configured)
+    candidate = Path(__file__).resolve().parents[4] / 'config' / 'ControlSafety.cfg'
+    return candidate if candidate.is_file() else None
 
 
 def bind_udp(host: str, number: int) -> socket.socket:
@@ -87,15 +105,22 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         LOG.error('cannot bind %s:%d: %s', args.command_host, args.command_port, exc)
         return 2
+    try:
+        path = args.control_safety or default_safety_path()
+        limits = load_limits(path) if path is not None else SafetyLimits()
+    except (OSError, ValueError) as exc:
+        LOG.error('control safety limits rejected: %s', exc)
+        return 2
     sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
                     command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
-                    allow_remote_model=args.allow_remote_urdf)
+                    allow_remote_model=args.allow_remote_urdf, limits=limits)
 
     def stop(signum, _frame) -> None:
         sim.stop_requested = True
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    LOG.info('safety limits: %s', path or 'built-in defaults')
     LOG.info('scenario %s (%s), active %s; state to %s:%d, commands on %s:%d%s, rate %g',
              scenario.name, scenario.path, scenario.active, args.state_host, args.state_port,
              args.command_host, args.command_port,

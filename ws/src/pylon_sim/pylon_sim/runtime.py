@@ -29,6 +29,8 @@ from pylon_protocol.errors import ProtocolError
 from pylon_protocol.session import RuntimeSession
 
 from pylon_sim import actuators, ksp_view, proxy_model, telemetry
+from pylon_sim.control import VehicleControl
+from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
 from pylon_sim.vessel import part_masses
 from pylon_sim.world import World
@@ -45,6 +47,7 @@ ACTUATOR_STATE_PERIOD = 1.0 / _RATES['pylon_actuator_state']
 ACTUATOR_MANIFEST_PERIOD = 1.0 / _RATES['pylon_actuator_manifest']
 MOTOR_STATE_PERIOD = 1.0 / _RATES['pylon_motor_state']
 MODEL_PERIOD = 1.0 / _RATES['pylon_vessel_urdf_chunk']
+AUTHORITY_PERIOD = 1.0 / _RATES['pylon_control_authority_state']
 STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
 MAX_DATAGRAM_BYTES = 65000
@@ -95,7 +98,7 @@ class Simulator:
                  state_addr: tuple[str, int] = ('127.0.0.1', 49010),
                  command_sock: socket.socket | None = None,
                  admin_sock: socket.socket | None = None, seed: int = 0,
-                 allow_remote_model: bool = False) -> None:
+                 allow_remote_model: bool = False, limits: SafetyLimits | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``."""
         self.scenario = scenario
         self.world = World(scenario)
@@ -115,6 +118,7 @@ class Simulator:
         self.heartbeat_enabled = True
         self.stop_requested = False
         self._log_times: dict[str, float] = defaultdict(lambda: -1e9)
+        self.limits = limits or SafetyLimits()
         self._start_process()
 
     # -- process and session ------------------------------------------------------------
@@ -126,11 +130,13 @@ class Simulator:
         self.model_session = self._new_id()
         self.model_key = None
         self.imu_skip = True
+        self.control = VehicleControl(self.limits)
+        self.control_vessel = self.world.active.vessel_id
         self.schedules = {name: Schedule(period) for name, period in (
             ('session', SESSION_PERIOD), ('imu', IMU_PERIOD), ('gt', GROUND_TRUTH_PERIOD),
             ('flight', FLIGHT_STATE_PERIOD), ('actuator', ACTUATOR_STATE_PERIOD),
             ('manifest', ACTUATOR_MANIFEST_PERIOD), ('motor', MOTOR_STATE_PERIOD),
-            ('model', MODEL_PERIOD))}
+            ('model', MODEL_PERIOD), ('authority', AUTHORITY_PERIOD))}
         self._observe(first=True)
 
     def _new_id(self) -> str:
@@ -154,15 +160,26 @@ class Simulator:
             max_speed=speed, dt=self.world.physics_step * self.world.warp_rate,
             ut=self.world.ut)
         if reset or first:
-            self._on_reset()
+            self._on_reset(first)
         return reset
 
-    def _on_reset(self) -> None:
+    def _on_reset(self, first: bool = False) -> None:
         """Apply what a runtime reset means for the mod's producers."""
         self.anchor.reset(self.world.active, self.world.ut)
         self.imu_skip = True
         self.schedules['manifest'].fire_now()
         self.schedules['model'].fire_now()
+        vessel = self.world.active
+        if first:
+            return
+        if vessel.vessel_id != self.control_vessel:
+            answers = self.control.vessel_changed(vessel, self.clock)
+        else:
+            answers = self.control.session_changed(vessel, self.clock)
+        self.control_vessel = vessel.vessel_id
+        if self.available:
+            for type_name, payload in answers:
+                self.emit(type_name, payload)
 
     @property
     def envelope(self) -> Envelope:
@@ -207,9 +224,22 @@ class Simulator:
         self.clock += self.world.physics_step
         self.drain_commands()
         self.drain_admin()
+        vessel = self.world.active
+        answers: list = []
+        if self.paused or not self.available:
+            answers = self.control.expire(vessel, self.clock)
+            forces = {}
+        else:
+            force, torque, answers = self.control.tick(vessel, self.clock,
+                                                       self.world.physics_step *
+                                                       self.world.warp_rate)
+            forces = {vessel.key: (force, torque)}
         if not self.paused:
-            self.world.step()
+            self.world.step(forces)
         self._observe()
+        if self.available:
+            for type_name, payload in answers:
+                self.emit(type_name, payload)
         self.emit_due()
 
     def emit_due(self) -> None:
@@ -227,6 +257,9 @@ class Simulator:
             self._send_model()
         if due['manifest']:
             self.emit('pylon_actuator_manifest', actuators.manifest(spec))
+        if due['authority']:
+            self.emit(*self.control.authority_state(vessel, self.clock,
+                                                    self.control.last_reason))
         if self.paused:
             return
         view = ksp_view.observe(vessel, ut)
@@ -307,6 +340,9 @@ class Simulator:
                 self.stats.command_rejected['session_mismatch'] += 1
                 continue
             self.stats.commands[command['type']] += 1
+            for type_name, payload in self.control.command(command, self.world.active,
+                                                           self.clock):
+                self.emit(type_name, payload)
 
     def drain_admin(self) -> None:
         """Apply admin requests (JSON over UDP) and answer each one."""
@@ -376,6 +412,7 @@ class Simulator:
             'heartbeat': self.heartbeat_enabled, **fields,
             'sent': dict(self.stats.sent), 'commands': dict(self.stats.commands),
             'command_rejected': dict(self.stats.command_rejected),
+            'control': self.control.status(),
         }
 
     # -- loop -----------------------------------------------------------------------------

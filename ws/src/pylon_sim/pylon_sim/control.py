@@ -1,0 +1,218 @@
+"""The mod's vehicle control of the active vessel: authority, body wrench, safety, allocation.
+
+``VehicleControl`` is what the mod's vehicle manager decides, frame by frame:
+
+- ``command(packet, vessel, now)`` takes one decoded command datagram (already past the
+  runtime-session check) and returns the state packets it answers with: every authority
+  command gets a ``pylon_control_authority_state`` with the outcome as ``reason``; a
+  refused body wrench a ``pylon_wrench_status`` with ``accepted`` false; a refused formal
+  actuator command an authority state carrying the failure reason.
+- ``tick(vessel, now, dt)`` runs once per physics step: lease expiry, wrench timeout,
+  emergency stop, then the safety filter (``safety``) and the allocation (``allocation``)
+  of the current wrench. It returns the force and torque acting on the vessel (base_link:
+  the modelled RCS nozzle and engine thrust plus the reaction-wheel torque) and the packets
+  to send: a ``pylon_wrench_status`` after each tick that allocated an accepted wrench.
+
+``achieved`` in the wrench status is rebuilt from the engine and RCS thrust of the
+*previous* physics tick, as the mod does (reaction wheels excluded). Times (``now``) are
+the simulator's wall clock; leases, timeouts and slew limits run on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from pylon_protocol import packets
+
+from pylon_sim import allocation, safety
+from pylon_sim.authority import ControlAuthority
+from pylon_sim.safety import SafetyLimits
+from pylon_sim.world import SimVessel
+
+DEFAULT_TIMEOUT_SEC = 0.5
+MIN_TIMEOUT_SEC, MAX_TIMEOUT_SEC = 0.05, 10.0
+ZERO = np.zeros(3)
+Packet = tuple[str, dict]
+
+
+def clamp_timeout(value: object) -> float:
+    """Return a command timeout as the mod applies it: 0.05–10 s, 0.5 s if unusable."""
+    if not isinstance(value, int | float) or isinstance(value, bool) \
+            or not math.isfinite(value) or value <= 0.0:
+        return DEFAULT_TIMEOUT_SEC
+    return min(max(float(value), MIN_TIMEOUT_SEC), MAX_TIMEOUT_SEC)
+
+
+def wire_wrench(force, torque) -> dict:
+    """Return a wrench as the wire writes it."""
+    return {'force': [float(v) for v in force], 'torque': [float(v) for v in torque]}
+
+
+@dataclass
+class WrenchCommand:
+    """The accepted body wrench in force until its timeout."""
+
+    identity: dict
+    force: np.ndarray
+    torque: np.ndarray
+    expires: float
+
+
+class VehicleControl:
+    """Authority, the body wrench, the safety filter and the allocation of one game."""
+
+    def __init__(self, limits: SafetyLimits | None = None) -> None:
+        """Start unowned, with no command and zero outputs."""
+        self.limits = limits or SafetyLimits()
+        self.authority = ControlAuthority()
+        self.safety = safety.zero_state()
+        self.wrench: WrenchCommand | None = None
+        self.measured = (ZERO, ZERO)          # engine + RCS wrench of the last tick
+        self.applied = (ZERO, ZERO)           # everything acting now, wheels included
+        self.last_allocation: allocation.Allocation | None = None
+        self.last_reason = 'unowned'          # outcome of the last authority event
+        self.wrench_received_at: float | None = None   # clock of the last accepted wrench
+        self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
+
+    # -- commands -------------------------------------------------------------------------
+    def command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
+        """Apply one command; return the state packets that answer it."""
+        kind = packet['type']
+        if kind == 'pylon_control_authority_command':
+            decision = self.authority.command(packet, vessel.vessel_id, now)
+            if self.authority.emergency_stop or not self.authority.owned:
+                self._drop_commands()
+            return [self.authority_state(vessel, now, decision.reason)]
+        decision = self.authority.check(packet, vessel.vessel_id, now)
+        if kind == 'pylon_body_wrench_command':
+            if not decision.accepted:
+                return [self._status(packet, False, decision.reason, vessel)]
+            self.wrench = WrenchCommand(
+                identity={k: packet[k] for k in ('vesselId', 'controllerId', 'leaseId',
+                                                 'sequence')},
+                force=np.array(packet['force'], dtype=float),
+                torque=np.array(packet['torque'], dtype=float),
+                expires=now + clamp_timeout(packet.get('timeoutSeconds')))
+            self.wrench_received_at = now
+            return []
+        if not decision.accepted:
+            return [self.authority_state(vessel, now, decision.reason)]
+        return []
+
+    def authority_state(self, vessel: SimVessel, now: float, reason: str) -> Packet:
+        """Return the authority state packet with ``reason`` (remembered for the 10 Hz one)."""
+        self.last_reason = reason
+        return 'pylon_control_authority_state', self.authority.state(
+            vessel.vessel_id, vessel.spec.name, now, reason)
+
+    def _drop_commands(self) -> None:
+        self.wrench = None
+
+    # -- events ---------------------------------------------------------------------------
+    def vessel_changed(self, vessel: SimVessel, now: float) -> list[Packet]:
+        """End the lease when another vessel is active (an emergency stop stays latched)."""
+        self._drop_commands()
+        self.safety = safety.zero_state()
+        reason = self.authority.vessel_changed(now)
+        return [self.authority_state(vessel, now, reason or 'active_vessel_changed')]
+
+    def session_changed(self, vessel: SimVessel, now: float) -> list[Packet]:
+        """End the lease after a runtime reset of the same vessel."""
+        self._drop_commands()
+        self.safety = safety.zero_state()
+        reason = self.authority.session_changed(now)
+        return [self.authority_state(vessel, now, reason or 'runtime_session_changed')]
+
+    # -- physics tick ---------------------------------------------------------------------
+    def expire(self, vessel: SimVessel, now: float) -> list[Packet]:
+        """End a lease whose time ran out (also while paused: leases run on wall time)."""
+        expired = self.authority.expire(now)
+        if not expired:
+            return []
+        self._drop_commands()
+        return [self.authority_state(vessel, now, expired)]
+
+    def tick(self, vessel: SimVessel, now: float, dt: float
+             ) -> tuple[np.ndarray, np.ndarray, list[Packet]]:
+        """Run one physics step of control; return (force, torque, packets)."""
+        out = self.expire(vessel, now)
+        command = self.wrench
+        if command is not None and now >= command.expires:
+            out.append(self._status(command.identity, False, 'command_timeout', vessel,
+                                    command=command))
+            self.wrench = command = None
+        if self.authority.emergency_stop:
+            self.wrench = command = None
+        if command is None:
+            # no command in force (none yet, timed out, lease gone, emergency stop): the
+            # output stops at once, without a slew ramp: the fail-safe path
+            self.safety = safety.zero_state()
+            self._apply_zero(now)
+            return ZERO, ZERO, out
+        result = safety.step(self.safety, self.limits, command.force, command.torque,
+                             vessel.state.body_rate, dt)
+        self.safety = result.state
+        nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
+        alloc = allocation.allocate(nozzles, engines, wheels, result.force, result.torque,
+                                    force_scale=self.limits.max_force_n,
+                                    torque_scale=self.limits.max_torque_nm)
+        engine_thrust = np.array([e.max_thrust for e in engines]) * alloc.engine_throttle
+        measured = allocation.wrench_of(nozzles, alloc.nozzle_thrust, engines, engine_thrust)
+        achieved, self.measured = self.measured, measured
+        self.applied = (measured[0], measured[1] + alloc.wheel_torque)
+        self.last_allocation = alloc
+        reason = ','.join(result.reasons) or 'accepted'
+        out.append(self._status(command.identity, True, reason, vessel, command=command,
+                                allocated=(alloc.force, alloc.torque), achieved=achieved))
+        return self.applied[0], self.applied[1], out
+
+    def status(self) -> dict:
+        """Return the control state for the admin status (JSON-ready)."""
+        owner = self.authority.owner
+        return {
+            'owner': list(owner) if owner else None,
+            'emergency_stop': self.authority.emergency_stop,
+            'sas_suppressed': self.authority.sas_suppressed,
+            'applied_force': [float(v) for v in self.applied[0]],
+            'applied_torque': [float(v) for v in self.applied[1]],
+            'wrench_received_at': self.wrench_received_at, 'zeroed_at': self.zeroed_at,
+        }
+
+    def _apply_zero(self, now: float) -> None:
+        if np.any(self.applied[0]) or np.any(self.applied[1]):
+            self.zeroed_at = now
+        self.measured = (ZERO, ZERO)
+        self.applied = (ZERO, ZERO)
+        self.last_allocation = None
+
+    def _status(self, identity: dict, accepted: bool, reason: str, vessel: SimVessel, *,
+                command: WrenchCommand | None = None, allocated=None, achieved=None) -> Packet:
+        """Return a ``pylon_wrench_status`` (requested echoes the command)."""
+        if command is not None:
+            requested = (command.force, command.torque)
+        else:
+            requested = (np.array(identity.get('force', ZERO), dtype=float),
+                         np.array(identity.get('torque', ZERO), dtype=float))
+            if not (np.all(np.isfinite(requested[0])) and np.all(np.isfinite(requested[1]))):
+                requested = (ZERO, ZERO)
+        allocated = allocated or (ZERO, ZERO)
+        achieved = achieved or (ZERO, ZERO)
+        r = allocation.ratios(requested, allocated, achieved, self.limits.max_force_n,
+                              self.limits.max_torque_nm)
+        sequence = identity.get('sequence', 0)
+        return 'pylon_wrench_status', {
+            'vesselId': vessel.vessel_id, 'controllerId': identity.get('controllerId', ''),
+            'leaseId': identity.get('leaseId', ''),
+            'sequence': sequence if isinstance(sequence, int) and sequence >= 0 else 0,
+            'accepted': accepted, 'reason': reason,
+            'requested': wire_wrench(*requested), 'allocated': wire_wrench(*allocated),
+            'achieved': wire_wrench(*achieved),
+            'allocationResidual': wire_wrench(*r['allocationResidual']),
+            'trackingResidual': wire_wrench(*r['trackingResidual']),
+            'saturationRatio': float(r['saturationRatio']),
+            'trackingErrorRatio': float(r['trackingErrorRatio']),
+            'saturated': bool(r['saturated']),
+            'achievedQuality': packets.ACHIEVED_QUALITY,
+        }
