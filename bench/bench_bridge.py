@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT / 'ws' / 'src' / 'pylon_bridge' / 'test'))
 SIM_SECONDS = 20.0
 CPU_WINDOW_SECONDS = 15.0
 FLOOD_SECONDS = 8.0
+FLOOD_BURST = 256            # datagrams between two looks at the bridge's queue
 FLOOD_QUEUE_HIGH_BYTES = 1 << 20        # sender pauses while the bridge has this much queued
 HOSTILE_DATAGRAMS = 100_000
 HOSTILE_QUEUE_HIGH_BYTES = 256 << 10
@@ -269,9 +270,9 @@ def child_flood(port: int, seconds: float) -> None:
             sock.sendto(valid.heartbeat(), target)
             heartbeats += 1
             next_heartbeat += HEARTBEAT_PERIOD_SEC
-        for _ in range(32):
+        for _ in range(FLOOD_BURST):
             sock.sendto(valid.next_imu(1e-4), target)
-        sent += 32
+        sent += FLOOD_BURST
         state = udp_socket_state(port)
         checks += 1
         if state is not None:
