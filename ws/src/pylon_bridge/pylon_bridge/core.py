@@ -103,6 +103,7 @@ class BridgeCore:
         self.last_authority = None          # the last ControlAuthorityState of the mod
         self._imu_msg = None
         self.drop_count = 0
+        self.last_wrench_status: dict | None = None    # for diagnostics
         self._reset_session_state()
 
     # -- per-session state -----------------------------------------------------------------
@@ -354,6 +355,7 @@ class BridgeCore:
         return [self._publish('control/authority/state', msg, now)]
 
     def _wrench_status(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        self.last_wrench_status = packet
         return [self._publish('control/wrench_feedback', convert.wrench_feedback(
             packet, ros_now, self.config.body_frame), now)]
 

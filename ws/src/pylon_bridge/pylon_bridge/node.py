@@ -30,7 +30,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
-from pylon_bridge import commands
+from pylon_bridge import commands, diagnostics
 from pylon_bridge import config as bridge_config
 from pylon_bridge import qos as bridge_qos
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC, Publish
@@ -276,7 +276,9 @@ class UdpBridge(Node):
             level=DiagnosticStatus.OK, name='pylon_bridge: latency',
             message='datagram arrival to publish returned, since the last report (ms)',
             hardware_id='udp_bridge', values=self._latency_values())
-        msg = DiagnosticArray(status=[datagrams, session, topics, sent, latency])
+        msg = DiagnosticArray(status=[datagrams, session, topics, sent, latency,
+                                      diagnostics.wrench_status(self.core.last_wrench_status),
+                                      *diagnostics.motor_statuses(self.core.motors.values())])
         msg.header.stamp = self.get_clock().now().to_msg()
         return msg
 

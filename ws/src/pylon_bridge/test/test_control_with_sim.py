@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
@@ -38,7 +39,7 @@ class Pilot:
 
     def __init__(self, node):
         self.node = node
-        self.got = {'authority': [], 'feedback': [], 'life': [], 'twist': []}
+        self.got = {'authority': [], 'feedback': [], 'life': [], 'twist': [], 'diag': []}
         self.subs = [
             node.create_subscription(ControlAuthorityState, '/ksp_vessel/control/authority/state',
                                      self._keep('authority'), LATCHED),
@@ -47,7 +48,9 @@ class Pilot:
             node.create_subscription(VesselLifecycle, '/ksp_vessel/lifecycle',
                                      self._keep('life'), LATCHED),
             node.create_subscription(TwistStamped, '/ksp_vessel/ground_truth/twist_body',
-                                     self._keep('twist'), qos_profile_sensor_data)]
+                                     self._keep('twist'), qos_profile_sensor_data),
+            node.create_subscription(DiagnosticArray, '/pylon/diagnostics', self._keep('diag'),
+                                     COMMAND)]
         self.authority_pub = node.create_publisher(
             ControlAuthorityCommand, '/ksp_vessel/control/authority/command', COMMAND)
         self.wrench_pub = node.create_publisher(
@@ -168,6 +171,12 @@ def test_lease_flow_wrench_feedback_and_sas(ros_process, free_udp_port, ros_node
     assert twist.z > 1e-4                       # the vessel turns about +Z, as commanded
     status = request(admin, {'cmd': 'status'})['control']
     assert status['owner'] == ['ctl', 'lease-1'] and status['sas_suppressed']
+    report = pilot.wait_for('diag', lambda m: any(
+        s.name == 'pylon_bridge: wrench allocation' and s.message == 'accepted'
+        for s in m.status), start_at, 'the allocation in diagnostics')
+    [allocation] = [s for s in report.status if s.name == 'pylon_bridge: wrench allocation']
+    values = {kv.key: kv.value for kv in allocation.values}
+    assert values['controller_id'] == 'ctl' and float(values['saturation_ratio']) < 1e-4
     since = send_authority(pilot, A.ACTION_RELEASE, 'ctl', 'lease-1')
     released = pilot.answer(since, lambda m: m.reason == 'lease_released', 'release')
     assert released.state == ControlAuthorityState.STATE_UNOWNED and not released.sas_suppressed

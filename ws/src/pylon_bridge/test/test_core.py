@@ -323,3 +323,22 @@ def test_unknown_types_and_states_without_topic_are_ignored_not_dropped():
     assert driver.feed(health) == []
     assert driver.core.stats.ignored['pylon_vehicle_health'] == 1
     assert sum(driver.core.stats.dropped.values()) == 0
+
+
+def test_motor_and_wrench_diagnostics():
+    from pylon_bridge import diagnostics
+    driver = started()
+    driver.feed(d.motor('mast_hinge', 0.25))
+    [status] = diagnostics.motor_statuses(driver.core.motors.values())
+    values = {kv.key: kv.value for kv in status.values}
+    assert status.name == 'pylon_bridge: motor mast_hinge' and status.level == status.OK
+    assert values['position'] == '0.25' and values['powered'] == 'True'
+    assert diagnostics.wrench_status(None).message == 'no wrench command yet'
+    wrench = {'force': [3.0, 4.0, 0.0], 'torque': [0.0, 0.0, 0.0]}
+    status = diagnostics.wrench_status({
+        'accepted': True, 'reason': 'magnitude_limit', 'saturationRatio': 0.5,
+        'trackingErrorRatio': 0.6, 'saturated': True, 'controllerId': 'c', 'sequence': 4,
+        'allocationResidual': wrench, 'trackingResidual': wrench})
+    values = {kv.key: kv.value for kv in status.values}
+    assert status.level == status.WARN and values['allocationResidual.force_norm'] == '5'
+    assert values['saturation_ratio'] == '0.5' and status.message == 'magnitude_limit'
