@@ -73,6 +73,8 @@ class VehicleControl:
         self.applied = (ZERO, ZERO)           # everything acting now, wheels included
         self.last_allocation: allocation.Allocation | None = None
         self.last_reason = 'unowned'          # outcome of the last authority event
+        self._allocator_key = None
+        self._allocator_cache: allocation.Allocator | None = None
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
 
@@ -154,10 +156,9 @@ class VehicleControl:
         result = safety.step(self.safety, self.limits, command.force, command.torque,
                              vessel.state.body_rate, dt)
         self.safety = result.state
-        nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
-        alloc = allocation.allocate(nozzles, engines, wheels, result.force, result.torque,
-                                    force_scale=self.limits.max_force_n,
-                                    torque_scale=self.limits.max_torque_nm)
+        allocator = self._allocator(vessel)
+        nozzles, engines = allocator.nozzles, allocator.engines
+        alloc = allocator.solve(result.force, result.torque)
         engine_thrust = np.array([e.max_thrust for e in engines]) * alloc.engine_throttle
         measured = allocation.wrench_of(nozzles, alloc.nozzle_thrust, engines, engine_thrust)
         achieved, self.measured = self.measured, measured
@@ -167,6 +168,20 @@ class VehicleControl:
         out.append(self._status(command.identity, True, reason, vessel, command=command,
                                 allocated=(alloc.force, alloc.torque), achieved=achieved))
         return self.applied[0], self.applied[1], out
+
+    def _allocator(self, vessel: SimVessel) -> allocation.Allocator:
+        """Return the allocator of the vessel's current geometry.
+
+        It is built again only when the vessel or its centre of mass (to 0.1 mm) changes.
+        """
+        key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 4)))
+        if self._allocator_key != key:
+            nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
+            self._allocator_cache = allocation.Allocator(
+                nozzles, engines, wheels, force_scale=self.limits.max_force_n,
+                torque_scale=self.limits.max_torque_nm)
+            self._allocator_key = key
+        return self._allocator_cache
 
     def status(self) -> dict:
         """Return the control state for the admin status (JSON-ready)."""

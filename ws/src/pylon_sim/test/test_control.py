@@ -1,0 +1,98 @@
+"""VehicleControl without sockets: authority answers, wrench through filter and allocation."""
+
+import numpy as np
+from pylon_sim.control import clamp_timeout, VehicleControl
+from pylon_sim.scenario import load_scenario
+from pylon_sim.world import World
+import pytest
+
+DT = 0.02
+
+
+@pytest.fixture
+def vessel():
+    return World(load_scenario('orbit')).active
+
+
+def identity(sequence, controller='ctl', lease='l1', vessel_id=None):
+    return {'vesselId': vessel_id or '5a7e1f0c3b2d4e6f8a9b0c1d2e3f4a5b',
+            'controllerId': controller, 'leaseId': lease, 'sequence': sequence}
+
+
+def acquire(control, vessel, now=0.0):
+    [(kind, state)] = control.command({'type': 'pylon_control_authority_command',
+                                       'action': 'acquire', **identity(1), 'priority': 0,
+                                       'leaseDurationSeconds': 2.0, 'suppressSas': True},
+                                      vessel, now)
+    assert kind == 'pylon_control_authority_state' and state['reason'] == 'lease_acquired'
+
+
+def wrench(sequence, torque=(0.0, 0.0, 40.0), timeout=0.5, **who):
+    return {'type': 'pylon_body_wrench_command', 'frame': 'base_link', **identity(sequence, **who),
+            'force': [0.0, 0.0, 0.0], 'torque': list(torque), 'timeoutSeconds': timeout}
+
+
+def test_an_accepted_wrench_acts_until_its_timeout(vessel):
+    control = VehicleControl()
+    acquire(control, vessel)
+    assert control.command(wrench(2), vessel, 0.0) == []
+    force, torque, out = control.tick(vessel, 0.02, DT)
+    assert torque == pytest.approx([0.0, 0.0, 40.0], abs=1e-3)
+    [(kind, status)] = out
+    assert kind == 'pylon_wrench_status' and status['accepted']
+    assert status['reason'] == 'accepted' and status['sequence'] == 2
+    assert status['achieved']['torque'] == [0.0, 0.0, 0.0]      # the previous tick had none
+    _, _, out = control.tick(vessel, 0.04, DT)
+    # achieved = engine and RCS of the previous tick; the reaction wheel is excluded
+    achieved, allocated = out[0][1]['achieved'], out[0][1]['allocated']
+    assert allocated['torque'][2] == pytest.approx(40.0, abs=1e-3)
+    assert achieved['torque'][2] == pytest.approx(torque[2] - control.last_allocation
+                                                  .wheel_torque[2], abs=1e-6)
+    force, torque, out = control.tick(vessel, 0.5, DT)
+    assert not np.any(force) and not np.any(torque)
+    assert [p['reason'] for _, p in out] == ['command_timeout']
+    assert control.zeroed_at == 0.5 and control.wrench_received_at == 0.0
+
+
+def test_refusals_are_answered(vessel):
+    control = VehicleControl()
+    [(kind, status)] = control.command(wrench(1), vessel, 0.0)
+    assert kind == 'pylon_wrench_status' and not status['accepted']
+    assert status['reason'] == 'lease_not_owned'
+    acquire(control, vessel)
+    [(_, status)] = control.command(wrench(1), vessel, 0.1)
+    assert status['reason'] == 'stale_sequence'
+    engine = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+              'name': 'engine_1100004_0', **identity(5, controller='other'),
+              'enabled': True, 'timeoutSeconds': 0.5, 'targetThrust': 10.0}
+    [(kind, state)] = control.command(engine, vessel, 0.1)
+    assert kind == 'pylon_control_authority_state' and state['reason'] == 'lease_not_owned'
+
+
+def test_emergency_stop_cuts_the_output_at_once(vessel):
+    control = VehicleControl()
+    acquire(control, vessel)
+    control.command(wrench(2), vessel, 0.0)
+    control.tick(vessel, 0.02, DT)
+    [(_, state)] = control.command({'type': 'pylon_control_authority_command',
+                                    'action': 'emergency_stop',
+                                    **identity(1, controller='ops', lease='stop')}, vessel, 0.03)
+    assert state['reason'] == 'emergency_stop' and state['state'] == 2
+    force, torque, _ = control.tick(vessel, 0.04, DT)
+    assert not np.any(force) and not np.any(torque)
+
+
+def test_lease_expiry_is_reported_and_stops_the_wrench(vessel):
+    control = VehicleControl()
+    acquire(control, vessel)
+    control.command(wrench(2, timeout=10.0), vessel, 0.0)
+    control.tick(vessel, 1.0, DT)
+    force, torque, out = control.tick(vessel, 2.0, DT)
+    assert [p['reason'] for _, p in out] == ['lease_expired']
+    assert not np.any(torque)
+
+
+@pytest.mark.parametrize('given, used', [(0.2, 0.2), (0.0, 0.5), (20.0, 10.0), (0.01, 0.05),
+                                         (float('nan'), 0.5), (True, 0.5)])
+def test_timeouts_are_clamped_as_the_mod_does(given, used):
+    assert clamp_timeout(given) == used
