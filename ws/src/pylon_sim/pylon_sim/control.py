@@ -150,7 +150,7 @@ class VehicleControl:
         if command is None:
             # no command in force (none yet, timed out, lease gone, emergency stop): the
             # output stops at once, without a slew ramp: the fail-safe path
-            self.safety = safety.zero_state()
+            self.safety = safety.idle(self.safety, self.limits, dt)
             self._apply_zero(now)
             return ZERO, ZERO, out
         result = safety.step(self.safety, self.limits, command.force, command.torque,

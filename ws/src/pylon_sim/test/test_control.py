@@ -96,3 +96,16 @@ def test_lease_expiry_is_reported_and_stops_the_wrench(vessel):
                                          (float('nan'), 0.5), (True, 0.5)])
 def test_timeouts_are_clamped_as_the_mod_does(given, used):
     assert clamp_timeout(given) == used
+
+
+def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(vessel):
+    control = VehicleControl()
+    acquire(control, vessel)
+    control.command(wrench(2, timeout=0.05), vessel, 0.0)
+    control.tick(vessel, 0.02, DT)
+    active = control.safety.active_sec
+    control.tick(vessel, 0.06, DT)                    # timed out: no command for one tick
+    assert control.safety.active_sec == active > 0.0
+    for step in range(25):                            # 0.5 s without a command
+        control.tick(vessel, 0.08 + step * DT, DT)
+    assert control.safety.active_sec == 0.0
