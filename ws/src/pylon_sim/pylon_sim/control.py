@@ -20,21 +20,52 @@ the simulator's wall clock; leases, timeouts and slew limits run on it.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 import math
 
 import numpy as np
-from pylon_protocol import packets
+from pylon_protocol import names, packets
 
 from pylon_sim import allocation, safety
 from pylon_sim.authority import ControlAuthority
 from pylon_sim.safety import SafetyLimits
+from pylon_sim.typed import ACCEPTED, TypedActuators
 from pylon_sim.world import SimVessel
 
 DEFAULT_TIMEOUT_SEC = 0.5
 MIN_TIMEOUT_SEC, MAX_TIMEOUT_SEC = 0.05, 10.0
 ZERO = np.zeros(3)
 Packet = tuple[str, dict]
+
+
+def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Return the rotation matrix of ``angle`` (rad) about the unit ``axis``."""
+    x, y, z = axis
+    c, s = math.cos(angle), math.sin(angle)
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+
+
+@dataclass(frozen=True)
+class EngineGeometry:
+    """An engine's place, thrust axis and gimbal range in base_link."""
+
+    id: str
+    position: np.ndarray
+    direction: np.ndarray
+    gimbal_range_deg: float
+
+    @classmethod
+    def of(cls, engine: allocation.Engine, spec) -> EngineGeometry:
+        """Return the geometry of an allocation engine, with its module's gimbal range."""
+        span = 0.0
+        for part in spec.parts:
+            for module in part.modules_of('engine'):
+                if names.actuator_name('engine', part.persistent_id, part.flight_id,
+                                       module.module_index) == engine.id:
+                    span = float(module.get('gimbal_range_deg', 0.0))
+        return cls(engine.id, engine.position, engine.direction, span)
 
 
 def clamp_timeout(value: object) -> float:
@@ -75,6 +106,10 @@ class VehicleControl:
         self.last_reason = 'unowned'          # outcome of the last authority event
         self._allocator_key = None
         self._allocator_cache: allocation.Allocator | None = None
+        self.typed_by_vessel: dict[str, TypedActuators] = {}
+        self.typed_refused: Counter = Counter()     # typed commands the vessel refused
+        self.rcs_thrust: dict[str, float] = {}      # N per RCS module, last tick
+        self.engine_thrust: dict[str, float] = {}   # N per engine, last tick
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
 
@@ -86,6 +121,7 @@ class VehicleControl:
             decision = self.authority.command(packet, vessel.vessel_id, now)
             if self.authority.emergency_stop or not self.authority.owned:
                 self._drop_commands()
+                self._release_overrides()
             return [self.authority_state(vessel, now, decision.reason)]
         decision = self.authority.check(packet, vessel.vessel_id, now)
         if kind == 'pylon_body_wrench_command':
@@ -101,7 +137,23 @@ class VehicleControl:
             return []
         if not decision.accepted:
             return [self.authority_state(vessel, now, decision.reason)]
+        typed = self.typed(vessel)
+        if kind == 'pylon_docking_port_command':
+            result = typed.docking(packet, now)
+        elif kind in ('pylon_actuator_command', 'pylon_motor_command'):
+            result = typed.command(packet, now)
+        else:                                   # flight control and batches: not modelled
+            result = 'unsupported_command'
+        if result != ACCEPTED:
+            self.typed_refused[result] += 1
         return []
+
+    def typed(self, vessel: SimVessel) -> TypedActuators:
+        """Return the typed actuator state of a vessel (kept per vessel)."""
+        found = self.typed_by_vessel.get(vessel.vessel_id)
+        if found is None:
+            found = self.typed_by_vessel[vessel.vessel_id] = TypedActuators(vessel.spec)
+        return found
 
     def authority_state(self, vessel: SimVessel, now: float, reason: str) -> Packet:
         """Return the authority state packet with ``reason`` (remembered for the 10 Hz one)."""
@@ -112,10 +164,16 @@ class VehicleControl:
     def _drop_commands(self) -> None:
         self.wrench = None
 
+    def _release_overrides(self) -> None:
+        """End every typed override (lease gone, emergency stop, vessel switch)."""
+        for typed in self.typed_by_vessel.values():
+            typed.release_all()
+
     # -- events ---------------------------------------------------------------------------
     def vessel_changed(self, vessel: SimVessel, now: float) -> list[Packet]:
         """End the lease when another vessel is active (an emergency stop stays latched)."""
         self._drop_commands()
+        self._release_overrides()
         self.safety = safety.zero_state()
         reason = self.authority.vessel_changed(now)
         return [self.authority_state(vessel, now, reason or 'active_vessel_changed')]
@@ -123,6 +181,7 @@ class VehicleControl:
     def session_changed(self, vessel: SimVessel, now: float) -> list[Packet]:
         """End the lease after a runtime reset of the same vessel."""
         self._drop_commands()
+        self._release_overrides()
         self.safety = safety.zero_state()
         reason = self.authority.session_changed(now)
         return [self.authority_state(vessel, now, reason or 'runtime_session_changed')]
@@ -134,6 +193,7 @@ class VehicleControl:
         if not expired:
             return []
         self._drop_commands()
+        self._release_overrides()
         return [self.authority_state(vessel, now, expired)]
 
     def tick(self, vessel: SimVessel, now: float, dt: float
@@ -147,41 +207,106 @@ class VehicleControl:
             self.wrench = command = None
         if self.authority.emergency_stop:
             self.wrench = command = None
+            self._release_overrides()
+        typed = self.typed(vessel)
+        typed.tick(now, dt, vessel.spec.resource_totals(vessel.resources))
+        allocator, engines = self._allocator(vessel, typed)
+        fixed_force, fixed_torque, fixed_thrust = self._typed_engines(typed, engines)
         if command is None:
             # no command in force (none yet, timed out, lease gone, emergency stop): the
             # output stops at once, without a slew ramp: the fail-safe path
             self.safety = safety.idle(self.safety, self.limits, dt)
             self._apply_zero(now)
-            return ZERO, ZERO, out
+            self.measured = self.applied = (fixed_force, fixed_torque)
+            self.engine_thrust, self.rcs_thrust = fixed_thrust, {}
+            return fixed_force, fixed_torque, out
         result = safety.step(self.safety, self.limits, command.force, command.torque,
                              vessel.state.body_rate, dt)
         self.safety = result.state
-        allocator = self._allocator(vessel)
-        nozzles, engines = allocator.nozzles, allocator.engines
         alloc = allocator.solve(result.force, result.torque)
-        engine_thrust = np.array([e.max_thrust for e in engines]) * alloc.engine_throttle
-        measured = allocation.wrench_of(nozzles, alloc.nozzle_thrust, engines, engine_thrust)
+        thrust = np.array([e.max_thrust for e in allocator.engines]) * alloc.engine_throttle
+        force, torque = allocation.wrench_of(allocator.nozzles, alloc.nozzle_thrust,
+                                             allocator.engines, thrust)
+        measured = (force + fixed_force, torque + fixed_torque)
         achieved, self.measured = self.measured, measured
         self.applied = (measured[0], measured[1] + alloc.wheel_torque)
         self.last_allocation = alloc
+        self.engine_thrust = {**{e.id: float(t) for e, t in zip(allocator.engines, thrust)
+                                 if t > 0.0}, **fixed_thrust}
+        self.rcs_thrust = {}
+        for nozzle, value in zip(allocator.nozzles, alloc.nozzle_thrust):
+            self.rcs_thrust[nozzle.module] = self.rcs_thrust.get(nozzle.module, 0.0) + float(value)
         reason = ','.join(result.reasons) or 'accepted'
         out.append(self._status(command.identity, True, reason, vessel, command=command,
                                 allocated=(alloc.force, alloc.torque), achieved=achieved))
         return self.applied[0], self.applied[1], out
 
-    def _allocator(self, vessel: SimVessel) -> allocation.Allocator:
-        """Return the allocator of the vessel's current geometry.
+    def _typed_engines(self, typed: TypedActuators, engines: list
+                       ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """Return the force, torque and thrust of the engines a typed override drives.
 
-        It is built again only when the vessel or its centre of mass (to 0.1 mm) changes.
+        The thrust acts along the engine's axis turned by its gimbal: pitch input turns it
+        about base_link +Y, yaw about +Z, each by input × the engine's gimbal range
+        (a single engine on the axis has no roll authority).
         """
-        key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 4)))
+        force, torque = np.zeros(3), np.zeros(3)
+        thrust = typed.engine_thrust()
+        gimbals = typed.engine_gimbal()
+        for engine in engines:
+            value = thrust.get(engine.id, 0.0)
+            if value <= 0.0:
+                continue
+            pitch, yaw, _ = gimbals.get(engine.id, (0.0, 0.0, 0.0))
+            span = math.radians(engine.gimbal_range_deg)
+            turn = _rotation(np.array([0.0, 1.0, 0.0]), pitch * span) @ \
+                _rotation(np.array([0.0, 0.0, 1.0]), yaw * span)
+            applied = value * (turn @ engine.direction)
+            force += applied
+            torque += np.cross(engine.position, applied)
+        return force, torque, {k: v for k, v in thrust.items() if v > 0.0}
+
+    def _allocator(self, vessel: SimVessel, typed: TypedActuators
+                   ) -> tuple[allocation.Allocator, list[EngineGeometry]]:
+        """Return the allocator of the current geometry and settings, and every engine.
+
+        Every engine's geometry comes along because typed overrides drive some. Typed RCS
+        settings apply; engines a typed override drives are left out of the allocation.
+        Rebuilt only when the vessel, its centre of mass (to 0.1 mm) or those settings
+        change.
+        """
+        settings = {name: dict(values) for name, values in typed.rcs_settings().items()}
+        allocatable = typed.allocatable_engines()
+        _, all_engines, _ = allocation.geometry(vessel.spec, vessel.mass.com)
+        for engine in all_engines:
+            if engine.id not in allocatable:
+                settings[engine.id] = {'operational': False}
+        key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 4)),
+               repr(sorted((k, sorted(v.items())) for k, v in settings.items())))
         if self._allocator_key != key:
-            nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
+            nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com,
+                                                           settings)
             self._allocator_cache = allocation.Allocator(
                 nozzles, engines, wheels, force_scale=self.limits.max_force_n,
                 torque_scale=self.limits.max_torque_nm)
             self._allocator_key = key
-        return self._allocator_cache
+            self._engine_geometry = [EngineGeometry.of(e, vessel.spec) for e in all_engines]
+        return self._allocator_cache, self._engine_geometry
+
+    def actuator_fields(self, vessel: SimVessel, actuator_id: str) -> dict:
+        """Return the state fields the control decides for one actuator (merge them)."""
+        typed = self.typed(vessel)
+        try:
+            fields = typed.state_fields(actuator_id)
+        except KeyError:
+            return {}
+        if actuator_id in self.engine_thrust or actuator_id.startswith('engine_'):
+            thrust = self.engine_thrust.get(actuator_id, 0.0)
+            fields.setdefault('thrust', float(thrust))
+            maximum = fields.get('maxThrust') or 0.0
+            fields.setdefault('throttle', min(1.0, thrust / maximum) if maximum > 0 else 0.0)
+        if actuator_id in self.rcs_thrust:
+            fields['thrust'] = float(self.rcs_thrust[actuator_id])
+        return fields
 
     def status(self) -> dict:
         """Return the control state for the admin status (JSON-ready)."""

@@ -48,6 +48,8 @@ ACTUATOR_MANIFEST_PERIOD = 1.0 / _RATES['pylon_actuator_manifest']
 MOTOR_STATE_PERIOD = 1.0 / _RATES['pylon_motor_state']
 MODEL_PERIOD = 1.0 / _RATES['pylon_vessel_urdf_chunk']
 AUTHORITY_PERIOD = 1.0 / _RATES['pylon_control_authority_state']
+DOCKING_STATE_PERIOD = 1.0 / _RATES['pylon_docking_port_state']
+DOCKING_MANIFEST_PERIOD = 1.0 / _RATES['pylon_docking_port_manifest']
 STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
 MAX_DATAGRAM_BYTES = 65000
@@ -136,7 +138,8 @@ class Simulator:
             ('session', SESSION_PERIOD), ('imu', IMU_PERIOD), ('gt', GROUND_TRUTH_PERIOD),
             ('flight', FLIGHT_STATE_PERIOD), ('actuator', ACTUATOR_STATE_PERIOD),
             ('manifest', ACTUATOR_MANIFEST_PERIOD), ('motor', MOTOR_STATE_PERIOD),
-            ('model', MODEL_PERIOD), ('authority', AUTHORITY_PERIOD))}
+            ('model', MODEL_PERIOD), ('authority', AUTHORITY_PERIOD),
+            ('docking', DOCKING_STATE_PERIOD), ('docking_manifest', DOCKING_MANIFEST_PERIOD))}
         self._observe(first=True)
 
     def _new_id(self) -> str:
@@ -281,12 +284,25 @@ class Simulator:
             com = tuple(float(v) for v in vessel.mass.com)
             for actuator in found:
                 if actuator.actuator_type != 'motor':
-                    self.emit('pylon_actuator_state',
-                              actuators.state(actuator, spec, ut, sequence, com))
+                    payload = actuators.state(actuator, spec, ut, sequence, com)
+                    payload.update(self.control.actuator_fields(vessel, actuator.name))
+                    self.emit('pylon_actuator_state', payload)
         if due['motor']:
             for actuator in found:
                 if actuator.actuator_type == 'motor':
-                    self.emit('pylon_motor_state', actuators.motor_state(actuator, spec, ut))
+                    payload = actuators.motor_state(actuator, spec, ut)
+                    payload.update(self.control.actuator_fields(vessel, actuator.name))
+                    self.emit('pylon_motor_state', payload)
+        typed = self.control.typed(vessel)
+        ports = typed.docking_ports()
+        if ports and due['docking_manifest']:
+            self.emit('pylon_docking_port_manifest', {'ports': [
+                {k: typed.docking_fields(port)[k] for k in ('name', 'partFlightId',
+                                                             'moduleIndex')}
+                for port in ports]})
+        if ports and due['docking']:
+            for port in ports:
+                self.emit('pylon_docking_port_state', typed.docking_fields(port))
 
     def _session_payload(self) -> dict:
         return telemetry.session(

@@ -1,0 +1,158 @@
+"""Typed actuators end to end: each commanded through udp_bridge, its state observed."""
+
+import time
+
+from pilot import acquire, COMMAND, LATCHED, Pilot, SAT, start
+from pylon_interfaces.msg import (
+    DockingPortCommand,
+    DockingPortState,
+    EngineCommand,
+    EngineState,
+    MotorCommand,
+    MotorState,
+    RcsCommand,
+    RcsState,
+    SeparationCommand,
+    SeparationState,
+    WheelCommand,
+    WheelState,
+)
+from pylon_sim.admin import request
+import pytest
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+pytestmark = pytest.mark.integration
+
+ROVER = '7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29'
+ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
+ENGINE, RCS, DOCK = 'engine_1100004_0', 'rcs_1100005_0', 'docking_port_1100010_0'
+
+
+class Actuators(Pilot):
+    """A pilot with the typed actuator topics."""
+
+    def __init__(self, node):
+        super().__init__(node)
+        self.publishers = {}
+        for name, kind, topic, state, qos in (
+                ('engine', EngineCommand, 'propulsion', EngineState, qos_profile_sensor_data),
+                ('rcs', RcsCommand, 'rcs', RcsState, qos_profile_sensor_data),
+                ('wheel', WheelCommand, 'wheel', WheelState, qos_profile_sensor_data),
+                ('servo', MotorCommand, 'servo', MotorState, qos_profile_sensor_data),
+                ('separation', SeparationCommand, 'separation', SeparationState, LATCHED)):
+            self.got[name] = []
+            self.subs.append(node.create_subscription(
+                state, f'/ksp_vessel/actuators/{topic}/state', self._keep(name), qos))
+            self.publishers[name] = node.create_publisher(
+                kind, f'/ksp_vessel/actuators/{topic}/command', COMMAND)
+        self.got['joints'] = []
+        self.subs.append(node.create_subscription(
+            JointState, '/ksp_vessel/joint_states', self._keep('joints'),
+            qos_profile_sensor_data))
+
+    def send(self, name, msg, vessel=SAT):
+        publisher = self.publishers[name]
+        self.until(lambda: publisher.get_subscription_count() > 0, f'{name} command subscriber')
+        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', 'lease-1'
+        msg.sequence = self.next_sequence('ctl', 'lease-1')
+        since = time.monotonic()
+        publisher.publish(msg)
+        return since
+
+
+def test_engine_thrust_and_tvc_then_timeout(ros_process, free_udp_port, ros_node):
+    admin = start(ros_process, free_udp_port)
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    assert acquire(pilot, duration=5.0)[0].reason == 'lease_acquired'
+    since = pilot.send('engine', EngineCommand(id=ENGINE, enabled=True, target_thrust=30000.0,
+                                               has_gimbal_command=True, gimbal_pitch=0.5,
+                                               timeout_sec=1.0))
+    state = pilot.wait_for('engine', lambda m: m.id == ENGINE and m.command_active, since,
+                           'the engine override')
+    assert (state.throttle, state.thrust, state.max_thrust) == (0.5, 30000.0, 60000.0)
+    assert state.gimbal_available and state.gimbal_command_active and state.gimbal_pitch == 0.5
+    assert state.name == ENGINE and state.header.frame_id == 'base_link'
+    control = request(admin, {'cmd': 'status'})['control']
+    force, torque = control['applied_force'], control['applied_torque']
+    assert force[0] == pytest.approx(30000.0, rel=0.01)       # along +X, the engine's axis
+    assert abs(torque[1]) > 100.0                              # TVC pitches the vessel
+    assert torque[0] == pytest.approx(0.0, abs=1e-6)           # no roll from one engine
+    # after its timeout the override ends: stock throttle (0) and a neutral gimbal
+    ended = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
+                           since + 1.0, 'the engine back to stock')
+    assert ended.thrust == 0.0 and not ended.gimbal_command_active
+    assert request(admin, {'cmd': 'status'})['control']['applied_force'] == [0.0, 0.0, 0.0]
+
+
+def test_rcs_module_limit_and_restore(ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port)
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    acquire(pilot, duration=5.0)
+    since = pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=250.0,
+                                         timeout_sec=0.6))
+    limited = pilot.wait_for('rcs', lambda m: m.id == RCS and m.command_active, since,
+                             'the RCS override')
+    assert limited.thrust_limit == 250.0 and limited.enabled and limited.max_thrust == 4000.0
+    restored = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active,
+                              since + 0.6, 'the RCS back to stock')
+    assert restored.thrust_limit == 1000.0
+
+
+def test_docking_port_camera_selection(ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port)
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    acquire(pilot, duration=5.0)
+    got = []
+    pilot.subs.append(ros_node.create_subscription(
+        DockingPortState, f'/ksp_vessel/docking_ports/{DOCK}/state',
+        lambda m: got.append((time.monotonic(), m)), COMMAND))
+    pilot.until(lambda: got, 'the docking port state')
+    assert got[-1][1].name == DOCK and not got[-1][1].camera_active
+    publisher = ros_node.create_publisher(DockingPortCommand,
+                                          f'/ksp_vessel/docking_ports/{DOCK}/command', COMMAND)
+    pilot.until(lambda: publisher.get_subscription_count() > 0, 'docking command subscriber')
+    since = time.monotonic()
+    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_SELECT_CAMERA,
+                                         vessel_id=SAT, controller_id='ctl',
+                                         lease_id='lease-1',
+                                         sequence=pilot.next_sequence('ctl', 'lease-1')))
+    pilot.until(lambda: any(t >= since and m.camera_active for t, m in got), 'camera selected')
+
+
+def test_servo_and_wheel_on_the_surface(ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port, scenario='surface')
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
+    since = pilot.send('servo', MotorCommand(id='mast_hinge', enabled=True,
+                                             mode=MotorCommand.MODE_POSITION, position=0.3,
+                                             timeout_sec=5.0), vessel=ROVER)
+    moving = pilot.wait_for('servo', lambda m: m.command_active and m.target == 0.3, since,
+                            'the servo command')
+    assert moving.mode == MotorCommand.MODE_POSITION and moving.name == 'mast_hinge'
+    joints = pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
+                            since, 'the joint at 0.3 rad', timeout=20.0)
+    assert list(joints.name) == ['mast_hinge']
+    since = pilot.send('wheel', WheelCommand(id='wheel_7700002_0', enabled=True,
+                                             target_angular_velocity=2.0, steering_angle=0.1,
+                                             max_drive_torque=100.0, timeout_sec=1.0),
+                       vessel=ROVER)
+    wheel = pilot.wait_for('wheel', lambda m: m.id == 'wheel_7700002_0' and
+                           m.max_drive_torque == 100.0, since, 'the wheel override')
+    assert wheel.steering_angle == pytest.approx(0.1) and wheel.enabled
+
+
+def test_separation_fires_once_under_a_lease(ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port, scenario='launchpad')
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    assert acquire(pilot, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
+    since = pilot.send('separation', SeparationCommand(id='decoupler_9900002_0', separate=True,
+                                                       operation_id='op-1'), vessel=ROCKET)
+    fired = pilot.wait_for('separation', lambda m: m.id == 'decoupler_9900002_0' and
+                           m.separated, since, 'the decoupler fired')
+    assert not fired.available and fired.mechanism == 'decoupler'
