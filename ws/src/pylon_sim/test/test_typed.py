@@ -577,3 +577,19 @@ def test_orbit_scenario_engine_and_rcs_ids():
     assert set(typed.rcs_settings()) == {f'rcs_110000{i}_0' for i in (5, 6, 7, 8)}
     assert typed.docking_fields('docking_port_1100010_0')['nodeType'] == 'size1'
     assert typed.docking_fields('docking_port_1100010_0')['docked'] is False
+
+
+def test_the_launchpad_engine_modes_share_one_gimbal():
+    rocket = load_scenario('launchpad').vessel('rocket').spec
+    typed = TypedActuators(rocket)
+    common = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+              'vesselId': rocket.vessel_id, 'controllerId': 'c', 'leaseId': 'l',
+              'enabled': True, 'timeoutSeconds': 5.0, 'targetThrust': 0.0,
+              'hasGimbalCommand': True, 'gimbalYaw': 0.0, 'gimbalRoll': 0.0}
+    assert typed.command({**common, 'name': 'engine_9900004_0', 'sequence': 3,
+                          'gimbalPitch': 0.5}, 0.0) == 'command_accepted'
+    assert typed.command({**common, 'name': 'engine_9900004_1', 'sequence': 4,
+                          'gimbalPitch': -0.25}, 0.1) == 'command_accepted'
+    for mode in ('engine_9900004_0', 'engine_9900004_1'):
+        fields = typed.state_fields(mode)
+        assert fields['gimbalCommandActive'] and fields['gimbalPitch'] == -0.25
