@@ -31,6 +31,7 @@ from pylon_sim import allocation, safety
 from pylon_sim.authority import ControlAuthority
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.typed import ACCEPTED, TypedActuators
+from pylon_sim.vessel import mass_properties, RESOURCE_DENSITY
 from pylon_sim.world import SimVessel
 
 DEFAULT_TIMEOUT_SEC = 0.5
@@ -66,6 +67,61 @@ class EngineGeometry:
                                        module.module_index) == engine.id:
                     span = float(module.get('gimbal_range_deg', 0.0))
         return cls(engine.id, engine.position, engine.direction, span)
+
+
+G0 = 9.80665                       # m/s², KSP's standard gravity for Isp
+EMPTY = 1e-9
+# propellant units an engine burns, in KSP's mixture (LiquidFuel : Oxidizer = 0.9 : 1.1)
+LIQUID_MIXTURE = (('LiquidFuel', 0.9), ('Oxidizer', 1.1))
+
+
+def _draw(vessel: SimVessel, resource: str, units: float) -> None:
+    """Take ``units`` of a resource from the vessel's parts, first part first."""
+    for key in sorted(k for k in vessel.resources if k[1] == resource):
+        if units <= 0.0:
+            return
+        taken = min(vessel.resources[key], units)
+        vessel.resources[key] -= taken
+        units -= taken
+
+
+def burn(vessel: SimVessel, engine_thrust: dict[str, float], rcs_thrust: dict[str, float],
+         dt: float) -> bool:
+    """Consume the propellant of one physics step; return whether any was burned.
+
+    Mass flow = thrust / (Isp × g0) for each engine (LiquidFuel and Oxidizer in KSP's
+    mixture; SolidFuel for a throttle-locked engine) and each RCS module (MonoPropellant),
+    drawn from any part that holds it (full crossfeed). The vessel's mass properties
+    follow, so the centre of mass moves as the tanks drain.
+    """
+    flows: dict[str, float] = {}
+    for part in vessel.spec.parts:
+        for module in part.modules:
+            if module.kind not in ('engine', 'rcs'):
+                continue
+            ident = names.actuator_name(module.kind, part.persistent_id, part.flight_id,
+                                        module.module_index)
+            thrust = (engine_thrust if module.kind == 'engine' else rcs_thrust).get(ident, 0.0)
+            isp = float(module.get('isp', 0.0) or 0.0)
+            if thrust <= 0.0 or isp <= 0.0:
+                continue
+            kilograms = thrust / (isp * G0) * dt
+            if module.kind == 'rcs':
+                mixture = (('MonoPropellant', 1.0),)
+            elif module.get('throttle_locked'):
+                mixture = (('SolidFuel', 1.0),)
+            else:
+                mixture = LIQUID_MIXTURE
+            total = sum(share for _, share in mixture)
+            for resource, share in mixture:
+                density = RESOURCE_DENSITY[resource]
+                flows[resource] = flows.get(resource, 0.0) + \
+                    kilograms * share / total / density
+    for resource, units in flows.items():
+        _draw(vessel, resource, units)
+    if flows:
+        vessel.mass = mass_properties(vessel.spec, vessel.resources)
+    return bool(flows)
 
 
 def clamp_timeout(value: object) -> float:
@@ -219,6 +275,7 @@ class VehicleControl:
             self._apply_zero(now)
             self.measured = self.applied = (fixed_force, fixed_torque)
             self.engine_thrust, self.rcs_thrust = fixed_thrust, {}
+            burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
             return fixed_force, fixed_torque, out
         result = safety.step(self.safety, self.limits, command.force, command.torque,
                              vessel.state.body_rate, dt)
@@ -236,6 +293,7 @@ class VehicleControl:
         self.rcs_thrust = {}
         for nozzle, value in zip(allocator.nozzles, alloc.nozzle_thrust):
             self.rcs_thrust[nozzle.module] = self.rcs_thrust.get(nozzle.module, 0.0) + float(value)
+        burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
         reason = ','.join(result.reasons) or 'accepted'
         out.append(self._status(command.identity, True, reason, vessel, command=command,
                                 allocated=(alloc.force, alloc.torque), achieved=achieved))
@@ -271,16 +329,20 @@ class VehicleControl:
 
         Every engine's geometry comes along because typed overrides drive some. Typed RCS
         settings apply; engines a typed override drives are left out of the allocation.
-        Rebuilt only when the vessel, its centre of mass (to 0.1 mm) or those settings
+        Rebuilt only when the vessel, its centre of mass (to 1 cm) or those settings
         change.
         """
         settings = {name: dict(values) for name, values in typed.rcs_settings().items()}
+        totals = vessel.spec.resource_totals(vessel.resources)
+        monopropellant = totals.get('MonoPropellant', 0.0) > EMPTY
+        for values in settings.values():
+            values['has_propellant'] = monopropellant
         allocatable = typed.allocatable_engines()
         _, all_engines, _ = allocation.geometry(vessel.spec, vessel.mass.com)
         for engine in all_engines:
             if engine.id not in allocatable:
                 settings[engine.id] = {'operational': False}
-        key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 4)),
+        key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 2)),
                repr(sorted((k, sorted(v.items())) for k, v in settings.items())))
         if self._allocator_key != key:
             nozzles, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com,

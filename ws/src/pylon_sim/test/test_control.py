@@ -109,3 +109,26 @@ def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(v
     for step in range(25):                            # 0.5 s without a command
         control.tick(vessel, 0.08 + step * DT, DT)
     assert control.safety.active_sec == 0.0
+
+
+def test_thrust_burns_propellant_and_moves_the_centre_of_mass(vessel):
+    from pylon_sim.control import G0
+    control = VehicleControl()
+    acquire(control, vessel)
+    before = vessel.spec.resource_totals(vessel.resources)
+    mass_before, com_before = vessel.mass.mass, vessel.mass.com.copy()
+    control.command(wrench(2, torque=(0.0, 0.0, 0.0), timeout=5.0) |
+                    {'force': [2000.0, 0.0, 0.0]}, vessel, 0.0)
+    expected_kg = 0.0
+    for step in range(50):
+        control.tick(vessel, 0.02 * (step + 1), DT)
+        isp = {'engine': 345.0, 'rcs': 240.0}
+        expected_kg += sum(t / (isp['engine'] * G0) * DT for t in control.engine_thrust.values())
+        expected_kg += sum(t / (isp['rcs'] * G0) * DT for t in control.rcs_thrust.values())
+    after = vessel.spec.resource_totals(vessel.resources)
+    burned_kg = sum((before[r] - after[r]) * d for r, d in (
+        ('LiquidFuel', 5.0), ('Oxidizer', 5.0), ('MonoPropellant', 4.0)))
+    assert expected_kg > 0.0
+    assert burned_kg == pytest.approx(expected_kg, rel=1e-9)
+    assert vessel.mass.mass == pytest.approx(mass_before - burned_kg, rel=1e-9)
+    assert not np.allclose(vessel.mass.com, com_before)
