@@ -11,10 +11,9 @@ Rules the ROS side adds:
 - ``timeout_sec`` of a wrench must be 0.05–10 s; for typed actuator commands (engine,
   RCS, wheel, motor) ``0`` means the bridge's ``--vehicle-command-timeout-sec``, any
   other value must be 0.05–10 s;
-- an engine or RCS command that only switches the module on or off has no throttle to
-  time out: a command is *enable-only* when it asks for no thrust (``enabled`` false, or
-  ``target_thrust``/``thrust_limit`` 0 and no gimbal command); the mod keeps the switch
-  and the timeout then only ends the command's other effects (there are none);
+- an engine command that only switches the engine on or off (``target_thrust`` 0 and no
+  gimbal command) is *enable-only*: the simulator (as the mod) applies the switch with no
+  timeout; ``timeout_sec`` is still sent, as the wire requires one;
 - identities must be present (vessel_id, controller_id, lease_id, a positive sequence).
 
 Reasons are the mod's own words where one fits (``non_finite_command``,
