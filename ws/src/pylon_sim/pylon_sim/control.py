@@ -70,6 +70,7 @@ class EngineGeometry:
 
 
 G0 = 9.80665                       # m/s², KSP's standard gravity for Isp
+SAS_TIME_CONSTANT_SEC = 1.0        # the stock SAS damps body rates with this time constant
 EMPTY = 1e-9
 # propellant units an engine burns, in KSP's mixture (LiquidFuel : Oxidizer = 0.9 : 1.1)
 LIQUID_MIXTURE = (('LiquidFuel', 0.9), ('Oxidizer', 1.1))
@@ -166,6 +167,7 @@ class VehicleControl:
         self.typed_refused: Counter = Counter()     # typed commands the vessel refused
         self.rcs_thrust: dict[str, float] = {}      # N per RCS module, last tick
         self.engine_thrust: dict[str, float] = {}   # N per engine, last tick
+        self.sas_torque = ZERO                      # N·m, the stock SAS's, last tick
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
 
@@ -273,10 +275,12 @@ class VehicleControl:
             # output stops at once, without a slew ramp: the fail-safe path
             self.safety = safety.idle(self.safety, self.limits, dt)
             self._apply_zero(now)
-            self.measured = self.applied = (fixed_force, fixed_torque)
+            self.measured = (fixed_force, fixed_torque)
+            self.sas_torque = self._sas(vessel, allocator)
+            self.applied = (fixed_force, fixed_torque + self.sas_torque)
             self.engine_thrust, self.rcs_thrust = fixed_thrust, {}
             burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
-            return fixed_force, fixed_torque, out
+            return self.applied[0], self.applied[1], out
         result = safety.step(self.safety, self.limits, command.force, command.torque,
                              vessel.state.body_rate, dt)
         self.safety = result.state
@@ -286,7 +290,8 @@ class VehicleControl:
                                              allocator.engines, thrust)
         measured = (force + fixed_force, torque + fixed_torque)
         achieved, self.measured = self.measured, measured
-        self.applied = (measured[0], measured[1] + alloc.wheel_torque)
+        self.sas_torque = self._sas(vessel, allocator)
+        self.applied = (measured[0], measured[1] + alloc.wheel_torque + self.sas_torque)
         self.last_allocation = alloc
         self.engine_thrust = {**{e.id: float(t) for e, t in zip(allocator.engines, thrust)
                                  if t > 0.0}, **fixed_thrust}
@@ -298,6 +303,19 @@ class VehicleControl:
         out.append(self._status(command.identity, True, reason, vessel, command=command,
                                 allocated=(alloc.force, alloc.torque), achieved=achieved))
         return self.applied[0], self.applied[1], out
+
+    def _sas(self, vessel: SimVessel, allocator: allocation.Allocator) -> np.ndarray:
+        """Return the torque of the stock SAS (zero while off or suppressed).
+
+        It is on when the player's switch is on and no lease or emergency stop suppresses
+        it, and damps the body rate with the reaction wheels: ``-I ω / τ`` with τ =
+        ``SAS_TIME_CONSTANT_SEC``, each axis within the wheels' capacity.
+        """
+        if not vessel.sas or self.authority.sas_suppressed:
+            return ZERO
+        capacity = sum(wheel.max_torque for wheel in allocator.wheels)
+        wanted = -(vessel.mass.inertia @ vessel.state.body_rate) / SAS_TIME_CONSTANT_SEC
+        return np.clip(wanted, -capacity, capacity)
 
     def _typed_engines(self, typed: TypedActuators, engines: list
                        ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
@@ -377,6 +395,7 @@ class VehicleControl:
             'owner': list(owner) if owner else None,
             'emergency_stop': self.authority.emergency_stop,
             'sas_suppressed': self.authority.sas_suppressed,
+            'sas_torque': [float(v) for v in self.sas_torque],
             'applied_force': [float(v) for v in self.applied[0]],
             'applied_torque': [float(v) for v in self.applied[1]],
             'wrench_received_at': self.wrench_received_at, 'zeroed_at': self.zeroed_at,

@@ -404,6 +404,8 @@ class Simulator:
             world.reset()
         elif cmd in ('pack', 'unpack'):
             world.active.packed = cmd == 'pack'
+        elif cmd == 'sas':
+            world.active.sas = bool(request.get('enabled', True))
         elif cmd == 'heartbeat':
             self.heartbeat_enabled = bool(request.get('enabled', True))
         elif cmd == 'restart':
@@ -412,7 +414,7 @@ class Simulator:
             self.stop_requested = True
         else:
             raise ValueError(f'unknown admin cmd {cmd!r} (status, pause, resume, warp, '
-                             'switch, revert, pack, unpack, heartbeat, restart, quit)')
+                             'switch, revert, pack, unpack, sas, heartbeat, restart, quit)')
         if cmd not in ('status', 'quit', 'heartbeat'):
             self._observe()
         return self.status()

@@ -73,6 +73,7 @@ class VesselStart:
     attitude_rpy: tuple[float, float, float]   # deg, base_link w.r.t. the reference frame
     angular_velocity: tuple[float, float, float]  # rad/s, base_link, relative to reference
     packed: bool = False
+    sas: bool = False                  # the player's SAS switch at the start
 
 
 @dataclass(frozen=True)
@@ -315,8 +316,8 @@ def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStar
 
 def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
             sensor_ids: set[str]) -> VesselStart:
-    reader.check_keys(('key', 'name', 'vessel_id', 'debris', 'packed', 'orbit', 'surface',
-                       'attitude_rpy_deg', 'angular_velocity', 'parts'))
+    reader.check_keys(('key', 'name', 'vessel_id', 'debris', 'packed', 'sas', 'orbit',
+                       'surface', 'attitude_rpy_deg', 'angular_velocity', 'parts'))
     key = reader.string('key')
     vessel_id = reader.string('vessel_id', f'{rng.getrandbits(128):032x}', pattern=HEX32)
     parts: list[Part] = []
@@ -336,7 +337,7 @@ def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
     return VesselStart(key, spec, _start(reader, bodies),
                        reader.vector('attitude_rpy_deg', 3, (0.0, 0.0, 0.0)),
                        reader.vector('angular_velocity', 3, (0.0, 0.0, 0.0)),
-                       reader.boolean('packed', False))
+                       reader.boolean('packed', False), reader.boolean('sas', False))
 
 
 def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:

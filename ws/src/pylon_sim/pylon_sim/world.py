@@ -45,6 +45,7 @@ class SimVessel:
     mass: MassProperties
     packed: bool = False
     specific_force: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    sas: bool = False           # the player's SAS switch
 
     @property
     def vessel_id(self) -> str:
@@ -102,7 +103,7 @@ class World:
             resources = start.spec.initial_resources()
             self.vessels[start.key] = SimVessel(
                 start.key, start.spec, body, initial_state(start, body, self.ut), resources,
-                mass_properties(start.spec, resources), packed=start.packed)
+                mass_properties(start.spec, resources), packed=start.packed, sas=start.sas)
         self.active_key = self.scenario.active
         self.warp_rate = 1.0
         self.warp_mode = 'physics'

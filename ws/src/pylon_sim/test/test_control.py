@@ -132,3 +132,20 @@ def test_thrust_burns_propellant_and_moves_the_centre_of_mass(vessel):
     assert burned_kg == pytest.approx(expected_kg, rel=1e-9)
     assert vessel.mass.mass == pytest.approx(mass_before - burned_kg, rel=1e-9)
     assert not np.allclose(vessel.mass.com, com_before)
+
+
+def test_sas_damps_the_rate_unless_a_lease_suppresses_it(vessel):
+    from dataclasses import replace
+    vessel.state = replace(vessel.state, body_rate=np.array([0.0, 0.0, 0.05]))
+    vessel.sas = True
+    control = VehicleControl()
+    _, torque, _ = control.tick(vessel, 0.0, DT)
+    expected = -(vessel.mass.inertia @ vessel.state.body_rate)
+    assert torque == pytest.approx(expected, rel=1e-9)          # within the 5 kN·m wheel
+    acquire(control, vessel)                                    # suppressSas: true
+    _, torque, _ = control.tick(vessel, 0.1, DT)
+    assert not np.any(torque)
+    control.command({'type': 'pylon_control_authority_command', 'action': 'release',
+                     **identity(2)}, vessel, 0.2)
+    _, torque, _ = control.tick(vessel, 0.3, DT)
+    assert torque == pytest.approx(expected, rel=1e-9)          # restored on release
