@@ -59,14 +59,19 @@ def test_refusals_are_answered(vessel):
     [(kind, status)] = control.command(wrench(1), vessel, 0.0)
     assert kind == 'pylon_wrench_status' and not status['accepted']
     assert status['reason'] == 'lease_not_owned'
+    force, torque, _ = control.tick(vessel, 0.02, DT)
+    assert not np.any(force) and not np.any(torque)            # nothing moved
     acquire(control, vessel)
     [(_, status)] = control.command(wrench(1), vessel, 0.1)
     assert status['reason'] == 'stale_sequence'
+    force, torque, _ = control.tick(vessel, 0.12, DT)
+    assert not np.any(force) and not np.any(torque)
     engine = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
               'name': 'engine_1100004_0', **identity(5, controller='other'),
               'enabled': True, 'timeoutSeconds': 0.5, 'targetThrust': 10.0}
     [(kind, state)] = control.command(engine, vessel, 0.1)
     assert kind == 'pylon_control_authority_state' and state['reason'] == 'lease_not_owned'
+    assert control.typed(vessel).state_fields('engine_1100004_0')['commandActive'] is False
 
 
 def test_emergency_stop_cuts_the_output_at_once(vessel):
