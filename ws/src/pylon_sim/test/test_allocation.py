@@ -220,3 +220,70 @@ def test_a_request_on_which_bvls_divides_by_zero_still_allocates(sat):
         assert np.all(np.isfinite(value))
     assert _cost(a, b, np.concatenate([r.force, r.torque])) <= \
         _reference_cost(a, b) * (1 + 1e-4) + 1e-14
+
+
+def _scipy_cost(m, t, lo, hi):
+    from scipy.optimize import lsq_linear
+    best = np.inf
+    for method in ('bvls', 'trf'):
+        with np.errstate(divide='ignore', invalid='ignore'):
+            x = lsq_linear(m, t, bounds=(lo, hi), method=method, lsq_solver='exact',
+                           tol=1e-14).x
+        if np.all(np.isfinite(x)):
+            best = min(best, float(np.sum((m @ x - t) ** 2)))
+    return best
+
+
+def test_bounded_lstsq_matches_scipy_on_random_problems():
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        rows, cols = rng.integers(3, 30), rng.integers(1, 20)
+        m = rng.normal(size=(rows + cols, cols))
+        m[rows:] = np.eye(cols) * 1e-6             # full column rank, as the solver needs
+        t = rng.normal(size=rows + cols) * 3.0
+        lo = rng.uniform(-1.0, 0.5, cols)
+        hi = lo + rng.uniform(0.0, 1.5, cols)      # some unknowns fixed (lo == hi)
+        x, converged = al.bounded_lstsq(m, t, lo, hi)
+        assert converged
+        assert np.all(x >= lo) and np.all(x <= hi)
+        cost = float(np.sum((m @ x - t) ** 2))
+        assert cost <= _scipy_cost(m, t, lo, hi) * (1 + 1e-9) + 1e-12, trial
+
+
+def test_bounded_lstsq_known_answers():
+    m = np.eye(3)
+    x, ok = al.bounded_lstsq(m, np.array([2.0, -2.0, 0.25]), np.full(3, -1.0), np.ones(3))
+    assert ok
+    np.testing.assert_allclose(x, [1.0, -1.0, 0.25], atol=1e-15)
+    # an unconstrained optimum inside the box is the plain least-squares solution
+    m = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
+    t = m @ np.array([0.3, -0.2])
+    x, ok = al.bounded_lstsq(m, t, np.full(2, -1.0), np.ones(2))
+    assert ok
+    np.testing.assert_allclose(x, [0.3, -0.2], atol=1e-12)
+
+
+def test_bounded_lstsq_reports_no_convergence_when_stopped_early():
+    rng = np.random.default_rng(5)
+    m = np.vstack([rng.normal(size=(10, 8)), 1e-6 * np.eye(8)])
+    t = rng.normal(size=18) * 10.0
+    x, ok = al.bounded_lstsq(m, t, np.zeros(8), np.ones(8), max_iter=0)
+    assert not ok
+    assert np.all(x >= 0.0) and np.all(x <= 1.0)
+
+
+@pytest.mark.parametrize('method', ['bvls', 'trf'])
+def test_scipy_methods_give_the_same_allocation(sat, method):
+    ours, theirs = _allocator(sat), _allocator(sat, method=method)
+    rng = np.random.default_rng(13)
+    for _ in range(30):
+        b = _feasible(ours, rng) * rng.uniform(0.5, 3.0)
+        mine = ours.solve(b[:3], b[3:])
+        ref = theirs.solve(b[:3], b[3:])
+        assert _cost(ours, b, np.concatenate([mine.force, mine.torque])) <= \
+            _cost(ours, b, np.concatenate([ref.force, ref.torque])) * (1 + 1e-4) + 1e-12
+
+
+def test_unknown_method_is_refused(sat):
+    with pytest.raises(ValueError, match='method'):
+        _allocator(sat, method='simplex')
