@@ -15,6 +15,7 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import (
     AccelStamped,
     PoseStamped,
+    QuaternionStamped,
     TransformStamped,
     TwistStamped,
     Vector3Stamped,
@@ -30,6 +31,7 @@ from pylon_interfaces.msg import (
     NearbyVessels,
     RcsState,
     SeparationState,
+    StarTrackerState,
     WheelState,
     WrenchFeedback,
 )
@@ -394,6 +396,60 @@ def rejected_authority(last, msg, reason: str, lifecycle, stamp: float):
     state.header.stamp = to_time(stamp)
     state.reason = reason
     return state
+
+
+def star_tracker_state(packet: Mapping, stamp: float) -> StarTrackerState:
+    """Return the StarTrackerState of one ``pylon_star_tracker`` sample.
+
+    ``header.frame_id`` is ``kerbol_inertial``; the orientation is the rotation
+    ``base_link -> kerbol_inertial`` (normalised) with covariance ``noiseStdRad² I`` about
+    the body axes. An invalid sample carries an all-zero quaternion and
+    ``orientation_covariance[0] = -1``: never a stale or identity attitude.
+    """
+    msg = StarTrackerState(
+        vessel_id=packet['vesselId'], sensor_id=packet['sensorId'],
+        session_id=packet['sessionId'], sequence=int(packet['sequence']),
+        universal_time=float(packet['universalTime']),
+        measured_frame_id=packet['measuredFrame'], valid=bool(packet['valid']),
+        reason=packet['reason'], angular_rate_deg_sec=float(packet['angularRateDegSec']))
+    _header(msg, stamp, packet['referenceFrame'])
+    q = packet['orientation']
+    if msg.valid and q is not None:
+        norm = float(np.linalg.norm(q))
+        _xyzw(msg.orientation, [v / norm for v in q])
+        variance = float(packet['noiseStdRad']) ** 2
+        msg.orientation_covariance = [variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0,
+                                      variance]
+    else:
+        _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
+        msg.orientation_covariance = list(NO_ORIENTATION_COVARIANCE)
+    return msg
+
+
+def star_tracker_stale(last: StarTrackerState, stamp: float) -> StarTrackerState:
+    """Return the bridge's ``stale`` heartbeat for a silent star tracker.
+
+    It names the sensor, vessel and session of the last sample and repeats its sequence and
+    universal time (no new measurement exists); stamped with the bridge's clock.
+    """
+    msg = StarTrackerState(
+        vessel_id=last.vessel_id, sensor_id=last.sensor_id, session_id=last.session_id,
+        sequence=last.sequence, universal_time=last.universal_time,
+        measured_frame_id=last.measured_frame_id, valid=False, reason='stale',
+        angular_rate_deg_sec=0.0)
+    _header(msg, stamp, last.header.frame_id)
+    _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
+    msg.orientation_covariance = list(NO_ORIENTATION_COVARIANCE)
+    return msg
+
+
+def star_tracker_attitude(state: StarTrackerState) -> QuaternionStamped:
+    """Return the attitude of a valid star tracker sample (same header and quaternion)."""
+    msg = QuaternionStamped()
+    msg.header.stamp = state.header.stamp
+    msg.header.frame_id = state.header.frame_id
+    msg.quaternion = copy_message(state.orientation)
+    return msg
 
 
 def copy_message(msg):

@@ -39,6 +39,19 @@ GROUND_TRUTH_KEYS = ('ground_truth/pose', 'ground_truth/twist', 'ground_truth/tw
                      'ground_truth/acceleration', 'ground_truth/frame_angular_velocity',
                      'ground_truth/nearby_vessels')
 EXPIRY_PERIOD_SEC = 0.25
+STAR_TRACKER_STALE_PERIOD_SEC = 0.25     # the 4 Hz ``stale`` heartbeat of a silent tracker
+STAR_TRACKER_MIN_LIFETIME_SEC = 30.0     # removal: max(this, 3 x topic timeout) of silence
+
+
+@dataclass
+class StarTrackerTopic:
+    """What the bridge remembers of one star tracker (by sensor id)."""
+
+    session_id: str
+    sequence: int
+    last: Any                 # the last StarTrackerState published from a sample
+    seen: float               # monotonic time of the last sample
+    heartbeat: float = 0.0    # monotonic time of the last stale heartbeat
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,7 @@ class BridgeCore:
         self._imu_msg = None
         self.drop_count = 0
         self.last_wrench_status: dict | None = None    # for diagnostics
+        self.star_trackers: dict[str, StarTrackerTopic] = {}
         self._reset_session_state()
 
     # -- per-session state -----------------------------------------------------------------
@@ -168,6 +182,7 @@ class BridgeCore:
             if key not in LATCHED_KEYS and now - seen > self.config.topic_timeout_sec:
                 del self.last_seen[key, topic_id]
                 out.append(Destroy(key, topic_id))
+        out += self._expire_star_trackers(now, ros_now)
         return out
 
     def reject(self, reason: str, detail: str) -> None:
@@ -348,6 +363,46 @@ class BridgeCore:
                 self._publish('actuators/servo/state',
                               convert.motor_state(packet, ros_now, self.config.body_frame), now)]
 
+    def _star_tracker(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.paused:
+            return self._drop('paused', 'pylon_star_tracker while paused')
+        sensor = packet['sensorId']
+        known = self.star_trackers.get(sensor)
+        if known is not None and known.session_id == packet['sessionId'] \
+                and packet['sequence'] <= known.sequence:
+            return self._drop('stale_sequence',
+                              f'pylon_star_tracker {sensor}: sequence {packet["sequence"]} '
+                              f'<= {known.sequence}')
+        state = convert.star_tracker_state(packet, self._stamp(packet, ros_now))
+        self.star_trackers[sensor] = StarTrackerTopic(packet['sessionId'], packet['sequence'],
+                                                      state, now)
+        self.stats.published['star_tracker/state'] += 1
+        out = [Publish('star_tracker/state', state, sensor)]
+        if state.valid:
+            self.stats.published['star_tracker/attitude'] += 1
+            out.append(Publish('star_tracker/attitude', convert.star_tracker_attitude(state),
+                               sensor))
+        return out
+
+    def _expire_star_trackers(self, now: float, ros_now: float) -> list:
+        """Send the 4 Hz ``stale`` heartbeat of silent trackers; remove long-silent ones."""
+        timeout = self.config.topic_timeout_sec
+        lifetime = max(STAR_TRACKER_MIN_LIFETIME_SEC, 3.0 * timeout)
+        out: list = []
+        for sensor, tracker in list(self.star_trackers.items()):
+            silent = now - tracker.seen
+            if silent > lifetime:
+                del self.star_trackers[sensor]
+                out += [Destroy('star_tracker/state', sensor),
+                        Destroy('star_tracker/attitude', sensor)]
+            elif silent > timeout and now - tracker.heartbeat >= \
+                    STAR_TRACKER_STALE_PERIOD_SEC - 1e-3:
+                tracker.heartbeat = now
+                self.stats.published['star_tracker/state'] += 1
+                out.append(Publish('star_tracker/state',
+                                   convert.star_tracker_stale(tracker.last, ros_now), sensor))
+        return out
+
     # -- control and actuators -----------------------------------------------------------
     def _authority_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         msg = convert.authority_state(packet, self.lifecycle.current.generation, ros_now)
@@ -463,4 +518,5 @@ class BridgeCore:
         'pylon_wrench_status': _wrench_status,
         'pylon_actuator_state': _actuator_state,
         'pylon_docking_port_state': _docking_state,
+        'pylon_star_tracker': _star_tracker,
     }

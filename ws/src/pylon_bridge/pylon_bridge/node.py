@@ -157,8 +157,8 @@ class UdpBridge(Node):
                 if publisher is not None:
                     self.destroy_publisher(publisher)
                     self.get_logger().info(
-                        f'removed {self.options.topic(action.key, id=action.topic_id)}: no '
-                        f'data for {self.options.topic_timeout_sec:g} s')
+                        f'removed {self.options.topic(action.key, id=action.topic_id)}: '
+                        'its source fell silent')
 
     def _receive(self) -> tuple[bytes, object, float, bool] | None:
         """Return (data, source, arrival wall time, truncated) or None on timeout."""

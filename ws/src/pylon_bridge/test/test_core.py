@@ -342,3 +342,91 @@ def test_motor_and_wrench_diagnostics():
     values = {kv.key: kv.value for kv in status.values}
     assert status.level == status.WARN and values['allocationResidual.force_norm'] == '5'
     assert values['saturation_ratio'] == '0.5' and status.message == 'magnitude_limit'
+
+
+# -- star tracker -------------------------------------------------------------------------
+def test_star_tracker_valid_sample_gives_state_and_attitude():
+    driver = started()
+    actions = driver.feed(d.star_tracker(ut=d.UT + 0.2))
+    state, = driver.published('star_tracker/state', actions)
+    attitude, = driver.published('star_tracker/attitude', actions)
+    assert {a.topic_id for a in actions if isinstance(a, Publish)
+            and a.key.startswith('star_tracker')} == {'star_tracker_main'}
+    assert state.header.frame_id == 'kerbol_inertial' and state.measured_frame_id == 'base_link'
+    assert state.valid and state.reason == 'tracking' and state.sequence == 1
+    assert state.universal_time == d.UT + 0.2
+    q = state.orientation
+    assert (q.x, q.y, q.z, q.w) == pytest.approx((0.0, 0.0, 0.38268343, 0.92387953))
+    sigma2 = 9.696273622190799e-05 ** 2
+    assert list(state.orientation_covariance) == pytest.approx(
+        [sigma2, 0, 0, 0, sigma2, 0, 0, 0, sigma2])
+    assert attitude.header == state.header and attitude.quaternion == state.orientation
+    # the stamp comes from the session's UT mapping (the same as the IMU's)
+    imu, = driver.published('imu', driver.feed(d.imu(ut=d.UT + 0.2)))
+    assert imu.header.stamp == state.header.stamp
+
+
+def test_star_tracker_invalid_sample_has_no_attitude_and_zero_quaternion():
+    driver = started()
+    actions = driver.feed(d.star_tracker(reason='sun_exclusion'))
+    state, = driver.published('star_tracker/state', actions)
+    assert driver.published('star_tracker/attitude', actions) == []
+    assert not state.valid and state.reason == 'sun_exclusion'
+    q = state.orientation
+    assert (q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0)
+    assert state.orientation_covariance[0] == -1.0
+
+
+def test_star_tracker_duplicates_and_reordered_samples_are_dropped_per_sensor():
+    driver = started()
+    driver.feed(d.star_tracker(sequence=5), d.star_tracker(sequence=5),
+                d.star_tracker(sequence=4), d.star_tracker(sequence=6))
+    assert [m.sequence for m in driver.published('star_tracker/state')] == [5, 6]
+    assert driver.core.stats.dropped['stale_sequence'] == 2
+    # another sensor has its own sequence; a new session of the mod starts again
+    driver.feed(d.star_tracker(sequence=1, sensor='star_tracker_aft'),
+                d.star_tracker(sequence=1, session_id='cd' * 16))
+    assert [(m.sensor_id, m.sequence) for m in driver.published('star_tracker/state')][2:] \
+        == [('star_tracker_aft', 1), ('star_tracker_main', 1)]
+
+
+def test_star_tracker_goes_stale_at_4_hz_then_is_removed():
+    driver = started(topic_timeout_sec=3.0)
+    driver.feed(d.star_tracker(sequence=7))
+    quiet = []
+    for _ in range(int(2.9 / 0.25)):
+        driver.feed(d.session())         # the session is alive, the tracker silent
+        quiet += driver.tick(0.25)
+    assert driver.published('star_tracker/state', quiet) == []
+    stale = []
+    for _ in range(40):                    # 10 s more: the heartbeat at 4 Hz
+        driver.feed(d.session())
+        stale += driver.tick(0.25)
+    beats = driver.published('star_tracker/state', stale)
+    assert 38 <= len(beats) <= 40
+    assert all(not m.valid and m.reason == 'stale' and m.sequence == 7
+               and m.orientation_covariance[0] == -1.0 and m.orientation.w == 0.0
+               for m in beats)
+    assert not any(isinstance(a, Destroy) for a in stale)
+    late = []
+    for _ in range(int(18 / 0.25)):        # removed 30 s (max(30, 3 x 3)) after the sample
+        driver.feed(d.session())
+        late += driver.tick(0.25)
+    removed = [(a.key, a.topic_id) for a in late if isinstance(a, Destroy)]
+    assert removed == [('star_tracker/state', 'star_tracker_main'),
+                       ('star_tracker/attitude', 'star_tracker_main')]
+    assert driver.core.star_trackers == {}
+
+
+def test_star_tracker_sample_while_paused_is_dropped():
+    driver = Driver()
+    driver.feed(d.session(paused=True))
+    assert driver.feed(d.star_tracker()) == []
+    assert driver.core.stats.dropped['paused'] == 1
+
+
+def test_star_tracker_works_without_ground_truth():
+    driver = started(disable_ground_truth=True)
+    actions = driver.feed(d.star_tracker())
+    assert len(driver.published('star_tracker/attitude', actions)) == 1
+    assert driver.published('tf', actions) == []

@@ -12,6 +12,7 @@ from pylon_interfaces.msg import (
     EngineState,
     NearbyVessels,
     SeparationState,
+    StarTrackerState,
     VesselLifecycle,
     WheelState,
     WrenchFeedback,
@@ -33,7 +34,7 @@ MOD_EPOCH = 'e90c4e90c4e90c4e90c4e90c4e90c4e9'     # the runtimeEpoch of the fil
 BRIDGED = {'pylon_session', 'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_vessels',
            'pylon_motor_state', 'pylon_vessel_urdf_chunk', 'pylon_vessel_urdf_clear',
            'pylon_control_authority_state', 'pylon_wrench_status', 'pylon_actuator_state',
-           'pylon_docking_port_state'}
+           'pylon_docking_port_state', 'pylon_star_tracker'}
 
 
 def mod_datagrams():
@@ -94,6 +95,9 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         ros_node.create_subscription(DockingPortState,
                                      '/ksp_vessel/docking_ports/docking_port_3008_0/state',
                                      keep('dock'), RELIABLE),
+        ros_node.create_subscription(
+            StarTrackerState, '/ksp_vessel/star_tracker/star_tracker_00c0ffee/state',
+            keep('tracker'), RELIABLE),
     ]
     spin_until(ros_node, lambda: got['life'], 20.0, what='the bridge up')
     cases = mod_datagrams()
@@ -115,7 +119,8 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
             for case, data in cases:
                 if later:
                     data = data.replace(b'12345.5', b'12345.6').replace(
-                        b'"observationSequence":900', b'"observationSequence":901')
+                        b'"observationSequence":900', b'"observationSequence":901').replace(
+                        b'"sequence":12,', b'"sequence":13,')
                 if later or case != 'pylon_session':
                     send(data)
             if not later:
@@ -132,7 +137,7 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         spin_until(ros_node, lambda: got['imu'] and got['pose'] and got['nearby'] and
                    got['joints'] and got['twist_body'] and
                    got['authority'] and got['feedback'] and got['engine'] and got['wheel'] and
-                   got['separation'] and got['dock'] and
+                   got['separation'] and got['dock'] and got['tracker'] and
                    any(m.data for m in got['root']), 10.0,
                    what='every bridged topic')
 
@@ -177,6 +182,12 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
     assert got['separation'][0].mechanism == 'decoupler'
     dock = got['dock'][0]
     assert dock.state == 'Ready' and dock.camera_active and dock.part_flight_id == 4008
+    tracker = got['tracker'][0]
+    assert tracker.valid and tracker.reason == 'tracking' and tracker.sequence in (12, 13)
+    assert (tracker.orientation.z, tracker.orientation.w) == pytest.approx(
+        (0.7071068, 0.7071068))
+    assert tracker.header.frame_id == 'kerbol_inertial' and tracker.sensor_id == \
+        'star_tracker_00c0ffee'
     life = got['life'][-1]
     assert life.vessel_name == 'Rover' and life.model_ready
     values = {kv.key: kv.value for s in got['diag'][-1].status for kv in s.values}
