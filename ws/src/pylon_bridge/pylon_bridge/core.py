@@ -19,13 +19,14 @@ from typing import Any
 
 from pylon_interfaces.msg import VesselLifecycle
 from pylon_protocol import packets, wire
+from pylon_protocol.camera import FrameAssembler
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model import ModelAssembler
 from pylon_protocol.session import SessionTracker, UtClock
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from pylon_bridge import commands, convert
+from pylon_bridge import commands, convert, sensors
 from pylon_bridge.lifecycle import Lifecycle, LifecycleState, STATE_NAMES
 
 # topic keys whose messages are state: never destroyed for silence
@@ -118,6 +119,7 @@ class BridgeCore:
         self.drop_count = 0
         self.last_wrench_status: dict | None = None    # for diagnostics
         self.star_trackers: dict[str, StarTrackerTopic] = {}
+        self.camera_frames = FrameAssembler()
         self._reset_session_state()
 
     # -- per-session state -----------------------------------------------------------------
@@ -129,6 +131,9 @@ class BridgeCore:
         self.last_tf_ns: int | None = None       # newest stamp on /tf, in ns
         self.motors: dict[str, dict] = {}
         self.model = None
+        self.sensor_mounts: dict[str, tuple] = {}   # frame -> (part flight id, xyz, xyzw)
+        self.last_scan_ut: dict[tuple[str, str], float] = {}
+        self.camera_frames.reset()
 
     def initial(self, ros_now: float) -> list:
         """Return what to publish at start: lifecycle, status and an empty model."""
@@ -176,6 +181,7 @@ class BridgeCore:
             out += self._clear_model(ros_now, lifecycle=False)
             self._reset_session_state()
         self.models.expire(now)
+        self.camera_frames.expire(now)
         if self.model is not None and not self.models.is_current(now):
             out += self._clear_model(ros_now)      # not refreshed in time: withdrawn
         for (key, topic_id), seen in list(self.last_seen.items()):
@@ -403,6 +409,79 @@ class BridgeCore:
                                    convert.star_tracker_stale(tracker.last, ros_now), sensor))
         return out
 
+    def _lidar(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.paused:
+            return self._drop('paused', 'pylon_lidar_scan while paused')
+        mode, sensor = packet['mode'], packet['sensorId']
+        ut = packet.get('universalTime')
+        if ut is not None:
+            last = self.last_scan_ut.get((mode, sensor))
+            if last is not None and ut <= last:
+                return self._drop('stale_scan', f'pylon_lidar_scan {sensor}: UT {ut} <= {last}')
+            self.last_scan_ut[mode, sensor] = ut
+        stamp = self._stamp(packet, ros_now) if ut is not None else ros_now
+        frame = sensors.sensor_frame(self.lifecycle.current.vessel_id, sensor)
+        if mode == '2D':
+            msg = sensors.laser_scan(packet, stamp, frame)
+            key = 'lidar_2d'
+        else:
+            try:
+                points = sensors.scan_points(packet)
+            except ValueError as exc:
+                return self._drop('bad_layout', f'pylon_lidar_scan {sensor}: {exc}')
+            msg = sensors.point_cloud(points, stamp, frame)
+            key = 'lidar_3d'
+        out = self._sensor_tf(stamp, now)
+        if 'framePosition' in packet and 'frameRotation' in packet:
+            out += self._note_mount(frame, packet.get('partFlightId', 0),
+                                    packet['framePosition'], packet['frameRotation'], ros_now)
+        out.append(self._publish(key, msg, now, topic_id=sensor))
+        return out
+
+    def _lidar_inactive(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        key = 'lidar_2d' if packet['mode'] == '2D' else 'lidar_3d'
+        return self._remove(key, packet['sensorId'])
+
+    def _remove(self, *keys_then_id: str) -> list:
+        *keys, topic_id = keys_then_id
+        out = []
+        for key in keys:
+            if self.last_seen.pop((key, topic_id), None) is not None:
+                out.append(Destroy(key, topic_id))
+        return out
+
+    def _camera_chunk(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if self.paused:
+            return self._drop('paused', 'pylon_camera_frame_chunk while paused')
+        try:
+            frame = self.camera_frames.add(packet, now)
+        except ProtocolError as exc:
+            return self._drop(f'camera_{exc.reason}', f'pylon_camera_frame_chunk: {exc}')
+        if frame is None:
+            return []
+        stamp = self._stamp({'universalTime': frame.universal_time}, ros_now)
+        base = sensors.sensor_frame(self.lifecycle.current.vessel_id, frame.sensor_id,
+                                    frame.source)
+        optical = base + sensors.OPTICAL_SUFFIX
+        out = self._sensor_tf(stamp, now)
+        out += self._note_mount(base, frame.part_flight_id, frame.frame_position,
+                                frame.frame_rotation, ros_now)
+        out += self._note_mount(optical, frame.part_flight_id, frame.frame_position,
+                                frame.optical_rotation, ros_now)
+        keys = ('docking_port/camera', 'docking_port/camera_info') \
+            if frame.source == 'docking_port' else ('camera', 'camera_info')
+        out.append(self._publish(keys[1], sensors.camera_info(frame, stamp, optical), now,
+                                 topic_id=frame.sensor_id))
+        out.append(self._publish(keys[0], sensors.image(frame, stamp, optical), now,
+                                 topic_id=frame.sensor_id))
+        return out
+
+    def _camera_inactive(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        if packet.get('source') == 'docking_port':
+            return self._remove('docking_port/camera', 'docking_port/camera_info',
+                                packet['sensorId'])
+        return self._remove('camera', 'camera_info', packet['sensorId'])
+
     # -- control and actuators -----------------------------------------------------------
     def _authority_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         msg = convert.authority_state(packet, self.lifecycle.current.generation, ros_now)
@@ -481,11 +560,38 @@ class BridgeCore:
         stamp = ros_now
         out = [Publish('robot_description', String(data=model.urdf)),
                Publish('root_frame', String(data=model.root_frame))]
-        if self.config.publish_proxy_static_tf:
-            out.append(Publish('tf_static', TFMessage(
-                transforms=convert.proxy_static_transforms(model, stamp))))
+        out += self._static_tf(stamp)
         out += self._lifecycle_change(self.lifecycle.model(model.model_id), ros_now)
         return out
+
+    def _static_tf(self, stamp: float) -> list:
+        """Return /tf_static with everything static the bridge knows, in one message.
+
+        The proxy's fixed joints (unless robot_state_publisher publishes them) and every
+        sensor mount whose part link the current model names.
+        """
+        if self.model is None:
+            return []
+        transforms = []
+        if self.config.publish_proxy_static_tf:
+            transforms += convert.proxy_static_transforms(self.model, stamp)
+        for frame, (part, position, rotation) in sorted(self.sensor_mounts.items()):
+            link = self.model.frame_for_part(part)
+            if link is not None:
+                transforms.append(convert.transform(stamp, link, frame, position, rotation))
+        return [Publish('tf_static', TFMessage(transforms=transforms))] if transforms else []
+
+    def _note_mount(self, frame: str, part: int, position, rotation, ros_now: float) -> list:
+        """Remember a sensor frame's mount; return /tf_static when it is new or moved."""
+        try:
+            position, rotation = sensors.mount(position, rotation)
+        except ProtocolError:
+            return []
+        entry = (part, position, rotation)
+        if self.sensor_mounts.get(frame) == entry:
+            return []
+        self.sensor_mounts[frame] = entry
+        return self._static_tf(ros_now)
 
     def _model_clear(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         cleared_current = self.models.clear(packet['sessionId'], now)
@@ -499,6 +605,7 @@ class BridgeCore:
         had = self.model is not None
         self.model = None
         self.models.reset()
+        self.sensor_mounts.clear()
         if not had:
             return []
         out = [Publish('robot_description', String(data='')),
@@ -519,4 +626,8 @@ class BridgeCore:
         'pylon_actuator_state': _actuator_state,
         'pylon_docking_port_state': _docking_state,
         'pylon_star_tracker': _star_tracker,
+        'pylon_lidar_scan': _lidar,
+        'pylon_lidar_inactive': _lidar_inactive,
+        'pylon_camera_frame_chunk': _camera_chunk,
+        'pylon_camera_inactive': _camera_inactive,
     }

@@ -104,3 +104,43 @@ def star_tracker(sequence: int = 1, ut: float = UT, env: Envelope = ENV,
                   referenceFrame='kerbol_inertial', measuredFrame='base_link', valid=valid,
                   reason=reason, angularRateDegSec=0.5, noiseStdRad=9.696273622190799e-05,
                   orientation=list(orientation) if valid else None)
+
+
+def lidar_2d(ut: float = UT, env: Envelope = ENV, ranges=(1.0, 2.0, -1.0, 50.0, 3.0),
+             fov: float = 90.0, sensor: str = 'lidar_2d_front', part: int = 4002) -> bytes:
+    """Return a 2D ``pylon_lidar_scan`` (``maxDistance`` 40 m; -1 is a miss)."""
+    return encode('pylon_lidar_scan', env, mode='2D', sensorId=sensor, vessel='Rover',
+                  partFlightId=part, universalTime=ut, rayCount=len(ranges),
+                  horizontalCount=len(ranges), verticalCount=1, hemisphereDensity=0.0,
+                  horizontalFovDeg=fov, verticalFovDeg=0.0, scanRateHz=10.0,
+                  maxDistance=40.0, layout='vertical-major', coordinateFrame='ros_sensor',
+                  hitCount=sum(1 for r in ranges if 0 <= r <= 40), origin=[0.0, 0.0, 0.0],
+                  framePosition=[0.1, 0.0, 0.2], frameRotation=[0.0, 0.0, 0.0, 1.0],
+                  ranges=list(ranges))
+
+
+def lidar_3d(ut: float = UT, env: Envelope = ENV, ranges=(1.0, 2.0, -1.0, 4.0),
+             sensor: str = 'lidar_3d_front', part: int = 4002, **extra) -> bytes:
+    """Return a 3D ``pylon_lidar_scan`` in the Fibonacci layout (``maxDistance`` 40 m)."""
+    return encode('pylon_lidar_scan', env, mode='3D', sensorId=sensor, vessel='Rover',
+                  partFlightId=part, universalTime=ut, rayCount=len(ranges),
+                  horizontalCount=len(ranges), verticalCount=1, hemisphereDensity=1.0,
+                  horizontalFovDeg=360.0, verticalFovDeg=180.0, scanRateHz=10.0,
+                  maxDistance=40.0, layout='fibonacci-hemisphere',
+                  coordinateFrame='ros_sensor', hitCount=3, origin=[0.0, 0.0, 0.0],
+                  framePosition=[0.0, 0.0, 0.5], frameRotation=[0.0, 0.0, 0.0, 1.0],
+                  ranges=list(ranges), **extra)
+
+
+def camera_chunks(raw: bytes, width: int, height: int, sequence: int = 1, ut: float = UT,
+                  env: Envelope = ENV, sensor: str = 'camera_front', part: int = 4002,
+                  chunk_bytes: int = 512, source: str = 'rgb_camera') -> list[bytes]:
+    """Return the ``pylon_camera_frame_chunk`` datagrams of one rgb8 frame."""
+    from pylon_protocol import camera
+    chunks = camera.chunk_frame(
+        raw, width=width, height=height, session_id='12' * 16, sequence=sequence,
+        sensor_id=sensor, source=source, part_flight_id=part, universal_time=ut,
+        vertical_fov_deg=60.0, frame_position=[0.1, 0.0, -0.35],
+        frame_rotation=[0.0, 0.0, 0.0, 1.0], vessel='Rover' if source == 'rgb_camera'
+        else None, chunk_bytes=chunk_bytes)
+    return [encode('pylon_camera_frame_chunk', env, **c) for c in chunks]

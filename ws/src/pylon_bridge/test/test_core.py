@@ -3,6 +3,7 @@
 import math
 
 import bridge_datagrams as d
+import numpy as np
 from pylon_bridge.convert import to_seconds
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, Publish
 from pylon_interfaces.msg import VesselLifecycle
@@ -430,3 +431,136 @@ def test_star_tracker_works_without_ground_truth():
     actions = driver.feed(d.star_tracker())
     assert len(driver.published('star_tracker/attitude', actions)) == 1
     assert driver.published('tf', actions) == []
+
+
+# -- LiDAR and cameras --------------------------------------------------------------------
+def _with_model(**config):
+    driver = started(**config)
+    driver.feed(d.imu(), d.ground_truth())
+    driver.feed(*d.model_chunks())
+    assert driver.core.model is not None
+    return driver
+
+
+def test_lidar_2d_scan_angles_ranges_and_frame():
+    driver = started()
+    actions = driver.feed(d.lidar_2d(ut=d.UT + 0.1))
+    scan, = driver.published('lidar_2d', actions)
+    assert [a.topic_id for a in actions if getattr(a, 'key', '') == 'lidar_2d'] == \
+        ['lidar_2d_front']
+    assert scan.header.frame_id == f'pylon_{d.VESSEL[:8]}_lidar_2d_front'
+    assert scan.angle_min == pytest.approx(-math.pi / 4)
+    assert scan.angle_increment == pytest.approx(math.pi / 2 / 4)     # fov / (N - 1)
+    assert scan.angle_max == pytest.approx(math.pi / 4)
+    assert list(scan.ranges) == [1.0, 2.0, math.inf, math.inf, 3.0]   # miss, beyond max
+    assert scan.range_max == 40.0 and scan.scan_time == pytest.approx(0.1)
+    full, = driver.published('lidar_2d', driver.feed(d.lidar_2d(ut=d.UT + 0.2, fov=360.0)))
+    assert full.angle_increment == pytest.approx(2 * math.pi / 5)     # fov / N
+
+
+def test_lidar_3d_points_from_the_fibonacci_layout():
+    driver = started()
+    cloud, = driver.published('lidar_3d', driver.feed(d.lidar_3d()))
+    assert cloud.width == 3 and cloud.height == 1 and cloud.point_step == 12
+    assert [f.name for f in cloud.fields] == ['x', 'y', 'z'] and cloud.is_dense
+    pts = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3)
+    n = 4
+    expected = []
+    for i, r in [(0, 1.0), (1, 2.0), (3, 4.0)]:
+        f = (i + 0.5) / n
+        rr = math.sqrt(1 - f * f)
+        a = i * 2.3999632
+        expected.append([f * r, -math.cos(a) * rr * r, math.sin(a) * rr * r])
+    np.testing.assert_allclose(pts, expected, rtol=1e-6)
+    # explicit points win, misses (null) and invalid ranges are omitted
+    explicit = d.lidar_3d(ut=d.UT + 0.1, ranges=(1.0, 2.0, -1.0, 4.0),
+                          points=[1, 0, 0, 0, 2, 0, None, None, None, 0, 0, 4])
+    cloud, = driver.published('lidar_3d', driver.feed(explicit))
+    pts = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3)
+    np.testing.assert_allclose(pts, [[1, 0, 0], [0, 2, 0], [0, 0, 4]])
+
+
+def test_lidar_scans_out_of_order_are_dropped_and_inactive_removes_the_topic():
+    driver = started()
+    driver.feed(d.lidar_2d(ut=d.UT + 0.2), d.lidar_2d(ut=d.UT + 0.1))
+    assert len(driver.published('lidar_2d')) == 1
+    assert driver.core.stats.dropped['stale_scan'] == 1
+    inactive = d.encode('pylon_lidar_inactive', mode='2D', sensorId='lidar_2d_front',
+                        vessel='Rover', partFlightId=4002)
+    removed = [a for a in driver.feed(inactive) if isinstance(a, Destroy)]
+    assert [(a.key, a.topic_id) for a in removed] == [('lidar_2d', 'lidar_2d_front')]
+
+
+def test_sensor_mounts_go_to_tf_static_under_the_part_link_with_the_proxy_joints():
+    driver = _with_model()
+    link = driver.core.model.frame_for_part(4002)
+    assert link is not None
+    actions = driver.feed(d.lidar_2d(ut=d.UT + 0.1, part=4002))
+    static, = driver.published('tf_static', actions)
+    mounts = {t.child_frame_id: t for t in static.transforms}
+    frame = f'pylon_{d.VESSEL[:8]}_lidar_2d_front'
+    assert mounts[frame].header.frame_id == link
+    assert mounts[frame].transform.translation.z == pytest.approx(0.2)
+    fixed = [t for t in static.transforms if t.child_frame_id != frame]
+    assert fixed, 'the proxy fixed joints are in the same message'
+    # the same mount again: nothing new on /tf_static
+    assert driver.published('tf_static', driver.feed(d.lidar_2d(ut=d.UT + 0.2))) == []
+    # with robot_state_publisher owning the fixed joints, only the mounts
+    driver = _with_model(publish_proxy_static_tf=False)
+    static, = driver.published('tf_static', driver.feed(d.lidar_2d(ut=d.UT + 0.1)))
+    assert [t.child_frame_id for t in static.transforms] == [frame]
+
+
+def _frame(width=20, height=10):
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, width * height * 3, dtype=np.uint8).tobytes()
+
+
+def test_camera_frame_reassembled_from_reordered_and_duplicated_chunks():
+    driver = started()
+    raw = _frame()
+    chunks = d.camera_chunks(raw, 20, 10)
+    assert len(chunks) == 2
+    actions = driver.feed(chunks[1], chunks[1], chunks[0])
+    img, = driver.published('camera', actions)
+    info, = driver.published('camera_info', actions)
+    assert bytes(img.data) == raw and img.encoding == 'rgb8' and img.step == 60
+    optical = f'pylon_{d.VESSEL[:8]}_camera_front_optical'
+    assert img.header.frame_id == info.header.frame_id == optical
+    f = 10 / (2 * math.tan(math.radians(30.0)))
+    assert list(info.k) == pytest.approx([f, 0, 9.5, 0, f, 4.5, 0, 0, 1])
+    assert info.distortion_model == 'plumb_bob' and list(info.d) == [0.0] * 5
+
+
+def test_camera_lost_chunk_or_bad_hash_never_publishes_a_partial_image():
+    driver = started()
+    raw = _frame()
+    chunks = d.camera_chunks(raw, 20, 10)
+    assert driver.feed(chunks[0]) == []                 # the second chunk is lost
+    driver.tick(2.5)                                    # the pending frame expires
+    assert driver.published('camera') == []
+    tampered = d.camera_chunks(bytes(len(raw)), 20, 10, sequence=2, ut=d.UT + 1)
+    good = d.camera_chunks(raw, 20, 10, sequence=2, ut=d.UT + 1)
+    # the hash of the real frame with the bytes of another: refused when complete
+    import json
+    bad = json.loads(tampered[1])
+    bad['sha256'] = json.loads(good[1])['sha256']
+    first = json.loads(tampered[0])
+    first['sha256'] = bad['sha256']
+    driver.feed(json.dumps(first).encode(), json.dumps(bad).encode())
+    assert driver.published('camera') == []
+    assert driver.core.stats.dropped['camera_sha256_mismatch'] == 1
+
+
+def test_docking_port_camera_topics_and_inactive():
+    driver = started()
+    raw = _frame(16, 16)
+    actions = driver.feed(*d.camera_chunks(raw, 16, 16, sensor='docking_port_1100010_0',
+                                           source='docking_port'))
+    img, = driver.published('docking_port/camera', actions)
+    assert img.header.frame_id == f'pylon_{d.VESSEL[:8]}_docking_port_1100010_0_camera_optical'
+    inactive = d.encode('pylon_camera_inactive', source='docking_port',
+                        sensorId='docking_port_1100010_0', partFlightId=4002)
+    removed = {(a.key, a.topic_id) for a in driver.feed(inactive) if isinstance(a, Destroy)}
+    assert removed == {('docking_port/camera', 'docking_port_1100010_0'),
+                       ('docking_port/camera_info', 'docking_port_1100010_0')}

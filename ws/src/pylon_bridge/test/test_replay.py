@@ -1,5 +1,6 @@
 """Replay the mod's own datagram forms (mod_datagrams.txt) into a real udp_bridge."""
 
+import math
 from pathlib import Path
 import socket
 
@@ -21,7 +22,7 @@ from pylon_protocol import packets
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 from std_msgs.msg import String
 
 pytestmark = pytest.mark.integration
@@ -34,7 +35,8 @@ MOD_EPOCH = 'e90c4e90c4e90c4e90c4e90c4e90c4e9'     # the runtimeEpoch of the fil
 BRIDGED = {'pylon_session', 'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_vessels',
            'pylon_motor_state', 'pylon_vessel_urdf_chunk', 'pylon_vessel_urdf_clear',
            'pylon_control_authority_state', 'pylon_wrench_status', 'pylon_actuator_state',
-           'pylon_docking_port_state', 'pylon_star_tracker'}
+           'pylon_docking_port_state', 'pylon_star_tracker', 'pylon_lidar_scan',
+           'pylon_lidar_inactive', 'pylon_camera_frame_chunk', 'pylon_camera_inactive'}
 
 
 def mod_datagrams():
@@ -98,6 +100,10 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         ros_node.create_subscription(
             StarTrackerState, '/ksp_vessel/star_tracker/star_tracker_00c0ffee/state',
             keep('tracker'), RELIABLE),
+        ros_node.create_subscription(LaserScan, '/ksp_vessel/lidar_2d/lidar_2d_1a2b3c4d/scan',
+                                     keep('scan'), qos_profile_sensor_data),
+        ros_node.create_subscription(Image, '/ksp_vessel/camera/camera_0badf00d/image_raw',
+                                     keep('image'), qos_profile_sensor_data),
     ]
     spin_until(ros_node, lambda: got['life'], 20.0, what='the bridge up')
     cases = mod_datagrams()
@@ -137,7 +143,8 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         spin_until(ros_node, lambda: got['imu'] and got['pose'] and got['nearby'] and
                    got['joints'] and got['twist_body'] and
                    got['authority'] and got['feedback'] and got['engine'] and got['wheel'] and
-                   got['separation'] and got['dock'] and got['tracker'] and
+                   got['separation'] and got['dock'] and got['tracker'] and got['scan'] and
+                   got['image'] and
                    any(m.data for m in got['root']), 10.0,
                    what='every bridged topic')
 
@@ -188,6 +195,13 @@ def test_mod_datagrams_reach_ros_unchanged(ros_process, free_udp_port, ros_node)
         (0.7071068, 0.7071068))
     assert tracker.header.frame_id == 'kerbol_inertial' and tracker.sensor_id == \
         'star_tracker_00c0ffee'
+    scan = got['scan'][0]
+    assert list(scan.ranges) == [5.0, math.inf, 7.5, math.inf]
+    assert scan.angle_increment == pytest.approx(math.pi / 2)       # full circle: fov / N
+    assert scan.header.frame_id == f'pylon_{d.VESSEL[:8]}_lidar_2d_1a2b3c4d'
+    image = got['image'][0]
+    assert (image.width, image.height, image.encoding) == (16, 16, 'rgb8')
+    assert bytes(image.data)[:4] == bytes([0, 1, 2, 3])
     life = got['life'][-1]
     assert life.vessel_name == 'Rover' and life.model_ready
     values = {kv.key: kv.value for s in got['diag'][-1].status for kv in s.values}
