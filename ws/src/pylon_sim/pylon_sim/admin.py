@@ -7,6 +7,8 @@ Examples::
     pylon_sim_admin --port 49012 warp rate=4 mode=physics
     pylon_sim_admin --port 49012 switch vessel=target
     pylon_sim_admin --port 49012 heartbeat enabled=false
+    pylon_sim_admin --port 49012 sensor id=star_tracker_main enabled=false
+    pylon_sim_admin --port 49012 electric_charge amount=0
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import sys
 
 REQUESTS = ('status', 'pause', 'resume', 'warp', 'switch', 'revert', 'pack', 'unpack',
-            'heartbeat', 'restart', 'quit')
+            'sas', 'sensor', 'electric_charge', 'heartbeat', 'restart', 'quit')
 
 
 def request(port: int, payload: dict, host: str = '127.0.0.1', timeout: float = 5.0) -> dict:

@@ -32,6 +32,7 @@ from pylon_sim import actuators, ksp_view, proxy_model, telemetry
 from pylon_sim.control import VehicleControl
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
+from pylon_sim.sensing import Sensing, set_electric_charge
 from pylon_sim.vessel import part_masses
 from pylon_sim.world import World
 
@@ -134,6 +135,7 @@ class Simulator:
         self.imu_skip = True
         self.control = VehicleControl(self.limits)
         self.control_vessel = self.world.active.vessel_id
+        self.sensing = Sensing(self.world, seed=self.rng.getrandbits(32))
         self.schedules = {name: Schedule(period) for name, period in (
             ('session', SESSION_PERIOD), ('imu', IMU_PERIOD), ('gt', GROUND_TRUTH_PERIOD),
             ('flight', FLIGHT_STATE_PERIOD), ('actuator', ACTUATOR_STATE_PERIOD),
@@ -293,6 +295,8 @@ class Simulator:
                     payload = actuators.motor_state(actuator, spec, ut)
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
                     self.emit('pylon_motor_state', payload)
+        for sample in self.sensing.star_tracker_samples(self.clock, ut):
+            self.emit('pylon_star_tracker', sample)
         typed = self.control.typed(vessel)
         ports = typed.docking_ports()
         if ports and due['docking_manifest']:
@@ -406,6 +410,12 @@ class Simulator:
             world.active.packed = cmd == 'pack'
         elif cmd == 'sas':
             world.active.sas = bool(request.get('enabled', True))
+        elif cmd == 'sensor':
+            if not self.sensing.set_enabled(str(request.get('id')),
+                                            bool(request.get('enabled', True))):
+                raise ValueError(f'no sensor {request.get("id")!r}')
+        elif cmd == 'electric_charge':
+            set_electric_charge(world.active, float(request.get('amount', 0.0)))
         elif cmd == 'heartbeat':
             self.heartbeat_enabled = bool(request.get('enabled', True))
         elif cmd == 'restart':
@@ -414,7 +424,8 @@ class Simulator:
             self.stop_requested = True
         else:
             raise ValueError(f'unknown admin cmd {cmd!r} (status, pause, resume, warp, '
-                             'switch, revert, pack, unpack, sas, heartbeat, restart, quit)')
+                             'switch, revert, pack, unpack, sas, sensor, electric_charge, '
+                             'heartbeat, restart, quit)')
         if cmd not in ('status', 'quit', 'heartbeat'):
             self._observe()
         return self.status()

@@ -470,6 +470,13 @@ def _blocking_reason(config: StarTrackerConfig, inputs: Inputs, head_rot: np.nda
     return None
 
 
+def _reported_ut(ut: object, state: TrackerState) -> float:
+    """Return ``ut``, or the last good UT (else 0) when it is not finite."""
+    if _finite(ut) and np.ndim(ut) == 0:
+        return float(ut)
+    return state.last_ut if state.last_ut is not None else 0.0
+
+
 def _sample(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, reason: str,
             rate_deg: float, orientation: list[float] | None) -> dict:
     return {
@@ -477,7 +484,7 @@ def _sample(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, reas
         'sensorId': config.sensor_id,
         'sessionId': state.session_id,
         'sequence': state.sequence,
-        'universalTime': float(inputs.ut),
+        'universalTime': _reported_ut(inputs.ut, state),
         'referenceFrame': KERBOL_INERTIAL,
         'measuredFrame': BASE_LINK,
         'valid': reason == TRACKING,
@@ -517,8 +524,7 @@ def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: flo
         state = replace(state, sequence=state.sequence + 1, clear_since=None,
                         head_attitude=None, head_ut=None, reason=INACTIVE, valid=False,
                         ec_drawn=0.0)
-        return state, _sample(config, state, inputs, INACTIVE,
-                              0.0, None) | {'universalTime': ut if math.isfinite(ut) else 0.0}
+        return state, _sample(config, state, inputs, INACTIVE, 0.0, None)
     time_ok = inputs.time_valid and math.isfinite(ut)
     if time_ok and state.last_ut is not None and ut == state.last_ut:
         return state, None
