@@ -298,6 +298,13 @@ class Simulator:
         for sample in self.sensing.star_tracker_samples(self.clock, ut):
             self.emit('pylon_star_tracker', sample)
         typed = self.control.typed(vessel)
+        port = typed.camera_port()
+        docking = None
+        if port is not None:
+            flight_id = typed.docking_fields(port)['partFlightId']
+            docking = (port, next(p for p in spec.parts if p.flight_id == flight_id))
+        for type_name, payload in self.sensing.imaging_packets(self.clock, ut, docking):
+            self.emit(type_name, payload)
         ports = typed.docking_ports()
         if ports and due['docking_manifest']:
             self.emit('pylon_docking_port_manifest', {'ports': [

@@ -1,5 +1,15 @@
 """The simulator's sensors in the loop: what each one sees of the world, sample by sample.
 
+Star trackers, 2D/3D LiDARs, RGB cameras and the docking-port camera: each sensor part of
+each vessel gets its module settings from the scenario and samples at its own rate on the
+simulator clock; only the active vessel's sensors sample. The world for ray casting and
+rendering is the simulator's inertial frame (KCI): the vessel's planet as a bare sphere of
+its radius (no terrain relief, so a rover's wheels and its LiDAR see the same ground),
+every vessel's part shapes, and the Sun's direction for shading. A sensor ignores its own
+part and any part its origin lies inside (it sits on that part's surface); a camera renders
+only the parts whose bounding spheres reach into its field of view, so parts out of view
+cast no shadows into it.
+
 ``Sensing`` owns the star trackers of every vessel (``star_tracker.StarTracker``), builds
 their ``Inputs`` from the world (KCI positions of the vessel, the Sun, Kerbin and the Mun;
 every other loaded vessel's part shapes as occluders; Kerbin's sphere as the terrain;
@@ -14,13 +24,28 @@ Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+import math
 import random
 
 import numpy as np
+from pylon_protocol import camera as camera_codec
+from pylon_protocol import names
+from pylon_protocol.errors import ProtocolError
 
+from pylon_sim import raycast, render
 from pylon_sim import star_tracker as st
 from pylon_sim.bodies import KERBIN, MUN, mun_position, sun_position
+from pylon_sim.vessel import Part, rotation_matrix
 from pylon_sim.world import SimVessel, World
+
+#: module settings of the imaging sensors and their defaults (scenario keys, snake case)
+LIDAR_2D_DEFAULTS = {'horizontal_count': 360, 'horizontal_fov_deg': 360.0,
+                     'max_distance': 100.0, 'scan_rate_hz': 10.0}
+LIDAR_3D_DEFAULTS = {'hemisphere_density': 163.0, 'max_distance': 200.0,
+                     'scan_rate_hz': 10.0}
+CAMERA_DEFAULTS = {'width': 320, 'height': 240, 'vertical_fov_deg': 60.0, 'rate_hz': 5.0}
+DOCKING_CAMERA = {'width': 320, 'height': 240, 'vertical_fov_deg': 60.0, 'rate_hz': 5.0}
 
 ELECTRIC_CHARGE = 'ElectricCharge'
 
@@ -57,6 +82,64 @@ def set_electric_charge(vessel: SimVessel, amount: float) -> None:
             amount -= vessel.resources[key]
 
 
+def _setting(part: Part, kind: str, key: str, default: float) -> float:
+    module = part.modules_of(kind)[0]
+    value = module.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f'{part.name}: {kind} setting {key} must be a positive number')
+    return float(value)
+
+
+@dataclass
+class _Imager:
+    """A LiDAR or camera of a vessel, with its settings and its next sample time."""
+
+    kind: str                  # lidar_2d, lidar_3d, camera
+    sensor_id: str
+    vessel_key: str
+    part: Part
+    settings: dict
+    period: float
+    frame_position: tuple = (0.0, 0.0, 0.0)
+    frame_rotation: tuple = (0.0, 0.0, 0.0, 1.0)
+    next: float = 0.0
+    session_id: str = ''
+    sequence: int = 0
+    directions: np.ndarray | None = None
+
+
+def contains(primitive: raycast.Primitive, point: np.ndarray) -> bool:
+    """Tell whether ``point`` lies inside (or on) a primitive."""
+    local = primitive.rotation.T @ (np.asarray(point, dtype=float) - primitive.center)
+    size = primitive.size
+    if primitive.kind == 'box':
+        return bool(np.all(np.abs(local) <= np.asarray(size) / 2.0 + 1e-9))
+    if primitive.kind == 'cylinder':
+        return abs(local[0]) <= size[1] / 2.0 + 1e-9 and \
+            math.hypot(local[1], local[2]) <= size[0] + 1e-9
+    return float(np.linalg.norm(local)) <= size[0] + 1e-9
+
+
+def visible(primitives, position: np.ndarray, axis: np.ndarray, half_angle: float,
+            max_range: float = math.inf) -> list:
+    """Return the primitives whose bounding sphere reaches into a cone (apex, axis)."""
+    out = []
+    for primitive in primitives:
+        v = primitive.center - position
+        distance = float(np.linalg.norm(v))
+        radius = primitive.bounding_radius
+        if distance <= radius:
+            out.append(primitive)
+            continue
+        if distance - radius > max_range:
+            continue
+        angle = math.acos(max(-1.0, min(1.0, float(v @ axis) / distance)))
+        if angle - math.asin(min(1.0, radius / distance)) <= half_angle:
+            out.append(primitive)
+    return out
+
+
 class _Tracker:
     """One tracker in the loop: the sensor, its owning vessel and its next sample time."""
 
@@ -77,13 +160,39 @@ class Sensing:
         self.noise = np.random.default_rng(seed)
         self.ids = random.Random(seed)
         self.trackers: list[_Tracker] = []
+        self.imagers: list[_Imager] = []
         for vessel in world.vessels.values():
             for part in vessel.spec.parts:
                 for module in part.modules_of(st.KIND):
                     config = st.StarTrackerConfig.from_part(part, module, rng=self.ids)
                     sensor = st.StarTracker(config, self.noise, self.ids)
                     self.trackers.append(_Tracker(sensor, vessel.key))
+                for kind in ('lidar_2d', 'lidar_3d', 'camera'):
+                    for module in part.modules_of(kind):
+                        self.imagers.append(self._imager(kind, part, module, vessel.key))
         self.active_key = world.active.key
+        self._imaging_key = world.active.key
+        self.docking_camera: tuple[str, str] | None = None    # (vessel key, port id)
+        self.docking_session = names.new_guid_hex(self.ids)
+        self.docking_sequence = 0
+        self.docking_next = 0.0
+
+    def _imager(self, kind: str, part: Part, module, vessel_key: str) -> _Imager:
+        defaults = {'lidar_2d': LIDAR_2D_DEFAULTS, 'lidar_3d': LIDAR_3D_DEFAULTS,
+                    'camera': CAMERA_DEFAULTS}[kind]
+        settings = {key: _setting(part, kind, key, value) for key, value in defaults.items()}
+        sensor_id = names.sensor_id(module.get('sensor_id'), kind, self.ids)
+        rate = settings.get('scan_rate_hz', settings.get('rate_hz'))
+        imager = _Imager(kind, sensor_id, vessel_key, part, settings, 1.0 / rate)
+        if kind == 'lidar_2d':
+            imager.directions = raycast.vertical_major_directions(
+                int(settings['horizontal_count']), settings['horizontal_fov_deg'])
+        elif kind == 'lidar_3d':
+            imager.directions = raycast.fibonacci_hemisphere_directions(
+                raycast.hemisphere_ray_count(settings['hemisphere_density']))
+        else:
+            imager.session_id = names.new_guid_hex(self.ids)
+        return imager
 
     def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
         """Switch a star tracker on or off; return whether the id is known."""
@@ -143,3 +252,154 @@ class Sensing:
             draw_electric_charge(active, tracker.sensor.state.ec_drawn)
             out.append(sample)
         return out
+
+    # -- LiDAR and cameras --------------------------------------------------------------
+    def _scene(self, ut: float) -> dict:
+        """Return the world the imaging sensors see at ``ut`` (KCI)."""
+        primitives: list[raycast.Primitive] = []
+        origins = {}
+        for vessel in self.world.vessels.values():
+            rot = rotation_matrix(vessel.state.attitude)
+            origin = vessel.state.position + body_offset(vessel, ut) - rot @ vessel.mass.com
+            origins[vessel.key] = (origin, rot)
+            primitives += raycast.vessel_primitives(vessel.spec.parts, origin, rot, vessel.key)
+        active = self.world.active
+        return {'primitives': primitives, 'origins': origins,
+                'planet': (body_offset(active, ut), active.body.radius,
+                           active.body.atmosphere_depth),
+                'sun': sun_position(ut)}
+
+    @staticmethod
+    def _pose(scene: dict, vessel_key: str, part: Part, frame_position, frame_rotation):
+        """Return the world position and rotation of a sensor frame on a part."""
+        origin, rot = scene['origins'][vessel_key]
+        part_rot = rot @ rotation_matrix(part.rotation)
+        position = origin + rot @ np.asarray(part.position, dtype=float) \
+            + part_rot @ np.asarray(frame_position, dtype=float)
+        return position, part_rot @ rotation_matrix(frame_rotation)
+
+    @staticmethod
+    def _seen(scene: dict, vessel: SimVessel, part: Part, position: np.ndarray) -> tuple:
+        """Return the primitives a sensor can see and the owners to leave out.
+
+        The sensor's own part and any part its origin lies inside (a sensor sits on the
+        surface of what holds it) are left out.
+        """
+        own = (vessel.key, part.flight_id)
+        inside = {p.owner for p in scene['primitives']
+                  if p.owner[0] == vessel.key and contains(p, position)}
+        return scene['primitives'], inside | {own}
+
+    def _lidar(self, imager: _Imager, scene: dict, vessel: SimVessel, ut: float) -> dict:
+        position, rotation = self._pose(scene, vessel.key, imager.part, imager.frame_position,
+                                        imager.frame_rotation)
+        center, radius, _ = scene['planet']
+        max_distance = imager.settings['max_distance']
+        primitives, exclude = self._seen(scene, vessel, imager.part, position)
+        primitives = [p for p in primitives if float(np.linalg.norm(p.center - position))
+                      - p.bounding_radius <= max_distance]
+        ranges = raycast.scan(imager.directions, position, rotation, max_distance,
+                              primitives, center, radius, exclude=exclude)
+        mode = '2D' if imager.kind == 'lidar_2d' else '3D'
+        return raycast.lidar_scan_fields(
+            mode=mode, sensor_id=imager.sensor_id, vessel=vessel.spec.name,
+            part_flight_id=imager.part.flight_id, universal_time=ut, ranges=ranges,
+            directions=imager.directions, max_distance=imager.settings['max_distance'],
+            scan_rate_hz=imager.settings['scan_rate_hz'],
+            frame_position=imager.frame_position, frame_rotation=imager.frame_rotation,
+            horizontal_fov_deg=imager.settings.get('horizontal_fov_deg', 360.0),
+            hemisphere_density=imager.settings.get('hemisphere_density', 0.0))
+
+    def _frame(self, scene: dict, vessel: SimVessel, part: Part, settings: dict,
+               frame_position, frame_rotation) -> bytes:
+        position, rotation = self._pose(scene, vessel.key, part, frame_position,
+                                        frame_rotation)
+        center, radius, atmosphere = scene['planet']
+        sun = scene['sun'] - position
+        width, height = int(settings['width']), int(settings['height'])
+        half_v = math.radians(settings['vertical_fov_deg']) / 2.0
+        half_diagonal = math.atan(math.tan(half_v) * math.hypot(width / height, 1.0))
+        primitives, exclude = self._seen(scene, vessel, part, position)
+        primitives = visible([p for p in primitives if p.owner not in exclude], position,
+                             rotation[:, 0], half_diagonal)
+        image = render.render(
+            position, rotation, sun / np.linalg.norm(sun), width=width, height=height,
+            vertical_fov_deg=settings['vertical_fov_deg'], primitives=primitives,
+            exclude=exclude, planet_center=center, planet_radius=radius,
+            atmosphere_depth=atmosphere)
+        return render.to_rgb8_bytes(image)
+
+    def _chunks(self, raw: bytes, settings: dict, *, session_id: str, sequence: int,
+                sensor_id: str, source: str, part: Part, ut: float, frame_position,
+                frame_rotation, vessel: str | None) -> list[dict]:
+        try:
+            return camera_codec.chunk_frame(
+                raw, width=int(settings['width']), height=int(settings['height']),
+                session_id=session_id, sequence=sequence, sensor_id=sensor_id, source=source,
+                part_flight_id=part.flight_id, universal_time=ut,
+                vertical_fov_deg=settings['vertical_fov_deg'],
+                frame_position=frame_position, frame_rotation=frame_rotation, vessel=vessel)
+        except ProtocolError:        # the mod skips a frame it cannot send
+            return []
+
+    def imaging_packets(self, clock: float, ut: float, docking_port: tuple | None,
+                        ) -> list[tuple[str, dict]]:
+        """Return the LiDAR scans, camera chunks and ``…_inactive`` notices due now.
+
+        ``docking_port`` is ``(port id, Part)`` of the port whose camera is selected on the
+        active vessel, or None.
+        """
+        out: list[tuple[str, dict]] = []
+        active = self.world.active
+        for imager in self.imagers:
+            if imager.vessel_key == self._imaging_key and imager.vessel_key != active.key:
+                out.append(self._inactive(imager))
+        selected = (active.key, docking_port[0]) if docking_port else None
+        if self.docking_camera is not None and self.docking_camera != selected:
+            out.append(('pylon_camera_inactive', {'source': 'docking_port',
+                                                  'sensorId': self.docking_camera[1]}))
+            self.docking_camera = None
+        self._imaging_key = active.key
+        due = [i for i in self.imagers
+               if i.vessel_key == active.key and clock + 1e-9 >= i.next]
+        docking_due = selected is not None and clock + 1e-9 >= self.docking_next
+        if not due and not docking_due:
+            return out
+        scene = self._scene(ut)
+        for imager in due:
+            imager.next = max(imager.next + imager.period, clock)
+            if imager.kind == 'camera':
+                imager.sequence += 1
+                raw = self._frame(scene, active, imager.part, imager.settings,
+                                  imager.frame_position, imager.frame_rotation)
+                out += [('pylon_camera_frame_chunk', chunk) for chunk in self._chunks(
+                    raw, imager.settings, session_id=imager.session_id,
+                    sequence=imager.sequence, sensor_id=imager.sensor_id,
+                    source='rgb_camera', part=imager.part, ut=ut,
+                    frame_position=imager.frame_position,
+                    frame_rotation=imager.frame_rotation, vessel=active.spec.name)]
+            else:
+                out.append(('pylon_lidar_scan', self._lidar(imager, scene, active, ut)))
+        if docking_due:
+            self.docking_camera = selected
+            self.docking_next = max(self.docking_next + 1.0 / DOCKING_CAMERA['rate_hz'], clock)
+            self.docking_sequence += 1
+            port_id, part = docking_port
+            ahead = (float(part.shape.size[-1]) / 2.0 if part.shape.size else 0.0, 0.0, 0.0)
+            raw = self._frame(scene, active, part, DOCKING_CAMERA, ahead, (0.0, 0.0, 0.0, 1.0))
+            out += [('pylon_camera_frame_chunk', chunk) for chunk in self._chunks(
+                raw, DOCKING_CAMERA, session_id=self.docking_session,
+                sequence=self.docking_sequence, sensor_id=port_id, source='docking_port',
+                part=part, ut=ut, frame_position=ahead,
+                frame_rotation=(0.0, 0.0, 0.0, 1.0), vessel=None)]
+        return out
+
+    @staticmethod
+    def _inactive(imager: _Imager) -> tuple[str, dict]:
+        if imager.kind == 'camera':
+            return 'pylon_camera_inactive', {'source': 'rgb_camera',
+                                             'sensorId': imager.sensor_id,
+                                             'partFlightId': imager.part.flight_id}
+        return 'pylon_lidar_inactive', {'mode': '2D' if imager.kind == 'lidar_2d' else '3D',
+                                        'sensorId': imager.sensor_id,
+                                        'partFlightId': imager.part.flight_id}

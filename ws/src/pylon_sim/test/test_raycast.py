@@ -1,0 +1,157 @@
+"""Ray casting and LiDAR patterns against analytic geometry and the packet schema."""
+
+import json
+import math
+
+import numpy as np
+from pylon_protocol import packets
+from pylon_protocol.envelope import Envelope
+from pylon_protocol.wire import encode_state
+from pylon_sim import raycast
+from pylon_sim.raycast import Primitive
+from pylon_sim.scenario import load_scenario
+import pytest
+
+R = 600_000.0
+ENVELOPE = Envelope(runtime_instance='c0ffee00c0ffee00c0ffee00c0ffee00', runtime_generation=1,
+                    runtime_epoch='e90c4e90c4e90c4e90c4e90c4e90c4e9',
+                    runtime_vessel_id='5f3c2a1b9d8e4f7a6b5c4d3e2f1a0b9c')
+
+
+def slant_range(altitude: float, off_nadir: float) -> float:
+    a = R + altitude
+    return a * math.cos(off_nadir) - math.sqrt(R * R - (a * math.sin(off_nadir)) ** 2)
+
+
+def test_nadir_and_slant_ranges_to_the_planet():
+    altitude = 1500.0
+    origin = np.array([0.0, 0.0, R + altitude])
+    angles = np.radians([0.0, 10.0, 30.0, 60.0])
+    dirs = np.stack([np.sin(angles), np.zeros(4), -np.cos(angles)], axis=1)
+    ranges = raycast.cast(origin, dirs, 1e6, (), (0.0, 0.0, 0.0), R)
+    expected = [slant_range(altitude, a) for a in angles]
+    assert ranges[0] == pytest.approx(altitude, abs=1e-6)
+    assert ranges == pytest.approx(expected, rel=1e-9, abs=1e-6)
+
+
+def test_planet_beyond_max_range_or_behind_is_no_hit():
+    origin = np.array([0.0, 0.0, R + 1500.0])
+    dirs = np.array([[0.0, 0.0, -1.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    ranges = raycast.cast(origin, dirs, 1000.0, (), (0.0, 0.0, 0.0), R)
+    assert np.all(np.isinf(ranges))
+    ranges = raycast.cast(origin, dirs, 2000.0, (), (0.0, 0.0, 0.0), R)
+    assert ranges[0] == pytest.approx(1500.0)
+    assert np.isinf(ranges[1]) and np.isinf(ranges[2])
+
+
+def test_box_sphere_and_cylinder_at_known_distances():
+    rot = raycast.quaternion_matrix((0.0, 0.0, math.sin(0.3), math.cos(0.3)))
+    box = Primitive('box', (2.0, 4.0, 6.0), (10.0, 0.0, 0.0), owner=('v', 1))
+    turned = Primitive('box', (2.0, 2.0, 2.0), (0.0, 20.0, 0.0), rot, owner=('v', 2))
+    ball = Primitive('sphere', (1.5,), (0.0, 0.0, -30.0), owner=('v', 3))
+    can = Primitive('cylinder', (0.5, 4.0), (0.0, -40.0, 0.0), owner=('v', 4))
+    dirs = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, -1.0], [0, -1.0, 0], [-1.0, 0, 0]])
+    ranges = raycast.cast(np.zeros(3), dirs, 100.0, [box, turned, ball, can])
+    # The cube turned by 0.6 rad about z: the ray meets a face tilted by 0.6 rad.
+    corner = 20.0 - 1.0 / math.cos(0.6)
+    assert ranges == pytest.approx([9.0, corner, 28.5, 39.5, math.inf])
+    # Cylinder end cap: its axis is the local +X.
+    cap = raycast.cast(np.array([-10.0, -40.0, 0.1]), np.array([[1.0, 0, 0]]), 100.0, [can])
+    assert cap[0] == pytest.approx(8.0)
+
+
+def test_own_part_excluded_and_inside_start():
+    own = Primitive('box', (0.2, 0.2, 0.2), (0.0, 0.0, 0.0), owner=('me', 7))
+    other = Primitive('box', (1.0, 1.0, 1.0), (5.0, 0.0, 0.0), owner=('me', 8))
+    ray = np.array([[1.0, 0.0, 0.0]])
+    assert raycast.cast(np.zeros(3), ray, 50.0, [own, other])[0] == pytest.approx(0.1)
+    excluded = raycast.cast(np.zeros(3), ray, 50.0, [own, other], exclude={('me', 7)})
+    assert excluded[0] == pytest.approx(4.5)
+    assert np.isinf(raycast.cast(np.zeros(3), ray, 4.0, [other])[0])
+
+
+def test_scenario_vessel_parts_in_view():
+    scenario = load_scenario('orbit', seed=1)
+    parts = scenario.vessel(scenario.active).spec.parts
+    prims = raycast.vessel_primitives(parts, (100.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), 'x')
+    assert len(prims) == len(parts)
+    ranges = raycast.cast(np.zeros(3), np.array([[1.0, 0.0, 0.0]]), 500.0, prims)
+    assert 90.0 < ranges[0] < 100.0
+
+
+def test_terrain_is_hit_between_its_bounds():
+    terrain = raycast.SmoothTerrain(amplitude=300.0, seed=3)
+    up = np.random.default_rng(0).normal(size=(200, 3))
+    up /= np.linalg.norm(up, axis=1, keepdims=True)
+    heights = terrain.height(up)
+    assert np.all(np.abs(heights) <= 300.0) and np.ptp(heights) > 10.0
+    origins = up * (R + 2000.0)
+    ranges = raycast.cast(origins, -up, 1e5, (), (0.0, 0.0, 0.0), R, terrain)
+    assert ranges == pytest.approx(2000.0 - heights, abs=0.05)
+
+
+def test_2d_pattern_angles_and_order():
+    full = raycast.lidar_2d_angles(4, 360.0)
+    assert full == pytest.approx(np.radians([-180.0, -90.0, 0.0, 90.0]))
+    part = raycast.lidar_2d_angles(5, 180.0)
+    assert part == pytest.approx(np.radians([-90.0, -45.0, 0.0, 45.0, 90.0]))
+    dirs = raycast.vertical_major_directions(5, 180.0)
+    assert dirs.shape == (5, 3)
+    # Counter-clockwise about +Z: +45 deg is forward-left (+Y).
+    assert dirs[3] == pytest.approx([math.sqrt(0.5), math.sqrt(0.5), 0.0])
+    assert dirs[0] == pytest.approx([0.0, -1.0, 0.0], abs=1e-12)
+    multi = raycast.vertical_major_directions(3, 90.0, 2, 20.0)
+    assert multi.shape == (6, 3)
+    assert multi[0, 2] < 0.0 < multi[3, 2]
+
+
+def test_3d_fibonacci_pattern_matches_protocol_formula():
+    n = 7
+    dirs = raycast.fibonacci_hemisphere_directions(n)
+    for i in range(n):
+        f = (i + 0.5) / n
+        r = math.sqrt(1 - f * f)
+        a = i * 2.3999632
+        assert dirs[i] == pytest.approx([f, -math.cos(a) * r, math.sin(a) * r])
+    assert raycast.fibonacci_hemisphere_directions(1).tolist() == [[1.0, 0.0, 0.0]]
+    assert np.linalg.norm(raycast.fibonacci_hemisphere_directions(500), axis=1) == \
+        pytest.approx(np.ones(500))
+    assert raycast.hemisphere_ray_count(100.0) == round(200 * math.pi)
+
+
+def test_scan_from_a_rotated_sensor():
+    # Sensor +X pointed down (pitch +90 deg about +Y): the 3D LiDAR sees the planet.
+    q = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))
+    dirs = raycast.fibonacci_hemisphere_directions(300)
+    ranges = raycast.scan(dirs, (0.0, 0.0, R + 50.0), q, 200.0,
+                          sphere_center=(0.0, 0.0, 0.0), sphere_radius=R)
+    hit = np.isfinite(ranges)
+    assert hit.any() and not hit.all()
+    nadir = int(np.argmax(dirs[:, 0]))
+    assert ranges[nadir] == pytest.approx(50.0 / dirs[nadir, 0], rel=1e-3)
+
+
+@pytest.mark.parametrize('mode', ['2D', '3D'])
+def test_scan_fields_fit_the_packet_schema(mode):
+    if mode == '2D':
+        dirs = raycast.vertical_major_directions(8, 360.0)
+    else:
+        dirs = raycast.fibonacci_hemisphere_directions(16)
+    ranges = np.full(len(dirs), np.inf)
+    ranges[::3] = 12.5
+    ranges[1] = 500.0   # beyond maxDistance -> no return
+    fields = raycast.lidar_scan_fields(
+        mode=mode, sensor_id='lidar_x', vessel='Sat', part_flight_id=42,
+        universal_time=10.0, ranges=ranges, directions=dirs, max_distance=100.0,
+        scan_rate_hz=10.0, frame_position=(0.1, 0.0, 0.35), hemisphere_density=2.5,
+        include_hit_points=True, include_directions=True)
+    assert set(fields) == set(packets.LIDAR_SCAN.fields)
+    packet = packets.build_state('pylon_lidar_scan', ENVELOPE, **fields)
+    decoded = packets.decode_state(encode_state(packet))
+    assert decoded['rayCount'] == len(dirs) == len(decoded['ranges'])
+    assert decoded['hitCount'] == len(range(0, len(dirs), 3))
+    assert decoded['ranges'][1] == -1.0 and decoded['hitMask'][1] == 0
+    assert decoded['layout'] == ('vertical-major' if mode == '2D' else 'fibonacci-hemisphere')
+    assert decoded['points'][0:3] == pytest.approx(list(12.5 * dirs[0]), abs=1e-3)
+    assert decoded['points'][3:6] == [None, None, None]
+    json.dumps(packet, allow_nan=False)

@@ -1,0 +1,127 @@
+"""The camera renderer: geometry lands on the expected pixels, frames fit the packets."""
+
+import math
+import time
+
+import numpy as np
+from pylon_protocol import camera, packets
+from pylon_protocol.envelope import Envelope
+from pylon_sim import raycast, render
+from pylon_sim.raycast import Primitive
+import pytest
+
+R = 600_000.0
+ALT = 100_000.0
+CAM = np.array([0.0, 0.0, R + ALT])
+W, H = render.DEFAULT_WIDTH, render.DEFAULT_HEIGHT
+ENVELOPE = Envelope(runtime_instance='c0ffee00c0ffee00c0ffee00c0ffee00', runtime_generation=1,
+                    runtime_epoch='e90c4e90c4e90c4e90c4e90c4e90c4e9',
+                    runtime_vessel_id='5f3c2a1b9d8e4f7a6b5c4d3e2f1a0b9c')
+
+
+def pitch(deg: float) -> tuple[float, float, float, float]:
+    """Sensor->world rotation about +Y; positive pitches +X (the look axis) down."""
+    a = math.radians(deg) / 2.0
+    return (0.0, math.sin(a), 0.0, math.cos(a))
+
+
+def frame(q, sun, **kwargs) -> np.ndarray:
+    return render.render(CAM, q, sun, planet_center=(0.0, 0.0, 0.0), planet_radius=R,
+                         **kwargs)
+
+
+def pixel(image: np.ndarray, direction_sensor) -> np.ndarray:
+    u, v = render.project(direction_sensor)
+    return image[int(round(v)), int(round(u))].astype(int)
+
+
+def is_planet(rgb: np.ndarray) -> bool:
+    return rgb[1] > 40 and rgb[1] >= rgb[0]
+
+
+def test_pixel_directions_follow_the_pinhole_model():
+    d = render.pixel_directions(W, H, 60.0)
+    assert d.shape == (W * H, 3)
+    f = H / (2 * math.tan(math.radians(30.0)))
+    top_left = d[0]
+    assert top_left / top_left[0] == pytest.approx([1.0, (W - 1) / 2 / f, (H - 1) / 2 / f])
+    assert render.project(top_left, W, H, 60.0) == pytest.approx((0.0, 0.0))
+    assert render.project((-1.0, 0.0, 0.0)) is None
+
+
+def test_planet_below_sky_above_and_lit_side():
+    # Looking at the horizon, sun overhead: below it lit planet, above it sky.
+    horizon_dip = math.degrees(math.acos(R / (R + ALT)))
+    image = frame(pitch(horizon_dip), (0.0, 0.0, 1.0))
+    assert image.shape == (H, W, 3) and image.dtype == np.uint8
+    assert is_planet(pixel(image, (1.0, 0.0, -0.02)))
+    assert is_planet(pixel(image, (1.0, 0.3, -0.2)))
+    assert pixel(image, (1.0, 0.0, 0.02)).sum() == 0
+    assert pixel(image, (1.0, -0.3, 0.3)).sum() == 0
+    # Looking straight down (nadir) with the sun overhead: the centre is bright planet.
+    nadir = frame(pitch(90.0), (0.0, 0.0, 1.0))
+    centre = nadir[H // 2, W // 2].astype(int)
+    assert is_planet(centre)
+    # Same view with the sun on the far side: night, only the ambient level.
+    night = frame(pitch(90.0), (0.0, 0.0, -1.0))[H // 2, W // 2].astype(int)
+    assert 0 < night.sum() < centre.sum() / 5
+    # Zenith is sky.
+    up = frame(pitch(-90.0), (1.0, 0.0, 0.0))
+    assert up[H // 2, W // 2].sum() == 0
+
+
+def test_sun_disc_is_bright_and_hidden_by_the_planet():
+    sun = np.array([1.0, 0.2, 0.3])
+    image = frame(pitch(0.0), sun)
+    assert pixel(image, sun).min() > 230
+    assert (image.min(axis=2) > 230).sum() >= 4
+    hidden = frame(pitch(0.0), (1.0, 0.0, -0.9))
+    assert (hidden.min(axis=2) > 230).sum() == 0
+
+
+def test_box_vessel_appears_lambert_shaded_and_own_part_is_skipped():
+    target = Primitive('box', (4.0, 4.0, 4.0), CAM + (50.0, 0.0, 0.0), owner=('other', 1),
+                       color=(1.0, 0.2, 0.2))
+    own = Primitive('box', (0.2, 0.2, 0.2), CAM, owner=('me', 5))
+    lit = frame(pitch(0.0), (-1.0, 0.0, 0.0), primitives=[target, own], exclude={('me', 5)})
+    centre = lit[H // 2, W // 2].astype(int)
+    assert centre[0] > 200 and centre[1] < 80
+    side = frame(pitch(0.0), (-1.0, 1.0, 0.0), primitives=[target, own],
+                 exclude={('me', 5)})[H // 2, W // 2].astype(int)
+    assert centre[0] * 0.6 < side[0] < centre[0] * 0.8      # cos 45 deg
+    away = frame(pitch(0.0), (1.0, 0.0, 0.5), primitives=[target, own],
+                 exclude={('me', 5)})[H // 2, W // 2].astype(int)
+    assert 0 < away[0] < 40
+    blocked = frame(pitch(0.0), (-1.0, 0.0, 0.0), primitives=[target, own])
+    assert blocked[H // 2, W // 2].tolist() != centre.tolist()
+
+
+def test_render_is_fast_and_frames_chunk_into_valid_packets():
+    prims = [Primitive('cylinder', (0.6, 2.0), CAM + (30.0, 3.0 * k, -5.0), owner=('v', k))
+             for k in range(30)]
+    render.render(CAM, pitch(10.0), (1.0, 0.0, 1.0), planet_center=(0, 0, 0), planet_radius=R,
+                  primitives=prims, atmosphere_depth=70_000.0)
+    start = time.perf_counter()
+    image = render.render(CAM, pitch(10.0), (1.0, 0.0, 1.0), planet_center=(0, 0, 0),
+                          planet_radius=R, primitives=prims, atmosphere_depth=70_000.0)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.5     # well under 0.2 s on a quiet machine; slack for CI load
+    raw = render.to_rgb8_bytes(image)
+    chunks = camera.chunk_frame(
+        raw, width=W, height=H, session_id='ab' * 16, sequence=1, sensor_id='camera_front',
+        source='rgb_camera', part_flight_id=7, universal_time=1.0, vertical_fov_deg=60.0,
+        frame_position=(0.1, 0.0, -0.35), frame_rotation=(0.0, 0.0, 0.0, 1.0), vessel='Sat')
+    assembler = camera.FrameAssembler()
+    done = None
+    for chunk in chunks:
+        packets.build_state('pylon_camera_frame_chunk', ENVELOPE, **chunk)
+        done = assembler.add(chunk, now=0.0) or done
+    assert done is not None and done.data == raw
+    decoded = np.frombuffer(done.data, np.uint8).reshape(done.height, done.width, 3)
+    assert np.array_equal(decoded, image)
+
+
+def test_terrain_renders():
+    terrain = raycast.SmoothTerrain(amplitude=2000.0, seed=1)
+    image = frame(pitch(90.0), (0.0, 0.0, 1.0), terrain=terrain)
+    assert is_planet(image[H // 2, W // 2].astype(int))
