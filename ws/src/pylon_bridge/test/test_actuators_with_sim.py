@@ -20,7 +20,7 @@ from pylon_interfaces.msg import (
 from pylon_sim.admin import request
 import pytest
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 
 pytestmark = pytest.mark.integration
 
@@ -121,6 +121,19 @@ def test_docking_port_camera_selection(ros_process, free_udp_port, ros_node):
                                          lease_id='lease-1',
                                          sequence=pilot.next_sequence('ctl', 'lease-1')))
     pilot.until(lambda: any(t >= since and m.camera_active for t, m in got), 'camera selected')
+    images = []
+    image_topic = f'/ksp_vessel/docking_ports/{DOCK}/camera/image_raw'
+    pilot.subs.append(ros_node.create_subscription(
+        Image, image_topic, lambda m: images.append(m), qos_profile_sensor_data))
+    pilot.until(lambda: images, 'a docking-port camera frame', timeout=20.0)
+    assert (images[0].width, images[0].height, images[0].encoding) == (320, 240, 'rgb8')
+    assert images[0].header.frame_id.endswith(f'_{DOCK}_camera_optical')
+    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_STOP_CAMERA,
+                                         vessel_id=SAT, controller_id='ctl',
+                                         lease_id='lease-1',
+                                         sequence=pilot.next_sequence('ctl', 'lease-1')))
+    pilot.until(lambda: ros_node.count_publishers(image_topic) == 0,
+                'the docking camera topic removed on camera_inactive')
 
 
 def test_servo_and_wheel_on_the_surface(ros_process, free_udp_port, ros_node):

@@ -1,15 +1,18 @@
-"""Star tracker through pylon_sim and udp_bridge: acquisition, reasons, switch, stale."""
+"""Sensors through pylon_sim and udp_bridge: star tracker, LiDAR with TF, cameras."""
 
 import math
 import time
 
 from geometry_msgs.msg import QuaternionStamped
-from pilot import Pilot, start
+import numpy as np
+from pilot import LATCHED, Pilot, SAT, start
 from pylon_bridge.convert import to_seconds
 from pylon_interfaces.msg import StarTrackerState
 from pylon_sim.admin import request
 import pytest
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from tf2_msgs.msg import TFMessage
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +96,78 @@ def test_star_tracker_without_power_and_stale_when_paused(ros_process, free_udp_
     pilot.spin_for(1.0)
     beats = [t for t, m in pilot.got['state'] if m.reason == 'stale']
     assert len(beats) >= 4 and all(b - a >= 0.15 for a, b in zip(beats, beats[1:]))
+
+
+def _matrix(q):
+    x, y, z, w = q.x, q.y, q.z, q.w
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _apply(transform, points):
+    t = transform.transform
+    offset = np.array([t.translation.x, t.translation.y, t.translation.z])
+    return points @ _matrix(t.rotation).T + offset
+
+
+def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
+        ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port)
+    pilot = Pilot(ros_node)
+    got = {'cloud': [], 'tf': [], 'static': [], 'image': [], 'info': []}
+    sensor = qos_profile_sensor_data
+    pilot.subs += [
+        ros_node.create_subscription(PointCloud2, '/ksp_vessel/lidar_3d/lidar_3d_front/points',
+                                     got['cloud'].append, sensor),
+        ros_node.create_subscription(TFMessage, '/tf', got['tf'].append,
+                                     QoSProfile(depth=200,
+                                                reliability=ReliabilityPolicy.RELIABLE)),
+        ros_node.create_subscription(TFMessage, '/tf_static', got['static'].append, LATCHED),
+        ros_node.create_subscription(Image, '/ksp_vessel/camera/camera_front/image_raw',
+                                     got['image'].append, sensor),
+        ros_node.create_subscription(CameraInfo, '/ksp_vessel/camera/camera_front/camera_info',
+                                     got['info'].append, sensor)]
+    pilot.ready()
+    frame = f'pylon_{SAT[:8]}_lidar_3d_front'
+
+    def mounted():
+        return any(t.child_frame_id == frame for m in got['static'] for t in m.transforms)
+    pilot.until(lambda: len(got['cloud']) >= 3 and mounted() and got['image'] and got['info'],
+                'clouds, the LiDAR mount on /tf_static and a camera frame', timeout=20.0)
+    statics = {t.child_frame_id: t for m in got['static'] for t in m.transforms}
+    cloud = got['cloud'][-1]
+    assert cloud.header.frame_id == frame and cloud.point_step == 12 and cloud.width > 0
+    points = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3).astype(float)
+    # sensor frame -> part link -> ... -> proxy root (static chain), root -> base_link,
+    # base_link -> ENU (dynamic, at the cloud's own stamp: no extrapolation needed)
+    chain, child = [], frame
+    while child in statics:
+        chain.append(statics[child])
+        child = statics[child].header.frame_id
+    root = child
+    assert root == f'pylon_{SAT[:8]}_link_0000', root
+    stamp = cloud.header.stamp
+    dynamic = {}
+    for msg in got['tf']:
+        for t in msg.transforms:
+            if t.header.stamp == stamp:
+                dynamic[t.child_frame_id] = t
+    assert root in dynamic and 'base_link' in dynamic, 'no /tf at the cloud stamp'
+    in_base = points
+    for t in chain:
+        in_base = _apply(t, in_base)
+    in_base = _apply(dynamic[root], in_base)
+    # every return is on the sat or the target station, which is 150 m ahead
+    reach = np.linalg.norm(in_base, axis=1)
+    assert np.all((reach < 5.0) | ((reach > 100.0) & (reach < 220.0))), reach.max()
+    in_enu = _apply(dynamic['base_link'], in_base)
+    assert dynamic['base_link'].header.frame_id == 'pylon_ground_truth_enu'
+    assert np.all(np.isfinite(in_enu))
+    image, info = got['image'][-1], got['info'][-1]
+    assert (image.width, image.height, image.encoding) == (320, 240, 'rgb8')
+    assert image.header.frame_id == info.header.frame_id == \
+        f'pylon_{SAT[:8]}_camera_front_optical'
+    assert info.k[0] == pytest.approx(240 / (2 * math.tan(math.radians(30.0))))
+    pixels = np.frombuffer(bytes(image.data), dtype=np.uint8).reshape(240, 320, 3)
+    assert pixels.max() > 0        # something lit is in view
