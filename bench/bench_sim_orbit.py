@@ -1,4 +1,8 @@
-"""pylon_sim speed: the orbit scenario lock-stepped for 600 simulated seconds.
+"""pylon_sim speed: the orbit scenario lock-stepped for 120 simulated seconds.
+
+The scenario carries every sensor kind (a star tracker, a 3D LiDAR of 1 024 rays at 10 Hz,
+a 320x240 RGB camera at 5 Hz), so the figure includes ray casting and rendering; the
+target is 5x real time.
 
 Every packet is built, validated, encoded and sent to a bound local UDP socket (the kernel
 queues and then drops what nobody reads, so no reader competes for the core). The process
@@ -15,7 +19,7 @@ import time
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
 
-SIM_SECONDS = 600.0
+SIM_SECONDS = 120.0
 
 
 def main() -> None:
@@ -44,6 +48,7 @@ def main() -> None:
         'scenario': 'orbit', 'sim_seconds': SIM_SECONDS, 'frames': sim.stats.frames,
         'wall_seconds': round(wall, 3), 'cpu_seconds': round(cpu, 3),
         'real_time_factor': round(SIM_SECONDS / wall, 2),
+        'target_real_time_factor': 5.0, 'pass': SIM_SECONDS / wall >= 5.0,
         'packets': sum(sent.values()),
         'share_of_wall': {'build_encode': round(encode_total / wall, 3)},
         'per_type': per_type,
