@@ -59,7 +59,10 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
 def test_dockerfile_copies_real_files_and_never_the_native_overlay():
     instructions = dockerfile_instructions()
     assert instructions[1][0] == 'FROM' and instructions[1][1].startswith('ros:${ROS_DISTRO}')
-    copies = [args.split() for op, args in instructions if op == 'COPY']
+    # COPY options (--chown=...) are not sources; COPY --from=<stage> copies between stages
+    copies = [[w for w in args.split() if not w.startswith('--')]
+              for op, args in instructions
+              if op == 'COPY' and not args.startswith('--from=')]
     for *sources, _ in copies:
         for source in sources:
             assert (ROOT / source).exists(), source

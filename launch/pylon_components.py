@@ -1,0 +1,283 @@
+"""Which components of the PyLoN workspace exist and how each one starts.
+
+This is the one source of truth shared by ``launch/pylon.launch.py`` (Docker, a ROS
+install) and the native runner (``make demo``): package, executable, node name, base
+parameter files, fixed arguments and remappings of every process, and the layering of
+``config/overlays/<name>.yaml`` over the base files. It is plain Python (no ``launch``
+import), so the native environment and the static tests import it as is.
+
+Paths are resolved against the workspace root: the directory above ``launch/`` (the
+repository, or ``/ws`` in the Docker image, which keeps the same layout), or
+``$PYLON_WORKSPACE_ROOT`` when set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+import os
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().parents[1])
+CONFIG_DIR = ROOT / 'config'
+OVERLAY_DIR = CONFIG_DIR / 'overlays'
+RVIZ_CONFIG = ROOT / 'rviz' / 'pylon.rviz'
+CONTROL_SAFETY = CONFIG_DIR / 'ControlSafety.cfg'
+
+# The simulator and the bridge must agree on these; config/pylon_bridge.yaml repeats
+# them and a static test checks that it does.
+STATE_PORT = 49010
+COMMAND_PORT = 49011
+ADMIN_PORT = 49012
+LOOPBACK = '127.0.0.1'
+
+SCENARIOS = ('orbit', 'surface', 'launchpad')
+DEFAULT_SCENARIO = 'orbit'
+
+# What the bridge publishes for robot_state_publisher (description_relay copies it into
+# robot_state_publisher's robot_description parameter) and the joint states it animates.
+ROBOT_DESCRIPTION_TOPIC = '/ksp_vessel/robot_description'
+JOINT_STATES_TOPIC = '/ksp_vessel/joint_states'
+NEARBY_MARKERS_TOPIC = '/pylon/nearby_markers'
+
+# robot_state_publisher refuses to start with an empty robot_description; it starts on
+# this one-link model (no joints, so no TF) until description_relay sets the real one.
+PLACEHOLDER_URDF = '<robot name="pylon_waiting_for_model"><link name="pylon_placeholder"/></robot>'
+
+
+@dataclass(frozen=True)
+class Process:
+    """One executable a component starts.
+
+    ``node`` is the ROS node name (``-r __node:=``), ``None`` for a plain process (the
+    simulator), which gets no ``--ros-args`` at all. ``parameter_files`` are relative to
+    the workspace root. ``parameters`` are fixed values applied after every file.
+    """
+
+    package: str
+    executable: str
+    node: str | None
+    parameter_files: tuple[str, ...] = ()
+    arguments: tuple[str, ...] = ()
+    remappings: tuple[tuple[str, str], ...] = ()
+    parameters: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def ros_node(self) -> bool:
+        """Return whether this process is a ROS node (takes ``--ros-args``)."""
+        return self.node is not None
+
+
+@dataclass(frozen=True)
+class Component:
+    """A unit a user selects with ``components:=``: one or more processes."""
+
+    name: str
+    description: str
+    processes: tuple[Process, ...]
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """Return the ROS node names of the component's processes."""
+        return tuple(p.node for p in self.processes if p.node is not None)
+
+    @property
+    def base_parameter_files(self) -> tuple[str, ...]:
+        """Return every base parameter file of the component, in order, without repeats."""
+        files: list[str] = []
+        for process in self.processes:
+            files += [f for f in process.parameter_files if f not in files]
+        return tuple(files)
+
+
+SIM = Component('sim', 'pylon_sim: KSP with the PyLoN mod, headless (not a ROS node)', (
+    Process('pylon_sim', 'pylon_sim', None, arguments=(
+        '--state-host', LOOPBACK, '--state-port', str(STATE_PORT),
+        '--command-host', LOOPBACK, '--command-port', str(COMMAND_PORT),
+        '--admin-port', str(ADMIN_PORT))),
+))
+BRIDGE = Component('bridge', 'udp_bridge: PyLoN UDP datagrams <-> ROS 2 topics', (
+    Process('pylon_bridge', 'udp_bridge', 'udp_bridge',
+            parameter_files=('config/pylon_bridge.yaml',)),
+))
+RSP = Component('rsp', 'robot_state_publisher on the proxy model, fed by description_relay', (
+    Process('robot_state_publisher', 'robot_state_publisher', 'robot_state_publisher',
+            remappings=(('joint_states', JOINT_STATES_TOPIC),),
+            parameters=(('robot_description', PLACEHOLDER_URDF),)),
+    Process('pylon_bridge', 'description_relay', 'description_relay'),
+))
+CONTROLLER = Component('controller', 'setpoint_controller: lease, attitude and rate loops', (
+    Process('pylon_vehicle_control', 'setpoint_controller', 'setpoint_controller',
+            parameter_files=('config/setpoint_controller.yaml',)),
+))
+ESTIMATOR = Component('estimator', 'attitude_estimator: demo attitude estimate from IMU', (
+    Process('pylon_vehicle_control', 'attitude_estimator', 'attitude_estimator',
+            parameter_files=('config/attitude_estimator.yaml',)),
+))
+MARKERS = Component('markers', 'nearby_markers: NearbyVessels -> MarkerArray for RViz', (
+    Process('pylon_bridge', 'nearby_markers', 'nearby_markers'),
+))
+RVIZ = Component('rviz', 'rviz2 with rviz/pylon.rviz', (
+    Process('rviz2', 'rviz2', 'rviz2', arguments=('-d', str(RVIZ_CONFIG))),
+))
+
+COMPONENTS: dict[str, Component] = {c.name: c for c in (
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ)}
+"""Every component, in start order."""
+
+DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n != 'rviz')
+"""What ``components:=`` selects by default: everything headless (RViz needs a display)."""
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    'all': tuple(COMPONENTS),
+    'default': DEFAULT_COMPONENTS,
+}
+
+
+def select(text: str | Iterable[str]) -> tuple[str, ...]:
+    """Return the components a ``components:=`` value names, in start order.
+
+    ``text`` is a comma list (``'bridge,rsp'``), possibly with the aliases ``all`` and
+    ``default``; an empty value means ``default``. An unknown name raises ``ValueError``.
+    """
+    names = [n.strip() for n in (text.split(',') if isinstance(text, str) else text)]
+    names = [n for n in names if n] or ['default']
+    chosen: set[str] = set()
+    for name in names:
+        if name in ALIASES:
+            chosen.update(ALIASES[name])
+        elif name in COMPONENTS:
+            chosen.add(name)
+        else:
+            raise ValueError(f'unknown component {name!r}; components: '
+                             f'{", ".join(COMPONENTS)} (or {", ".join(ALIASES)})')
+    return tuple(n for n in COMPONENTS if n in chosen)
+
+
+def effective(selected: Sequence[str], use_real_ksp: bool) -> tuple[str, ...]:
+    """Return the selection that runs: without the simulator when a real KSP is used."""
+    return tuple(n for n in selected if not (use_real_ksp and n == 'sim'))
+
+
+def split_list(text: str) -> list[str]:
+    """Return the non-empty items of a comma list."""
+    return [item.strip() for item in text.split(',') if item.strip()]
+
+
+def overlay_path(name: str) -> Path:
+    """Return ``config/overlays/<name>.yaml``; ``name`` may also be a path to a YAML file."""
+    path = Path(name)
+    if path.suffix not in ('.yaml', '.yml'):
+        path = OVERLAY_DIR / f'{name}.yaml'
+    elif not path.is_absolute():
+        path = path if path.exists() else OVERLAY_DIR / path.name
+    if not path.is_file():
+        available = ', '.join(sorted(p.stem for p in OVERLAY_DIR.glob('*.yaml')))
+        raise FileNotFoundError(f'no overlay {name!r} ({path}); overlays: {available}')
+    return path
+
+
+def overlay_nodes(path: Path) -> set[str]:
+    """Return the node names an overlay (a ROS parameter file) has sections for."""
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, Mapping):
+        raise ValueError(f'{path}: not a ROS parameter file (a mapping of node names)')
+    return {str(key).lstrip('/') for key in data}
+
+
+def overlay_parameters(path: Path) -> dict[str, dict[str, object]]:
+    """Return ``{node: {parameter: value}}`` of an overlay (``ros__parameters`` flattened)."""
+    data = yaml.safe_load(path.read_text()) or {}
+    result: dict[str, dict[str, object]] = {}
+    for node, section in data.items():
+        params = (section or {}).get('ros__parameters', {}) or {}
+        result[str(node).lstrip('/')] = dict(_flatten(params))
+    return result
+
+
+def _flatten(params: Mapping, prefix: str = ''):
+    for key, value in params.items():
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f'{prefix}{key}.')
+        else:
+            yield f'{prefix}{key}', value
+
+
+def _applies(nodes: set[str], process_nodes: Iterable[str]) -> bool:
+    return bool({'**', '*'} & nodes) or any(n in nodes for n in process_nodes)
+
+
+def parameter_files(component: str, overlays: Sequence[str] = (),
+                    process: Process | None = None) -> list[Path]:
+    """Return the parameter files of a component: base files, then overlays in order.
+
+    Later files win (ROS applies ``--params-file`` arguments in order). An overlay is
+    included only when it has a section for one of the component's nodes (or ``/**``),
+    so ``overlays:=fast_slew,no_ground_truth`` can be handed to every component. With
+    ``process``, only that process's base files and the overlays for its node.
+    """
+    comp = COMPONENTS[component]
+    if process is None:
+        base, nodes = comp.base_parameter_files, comp.node_names
+    else:
+        base, nodes = process.parameter_files, tuple(filter(None, [process.node]))
+    files = [ROOT / f for f in base]
+    for name in overlays:
+        path = overlay_path(name)
+        if nodes and _applies(overlay_nodes(path), nodes):
+            files.append(path)
+    return files
+
+
+def sim_arguments(scenario: str = DEFAULT_SCENARIO) -> list[str]:
+    """Return the simulator's command-line arguments after the executable."""
+    return ['--scenario', scenario, *SIM.processes[0].arguments,
+            '--control-safety', str(CONTROL_SAFETY)]
+
+
+def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None = None,
+                      use_real_ksp: bool = False, bridge_host: str = '0.0.0.0',
+                      ksp_host: str = LOOPBACK) -> dict[str, object]:
+    """Return the bridge parameters the selection fixes, applied after every file.
+
+    - ``publish_proxy_static_tf`` is false exactly when robot_state_publisher runs
+      (``rsp`` selected): the proxy's fixed joints come from one publisher, never two.
+    - ``disable_ground_truth`` only when given (``None`` leaves it to the files).
+    - with a real KSP: the bridge binds ``bridge_host`` (every interface by default)
+      and sends commands to ``ksp_host``.
+    """
+    params: dict[str, object] = {'publish_proxy_static_tf': 'rsp' not in selected}
+    if disable_ground_truth is not None:
+        params['disable_ground_truth'] = disable_ground_truth
+    if use_real_ksp:
+        params['host'] = bridge_host
+        params['command_host'] = ksp_host
+    return params
+
+
+def parse_bool(text: str | bool | None) -> bool | None:
+    """Return a launch-argument boolean; ``''`` (not given) is ``None``."""
+    if text is None or isinstance(text, bool):
+        return text
+    value = text.strip().lower()
+    if value == '':
+        return None
+    if value in ('true', '1', 'yes', 'on'):
+        return True
+    if value in ('false', '0', 'no', 'off'):
+        return False
+    raise ValueError(f'not a boolean: {text!r} (true or false)')
+
+
+def table() -> str:
+    """Return the component table as Markdown (for READMEs and ``--show-args`` readers)."""
+    lines = ['| component | package | executable | node | parameter files |',
+             '|---|---|---|---|---|']
+    for comp in COMPONENTS.values():
+        for proc in comp.processes:
+            files = ', '.join(f'`{f}`' for f in proc.parameter_files) or '—'
+            lines.append(f'| `{comp.name}` | `{proc.package}` | `{proc.executable}` | '
+                         f'{proc.node or "(plain process)"} | {files} |')
+    return '\n'.join(lines) + '\n'
