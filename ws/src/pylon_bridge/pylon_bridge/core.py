@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pylon_interfaces.msg import VesselLifecycle
-from pylon_protocol import packets, wire
+from pylon_protocol import frames, packets, wire
 from pylon_protocol.camera import FrameAssembler
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model import ModelAssembler
@@ -567,19 +567,21 @@ class BridgeCore:
     def _static_tf(self, stamp: float) -> list:
         """Return /tf_static with everything static the bridge knows, in one message.
 
-        The proxy's fixed joints (unless robot_state_publisher publishes them) and every
-        sensor mount whose part link the current model names.
+        The root alias ``pylon_root`` (identity under the proxy root link), the proxy's
+        fixed joints (unless robot_state_publisher publishes them) and every sensor mount
+        whose part link the current model names.
         """
         if self.model is None:
             return []
-        transforms = []
+        transforms = [convert.transform(stamp, self.model.root_frame, frames.ROOT_ALIAS,
+                                        (0.0, 0.0, 0.0), frames.IDENTITY_QUATERNION)]
         if self.config.publish_proxy_static_tf:
             transforms += convert.proxy_static_transforms(self.model, stamp)
         for frame, (part, position, rotation) in sorted(self.sensor_mounts.items()):
             link = self.model.frame_for_part(part)
             if link is not None:
                 transforms.append(convert.transform(stamp, link, frame, position, rotation))
-        return [Publish('tf_static', TFMessage(transforms=transforms))] if transforms else []
+        return [Publish('tf_static', TFMessage(transforms=transforms))]
 
     def _note_mount(self, frame: str, part: int, position, rotation, ros_now: float) -> list:
         """Remember a sensor frame's mount; return /tf_static when it is new or moved."""

@@ -195,8 +195,11 @@ def test_model_description_root_frame_static_tf_and_lifecycle():
     assert driver.published('root_frame', actions)[0].data == f'pylon_{d.VESSEL[:8]}_link_0000'
     [static] = driver.published('tf_static', actions)
     assert [t.child_frame_id for t in static.transforms] == [
-        f'pylon_{d.VESSEL[:8]}_link_0001', f'pylon_{d.VESSEL[:8]}_link_0002']
-    first = static.transforms[0].transform
+        'pylon_root', f'pylon_{d.VESSEL[:8]}_link_0001', f'pylon_{d.VESSEL[:8]}_link_0002']
+    alias = static.transforms[0]
+    assert alias.header.frame_id == f'pylon_{d.VESSEL[:8]}_link_0000'
+    assert alias.transform.rotation.w == 1.0 and alias.transform.translation.z == 0.0
+    first = static.transforms[1].transform
     assert first.translation.z == 1.5
     assert 2 * math.atan2(first.rotation.z, first.rotation.w) == pytest.approx(0.3)
     assert driver.lifecycle().model_ready and len(driver.lifecycle().model_id) == 64
@@ -213,7 +216,8 @@ def test_without_static_tf_robot_state_publisher_takes_over():
     driver = started(publish_proxy_static_tf=False)
     actions = driver.feed(*d.model_chunks())
     assert driver.published('robot_description', actions)
-    assert not driver.published('tf_static', actions)
+    [static] = driver.published('tf_static', actions)    # only the root alias
+    assert [t.child_frame_id for t in static.transforms] == ['pylon_root']
 
 
 def test_model_clear_and_vessel_switch_withdraw_the_model_at_once():
@@ -508,7 +512,8 @@ def test_sensor_mounts_go_to_tf_static_under_the_part_link_with_the_proxy_joints
     # with robot_state_publisher owning the fixed joints, only the mounts
     driver = _with_model(publish_proxy_static_tf=False)
     static, = driver.published('tf_static', driver.feed(d.lidar_2d(ut=d.UT + 0.1)))
-    assert [t.child_frame_id for t in static.transforms] == [frame]
+    assert [t.child_frame_id for t in static.transforms] == ['pylon_root', frame]
+    assert static.transforms[0].header.frame_id == f'pylon_{d.VESSEL[:8]}_link_0000'
 
 
 def _frame(width=20, height=10):

@@ -35,6 +35,9 @@ BASE_LINK = 'base_link'
 GROUND_TRUTH_ENU = 'pylon_ground_truth_enu'
 KERBOL_INERTIAL = 'kerbol_inertial'
 ROS_SENSOR = 'ros_sensor'
+ROOT_ALIAS = 'pylon_root'
+"""Identity child of the active vessel's proxy root link, on /tf_static: a fixed frame
+whose name does not change with the vessel (RViz's Fixed Frame)."""
 
 IDENTITY_QUATERNION: Quat = (0.0, 0.0, 0.0, 1.0)
 CAMERA_OPTICAL_ROTATION: Quat = (-0.5, 0.5, -0.5, 0.5)
