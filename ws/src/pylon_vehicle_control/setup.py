@@ -18,5 +18,8 @@ setup(
     maintainer_email='maintainers@pylon-workspace.org',
     description='setpoint_controller and a demo attitude estimator.',
     license='Apache-2.0',
-    entry_points={'console_scripts': []},
+    entry_points={'console_scripts': [
+        'attitude_estimator = pylon_vehicle_control.estimator_node:main',
+        'setpoint_controller = pylon_vehicle_control.controller_node:main',
+    ]},
 )

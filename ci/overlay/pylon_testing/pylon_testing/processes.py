@@ -60,8 +60,9 @@ class RosProcess:
         return self.popen.poll()
 
     def log(self) -> str:
-        """Everything the process has written so far."""
-        self._log.flush()
+        """Everything the process has written so far (also after it was stopped)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(encoding='utf-8', errors='replace')
 
     def wait_for_output(self, pattern: str, timeout: float = 10.0) -> re.Match[str]:

@@ -1,0 +1,276 @@
+"""``setpoint_controller``: the lease client, the arming rules and the control law as a node.
+
+The logic lives in plain classes: ``lease.LeaseClient`` (acquire, confirm, renew every
+lease/4, one sequence per lease for every formal command, release on shutdown),
+``supervisor.Supervisor`` (the setpoint in force; setpoint timeout, stale input,
+generation change and authority loss disarm it; only a MODE_IDLE re-arms) and
+``control_law.SetpointControlLaw`` (IDLE, DETUMBLE, ATTITUDE_HOLD, SIX_DOF). This node
+wires them to topics and a timer of ``command_period_sec``:
+
+- inputs: ``/ksp_vessel/lifecycle``, ``/ksp_vessel/control/authority/state``,
+  ``/ksp_vessel/control/wrench_feedback`` (only feedback on our own lease),
+  ``setpoint_topic`` (ControlSetpoint), the state estimate ``state_topic`` (Odometry; the
+  demo estimator's by default) and ``/ksp_vessel/robot_description`` (mass and inertia,
+  ``vessel_model``). Never a ground-truth topic.
+- outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
+  (exact zeros when disarmed or IDLE), and ``/setpoint_controller/diagnostics``.
+
+A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
+frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
+``kerbol_inertial``'s); another frame is refused (``unsupported_frame``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
+import numpy as np
+from pylon_interfaces.msg import (
+    BodyWrenchCommand,
+    ControlAuthorityCommand,
+    ControlAuthorityState,
+    ControlSetpoint,
+    VesselLifecycle,
+    WrenchFeedback,
+)
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import String
+
+from pylon_vehicle_control import control_law, lease, parameters, ros_params, supervisor
+from pylon_vehicle_control.vessel_model import mass_properties
+
+COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DEFAULT_STATE_TOPIC = '/pylon_estimator/odometry'
+INERTIAL_FRAMES = ('', 'kerbol_inertial')
+
+
+def _xyz(v) -> tuple[float, float, float]:
+    return (float(v.x), float(v.y), float(v.z))
+
+
+class ControllerNode(Node):
+    """setpoint_controller's ROS plumbing."""
+
+    def __init__(self) -> None:
+        """Declare the parameters of ``parameters.PARAMETERS`` and wire everything."""
+        super().__init__('setpoint_controller')
+        self.params = parameters.resolve(ros_params.declare(self, parameters.PARAMETERS))
+        p = self.params
+        self.law = control_law.SetpointControlLaw(control_law.ControlParams.from_values(p))
+        self.state = self.law.initial_state()
+        self.lease = lease.LeaseClient(p['controller_id'], priority=p['priority'],
+                                       lease_duration_sec=p['lease_duration_sec'],
+                                       suppress_sas=p['suppress_sas'])
+        self.supervisor = supervisor.Supervisor(p['setpoint_timeout_sec'],
+                                                p['input_timeout_sec'])
+        self.estimate: Odometry | None = None
+        self.estimate_frame = ''
+        self.feedback: control_law.Feedback | None = None
+        self.inertia = self.mass = None
+        self.last_output: control_law.ControlOutput | None = None
+        self.counts = {'wrench_sent': 0, 'setpoints_refused': 0, 'saturated_feedback': 0,
+                       'leases_lost': 0}
+        self.last_refusal = ''
+        self.last_period: float | None = None
+        self.periods: list[float] = []
+        self.authority_pub = self.create_publisher(
+            ControlAuthorityCommand, '/ksp_vessel/control/authority/command', COMMAND)
+        self.wrench_pub = self.create_publisher(
+            BodyWrenchCommand, '/ksp_vessel/control/wrench_command', COMMAND)
+        self.diag_pub = self.create_publisher(DiagnosticArray,
+                                              '/setpoint_controller/diagnostics', COMMAND)
+        state_topic = p['state_topic'] or DEFAULT_STATE_TOPIC
+        self.subs = [
+            self.create_subscription(VesselLifecycle, '/ksp_vessel/lifecycle',
+                                     self._on_lifecycle, LATCHED),
+            self.create_subscription(ControlAuthorityState,
+                                     '/ksp_vessel/control/authority/state',
+                                     self._on_authority, LATCHED),
+            self.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
+                                     self._on_feedback, COMMAND),
+            self.create_subscription(ControlSetpoint, p['setpoint_topic'], self._on_setpoint,
+                                     COMMAND),
+            self.create_subscription(Odometry, state_topic, self._on_state, COMMAND),
+            self.create_subscription(String, '/ksp_vessel/robot_description',
+                                     self._on_model, LATCHED)]
+        self.timer = self.create_timer(p['command_period_sec'], self._tick)
+        self.diag_timer = self.create_timer(1.0, self._diagnostics)
+
+    # -- inputs ------------------------------------------------------------------------
+    def _send_lease(self, update: lease.LeaseUpdate) -> None:
+        for command in update.commands:
+            self.authority_pub.publish(ControlAuthorityCommand(
+                action=command.action, vessel_id=command.vessel_id,
+                controller_id=command.controller_id, lease_id=command.lease_id,
+                priority=command.priority, lease_duration_sec=command.lease_duration_sec,
+                suppress_sas=command.suppress_sas, sequence=command.sequence))
+        for event in update.events:
+            if event.startswith('lost:'):
+                self.counts['leases_lost'] += 1
+                self.supervisor.on_authority_lost(event[5:])
+                self.get_logger().warning(f'lease {event}; target discarded')
+            elif event == 'generation_changed':
+                self.supervisor.on_generation(self.lease.generation)
+            elif event == 'acquired':
+                self.get_logger().info(f'lease {self.lease.lease_id} owned')
+
+    def _on_lifecycle(self, msg: VesselLifecycle) -> None:
+        if self.supervisor.on_generation(msg.generation):
+            self.get_logger().warning('generation changed: target discarded')
+        self._send_lease(self.lease.on_lifecycle(msg.state, msg.vessel_id, msg.generation,
+                                                 time.monotonic()))
+
+    def _on_authority(self, msg: ControlAuthorityState) -> None:
+        self._send_lease(self.lease.on_authority(
+            msg.state, msg.controller_id, msg.lease_id, msg.vessel_id, msg.reason,
+            time.monotonic(), msg.last_sequence or None))
+
+    def _on_feedback(self, msg: WrenchFeedback) -> None:
+        if (msg.controller_id, msg.lease_id) != self.lease.identity:
+            return
+        if msg.saturated:
+            self.counts['saturated_feedback'] += 1
+        self.feedback = control_law.Feedback(
+            saturated=msg.saturated, saturation_ratio=msg.saturation_ratio,
+            requested_force=_xyz(msg.requested.force),
+            requested_torque=_xyz(msg.requested.torque),
+            allocated_force=_xyz(msg.allocated.force),
+            allocated_torque=_xyz(msg.allocated.torque))
+
+    def _on_setpoint(self, msg: ControlSetpoint) -> None:
+        now = time.monotonic()
+        frame = msg.header.frame_id
+        if frame not in INERTIAL_FRAMES and frame != self.estimate_frame:
+            sp, reason = None, f'unsupported_frame:{frame}'
+        else:
+            q, pos = msg.orientation, msg.position
+            sp, reason = supervisor.validate_setpoint(
+                msg.mode, (pos.x, pos.y, pos.z), (q.x, q.y, q.z, q.w),
+                _xyz(msg.linear_velocity), _xyz(msg.angular_velocity))
+        decision = self.supervisor.on_setpoint(sp, now, reason)
+        if not decision.accepted:
+            self.counts['setpoints_refused'] += 1
+            self.last_refusal = decision.reason
+            self.get_logger().warning(f'setpoint refused: {decision.reason}',
+                                      throttle_duration_sec=2.0)
+
+    def _on_state(self, msg: Odometry) -> None:
+        self.estimate = msg
+        self.estimate_frame = msg.header.frame_id
+        self.supervisor.on_input(time.monotonic())
+
+    def _on_model(self, msg: String) -> None:
+        if not msg.data:
+            return
+        try:
+            props = mass_properties(msg.data)
+        except ValueError as exc:
+            self.get_logger().warning(f'robot_description unusable: {exc}')
+            return
+        self.inertia, self.mass = props.inertia, props.mass
+
+    # -- the loop ----------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.last_period is not None:
+            self.periods = (self.periods + [now - self.last_period])[-200:]
+        self.last_period = now
+        self._send_lease(self.lease.tick(now))
+        setpoint, serial = self.supervisor.active(now)
+        if not self.lease.owns(now):
+            return
+        est = self.estimate
+        if est is None:
+            setpoint = control_law.Setpoint()         # no estimate yet: zeros only
+            orientation, rate, position, velocity = (0.0, 0.0, 0.0, 1.0), (0.0,) * 3, \
+                None, None
+        else:
+            o = est.pose.pose.orientation
+            orientation = (o.x, o.y, o.z, o.w)
+            rate = _xyz(est.twist.twist.angular)
+            position = _xyz(est.pose.pose.position)
+            body_v = np.array(_xyz(est.twist.twist.linear))
+            velocity = tuple(control_law.rotation_matrix(orientation) @ body_v)
+        inputs = control_law.ControlInputs(
+            setpoint=setpoint, setpoint_serial=serial, orientation=orientation,
+            body_rate=rate, position=position, velocity=velocity, inertia=self.inertia,
+            mass=self.mass, feedback=self.feedback)
+        self.feedback = None
+        self.state, out = self.law.step(self.state, inputs, self.params['command_period_sec'])
+        self.last_output = out
+        msg = BodyWrenchCommand(vessel_id=self.lease.vessel_id,
+                                controller_id=self.lease.controller_id,
+                                lease_id=self.lease.lease_id,
+                                sequence=self.lease.next_sequence(),
+                                timeout_sec=self.params['wrench_timeout_sec'])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = 'base_link'
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = \
+            (float(v) for v in out.force)
+        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = \
+            (float(v) for v in out.torque)
+        self.wrench_pub.publish(msg)
+        self.counts['wrench_sent'] += 1
+
+    def _diagnostics(self) -> None:
+        out = self.last_output
+        values = {'phase': self.lease.phase, 'lease_id': self.lease.lease_id,
+                  'armed': self.supervisor.armed,
+                  'disarm_reason': self.supervisor.disarm_reason,
+                  'mode': out.mode if out else '', 'deadband': out.deadband if out else '',
+                  'saturation_limited': out.saturation_limited if out else '',
+                  'attitude_error_deg': round(float(np.degrees(out.attitude_error_rad)), 4)
+                  if out else '', 'last_refusal': self.last_refusal, **self.counts}
+        if len(self.periods) > 10:
+            jitter = np.abs(np.array(self.periods) - self.params['command_period_sec'])
+            values['period_jitter_p99_ms'] = round(float(np.percentile(jitter, 99)) * 1e3, 3)
+        level = DiagnosticStatus.OK if self.lease.phase == lease.OWNED else \
+            DiagnosticStatus.WARN
+        status = DiagnosticStatus(level=level, name='setpoint_controller',
+                                  message=f'lease {self.lease.phase}',
+                                  hardware_id=self.params['controller_id'],
+                                  values=[KeyValue(key=k, value=str(v))
+                                          for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(array)
+
+    def release(self) -> None:
+        """Send ACTION_RELEASE when a lease is held (on shutdown)."""
+        self._send_lease(self.lease.shutdown(time.monotonic()))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    """Entry point of ``setpoint_controller``; SIGINT or SIGTERM release the lease first."""
+    rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    node = ControllerNode()
+    try:
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if rclpy.ok():
+            node.release()
+            end = time.monotonic() + 0.3            # let the release go out
+            while time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.05)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,133 @@
+"""``attitude_estimator``: the demo MEKF (``estimator.py``) as a ROS node.
+
+Inputs: the IMU (``sensor_msgs/Imu``, inertial body rate and specific force), one star
+tracker's ``StarTrackerState`` (only valid samples that are fresh by their stamp are
+used) and the vessel lifecycle (a generation change resets the filter). It never reads
+ground truth. Output: ``nav_msgs/Odometry`` on each IMU sample once the attitude is known:
+``header.frame_id`` = ``odom_frame_id`` (``pylon_estimate_inertial``: kerbol_inertial axes,
+origin where dead reckoning started), ``child_frame_id`` = ``base_frame_id``
+(``pylon_estimate_base_link``); pose = dead-reckoned position and the attitude with its
+covariance (body axes, rad²), twist = body rate and velocity in the child frame. With
+``publish_tf`` the same pose goes on ``/tf`` between those two frames of its own, never as
+a second parent of ``base_link`` and never linking ``kerbol_inertial`` to the ENU frame.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+import numpy as np
+from pylon_interfaces.msg import StarTrackerState, VesselLifecycle
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Imu
+from tf2_msgs.msg import TFMessage
+
+from pylon_vehicle_control import estimator, ros_params
+
+RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def seconds(stamp) -> float:
+    """Return a ``builtin_interfaces/Time`` in seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def odometry(out: estimator.EstimatorOutput, stamp, odom_frame: str,
+             base_frame: str) -> Odometry:
+    """Return the Odometry of an initialised estimate."""
+    msg = Odometry()
+    msg.header.stamp = stamp
+    msg.header.frame_id = odom_frame
+    msg.child_frame_id = base_frame
+    q = out.quaternion
+    msg.pose.pose.orientation.x, msg.pose.pose.orientation.y = float(q[0]), float(q[1])
+    msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = float(q[2]), float(q[3])
+    cov = np.full((6, 6), 0.0)
+    cov[3:, 3:] = out.attitude_covariance
+    position = out.position if out.position is not None else np.zeros(3)
+    velocity = out.velocity if out.velocity is not None else np.zeros(3)
+    if out.position is None:
+        cov[0, 0] = cov[1, 1] = cov[2, 2] = -1.0        # no position estimate yet
+    msg.pose.covariance = [float(v) for v in cov.ravel()]
+    p = msg.pose.pose.position
+    p.x, p.y, p.z = (float(v) for v in position)
+    body_velocity = estimator.quat_rotate(estimator.quat_conjugate(q), velocity)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = (float(v) for v in body_velocity)
+    t.angular.x, t.angular.y, t.angular.z = (float(v) for v in out.angular_velocity)
+    return msg
+
+
+class EstimatorNode(Node):
+    """The estimator's ROS plumbing."""
+
+    def __init__(self) -> None:
+        """Declare the parameters of ``estimator.PARAMETERS``; wire the topics."""
+        super().__init__('attitude_estimator')
+        self.params = ros_params.declare(self, estimator.PARAMETERS)
+        self.filter = estimator.AttitudeEstimator(self.params)
+        self.generation: int | None = None
+        self.odom_pub = self.create_publisher(Odometry, self.params['odometry_topic'], 10)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf', 100) \
+            if self.params['publish_tf'] else None
+        self.subs = [
+            self.create_subscription(Imu, self.params['imu_topic'], self._on_imu,
+                                     qos_profile_sensor_data),
+            self.create_subscription(StarTrackerState, self.params['star_tracker_topic'],
+                                     self._on_tracker, RELIABLE),
+            self.create_subscription(VesselLifecycle, self.params['lifecycle_topic'],
+                                     self._on_lifecycle, LATCHED)]
+
+    def _on_lifecycle(self, msg: VesselLifecycle) -> None:
+        if self.generation is not None and msg.generation != self.generation:
+            self.filter.reset()
+            self.get_logger().info(f'generation {self.generation} -> {msg.generation}: reset')
+        self.generation = msg.generation
+
+    def _on_tracker(self, msg: StarTrackerState) -> None:
+        q = msg.orientation
+        result = self.filter.add_star_tracker(
+            seconds(msg.header.stamp), (q.x, q.y, q.z, q.w), list(msg.orientation_covariance),
+            msg.valid, msg.reason)
+        if result.status in ('gated', 'reinitialized'):
+            self.get_logger().warning(f'star tracker sample {result.status}',
+                                      throttle_duration_sec=5.0)
+
+    def _on_imu(self, msg: Imu) -> None:
+        w, a = msg.angular_velocity, msg.linear_acceleration
+        if not self.filter.add_imu(seconds(msg.header.stamp), (w.x, w.y, w.z),
+                                   (a.x, a.y, a.z)):
+            return
+        out = self.filter.output()
+        if not out.initialized:
+            return
+        odom = odometry(out, msg.header.stamp, self.params['odom_frame_id'],
+                        self.params['base_frame_id'])
+        self.odom_pub.publish(odom)
+        if self.tf_pub is not None:
+            tf = TransformStamped(header=odom.header, child_frame_id=odom.child_frame_id)
+            p = odom.pose.pose.position
+            tf.transform.translation.x, tf.transform.translation.y = p.x, p.y
+            tf.transform.translation.z = p.z
+            tf.transform.rotation = odom.pose.pose.orientation
+            self.tf_pub.publish(TFMessage(transforms=[tf]))
+
+
+def main() -> int:
+    """Entry point of ``attitude_estimator``."""
+    rclpy.init(args=sys.argv)
+    node = EstimatorNode()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

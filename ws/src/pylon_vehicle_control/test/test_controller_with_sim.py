@@ -1,0 +1,131 @@
+"""setpoint_controller flying the orbit sat: pylon_sim -> udp_bridge -> estimator -> controller.
+
+The test node plays the user: it sends ControlSetpoint messages and judges the result on
+ground truth (the controller and the estimator never read it).
+"""
+
+import math
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import TwistStamped
+from nav_msgs.msg import Odometry
+from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint, WrenchFeedback
+from pylon_testing.wait import spin_until
+import pytest
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from sim_stack import start
+
+pytestmark = pytest.mark.integration
+
+RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+SETPOINT = '/setpoint_controller/setpoint'
+
+
+def quat_mul(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+
+
+def angle_deg(a, b):
+    dot = abs(sum(x * y for x, y in zip(a, b)))
+    return math.degrees(2 * math.acos(min(1.0, dot)))
+
+
+class User:
+    """The test node: setpoints out; estimate, authority, feedback, truth rates in."""
+
+    def __init__(self, node):
+        self.node = node
+        self.got = {'odom': [], 'authority': [], 'feedback': [], 'twist': [], 'diag': []}
+        keep = lambda name: lambda m: self.got[name].append((time.monotonic(), m))  # noqa
+        self.subs = [
+            node.create_subscription(Odometry, '/pylon_estimator/odometry', keep('odom'),
+                                     RELIABLE),
+            node.create_subscription(ControlAuthorityState,
+                                     '/ksp_vessel/control/authority/state', keep('authority'),
+                                     LATCHED),
+            node.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
+                                     keep('feedback'), RELIABLE),
+            node.create_subscription(TwistStamped, '/ksp_vessel/ground_truth/twist_body',
+                                     keep('twist'), qos_profile_sensor_data),
+            node.create_subscription(DiagnosticArray, '/setpoint_controller/diagnostics',
+                                     keep('diag'), RELIABLE)]
+        self.pub = node.create_publisher(ControlSetpoint, SETPOINT, RELIABLE)
+
+    def until(self, condition, what, timeout=20.0):
+        spin_until(self.node, condition, timeout, what=what)
+
+    def owned(self):
+        return any(m.state == ControlAuthorityState.STATE_OWNED and
+                   m.controller_id == 'setpoint_controller' for _, m in self.got['authority'])
+
+    def attitude(self):
+        o = self.got['odom'][-1][1].pose.pose.orientation
+        return (o.x, o.y, o.z, o.w)
+
+    def send(self, mode, q=(0.0, 0.0, 0.0, 1.0)):
+        msg = ControlSetpoint(mode=mode)
+        msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = q
+        self.pub.publish(msg)
+
+    def diag(self):
+        status = self.got['diag'][-1][1].status[0]
+        return {kv.key: kv.value for kv in status.values}
+
+
+def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
+        ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port)
+    ros_process(['attitude_estimator'], name='estimator')
+    controller = ros_process(['setpoint_controller'], name='controller')
+    user = User(ros_node)
+    user.until(user.owned, 'the controller owning the lease', timeout=30.0)
+    user.until(lambda: len(user.got['odom']) > 10, 'the estimate')
+    names = {n for n, _ in ros_node.get_subscriber_names_and_types_by_node(
+        'setpoint_controller', '/')}
+    assert not any('ground_truth' in n for n in names), names
+    # a bad setpoint is refused and changes nothing
+    user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, (0.0, 0.0, 0.5, 0.5))
+    user.until(lambda: user.got['diag'] and user.diag().get('last_refusal', '').startswith(
+        'non_unit_quaternion'), 'the refusal in diagnostics')
+    # slew 10 degrees about the body z axis, rate limited to 1.5 deg/s
+    start_q = user.attitude()
+    step = math.radians(10.0)
+    target = quat_mul(start_q, (0.0, 0.0, math.sin(step / 2), math.cos(step / 2)))
+    user.send(ControlSetpoint.MODE_IDLE)
+    t0 = time.monotonic()
+    errors = []
+    end = t0 + 16.0
+    while time.monotonic() < end:
+        user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, target)
+        mark = time.monotonic() + 0.2
+        user.until(lambda mark=mark: time.monotonic() > mark, 'a spin', timeout=5.0)
+        errors.append((time.monotonic() - t0, angle_deg(user.attitude(), target)))
+    rates = [math.degrees(math.sqrt(m.twist.angular.x ** 2 + m.twist.angular.y ** 2 +
+                                    m.twist.angular.z ** 2))
+             for t, m in user.got['twist'] if t >= t0]
+    assert max(rates) <= 1.5 * 1.05, max(rates)
+    assert errors[-1][1] < 0.1, errors[-5:]
+    settled = next(t for t, e in errors if e < 0.1)
+    # rate-limited minimum time plus the acceleration phases, with margin
+    assert settled < 10.0 / 1.5 * 1.2 + 4.0, settled
+    assert all(e < 0.6 for t, e in errors if t > settled), 'overshoot'
+    assert user.owned()
+    feedback = [m for _, m in user.got['feedback'] if m.controller_id == 'setpoint_controller']
+    assert feedback and all(m.accepted for m in feedback[-20:])
+    # input loss: without setpoints the target is discarded and only zeros go out
+    mark = time.monotonic() + 2.0
+    user.until(lambda: time.monotonic() > mark, 'setpoint timeout', timeout=5.0)
+    assert user.diag()['disarm_reason'] == 'setpoint_timeout'
+    zeros = [m for t, m in user.got['feedback'] if t > mark - 0.5]
+    assert zeros and all(m.requested.torque.z == 0.0 for m in zeros[-5:])
+    # shutdown releases the lease
+    controller.stop()                      # SIGINT: the node releases before it exits
+    user.until(lambda: any(m.state == ControlAuthorityState.STATE_UNOWNED and
+                           m.reason == 'lease_released' for _, m in user.got['authority']),
+               'the lease released on shutdown')

@@ -1,0 +1,42 @@
+"""The controller's mass properties from the proxy URDF, against the simulator's own."""
+
+import numpy as np
+from pylon_sim import proxy_model
+from pylon_sim.scenario import load_scenario
+from pylon_sim.vessel import mass_properties as sim_mass_properties
+from pylon_sim.vessel import part_masses
+from pylon_vehicle_control.vessel_model import mass_properties
+import pytest
+
+
+@pytest.mark.parametrize('scenario,key', [('orbit', 'sat'), ('orbit', 'target'),
+                                          ('surface', 'rover')])
+def test_mass_properties_match_the_simulator(scenario, key):
+    try:
+        vessel = load_scenario(scenario).vessel(key)
+    except KeyError:
+        pytest.skip(f'{scenario} has no vessel {key}')
+    spec = vessel.spec
+    resources = spec.initial_resources()
+    truth = sim_mass_properties(spec, resources)
+    urdf = proxy_model.build_urdf(spec, part_masses(spec, resources))
+    got = mass_properties(urdf)
+    assert got.mass == pytest.approx(truth.mass, rel=1e-5)
+    root = spec.parts[proxy_model.link_order(spec)[0]]
+    # the URDF is in the root link's frame: compare in the vessel frame's axes
+    from pylon_sim.vessel import rotation_matrix
+    rot = rotation_matrix(root.rotation)
+    com_vessel = np.asarray(root.position) + rot @ got.com
+    np.testing.assert_allclose(com_vessel, truth.com, atol=1e-4)
+    # the proxy draws every part as a box (a cylinder as its bounding box): its moments
+    # are the vessel's or somewhat larger, never smaller (the controller errs on the safe
+    # side: it expects less angular acceleration than it gets)
+    ratio = np.diag(rot @ got.inertia @ rot.T) / np.diag(truth.inertia)
+    assert np.all(ratio >= 1.0 - 1e-6) and np.all(ratio <= 1.4), ratio
+
+
+def test_unusable_models_are_refused():
+    with pytest.raises(ValueError):
+        mass_properties('<robot')
+    with pytest.raises(ValueError):
+        mass_properties('<robot name="x"><link name="a"/></robot>')
