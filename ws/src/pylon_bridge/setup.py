@@ -21,6 +21,8 @@ setup(
     entry_points={
         'console_scripts': [
             'udp_bridge = pylon_bridge.cli:main',
+            'description_relay = pylon_bridge.relays:description_relay_main',
+            'nearby_markers = pylon_bridge.relays:nearby_markers_main',
         ],
     },
 )
