@@ -10,8 +10,10 @@ wires them to topics and a timer of ``command_period_sec``:
 - inputs: ``/ksp_vessel/lifecycle``, ``/ksp_vessel/control/authority/state``,
   ``/ksp_vessel/control/wrench_feedback`` (only feedback on our own lease),
   ``setpoint_topic`` (ControlSetpoint), the state estimate ``state_topic`` (Odometry; the
-  demo estimator's by default) and ``/ksp_vessel/robot_description`` (mass and inertia,
-  ``vessel_model``). Never a ground-truth topic.
+  demo estimator's by default), the IMU (DETUMBLE needs only the body rate, so it works
+  before the estimate exists, e.g. while spinning too fast for the star tracker) and
+  ``/ksp_vessel/robot_description`` (mass and inertia, ``vessel_model``). Never a
+  ground-truth topic.
 - outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
   (exact zeros when disarmed or IDLE), and ``/setpoint_controller/diagnostics``.
 
@@ -39,8 +41,9 @@ from pylon_interfaces.msg import (
 )
 import rclpy
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import Imu
 from std_msgs.msg import String
 
 from pylon_vehicle_control import control_law, lease, parameters, ros_params, supervisor
@@ -73,6 +76,7 @@ class ControllerNode(Node):
         self.supervisor = supervisor.Supervisor(p['setpoint_timeout_sec'],
                                                 p['input_timeout_sec'])
         self.estimate: Odometry | None = None
+        self.imu_rate: tuple[float, float, float] | None = None
         self.estimate_frame = ''
         self.feedback: control_law.Feedback | None = None
         self.inertia = self.mass = None
@@ -100,6 +104,8 @@ class ControllerNode(Node):
             self.create_subscription(ControlSetpoint, p['setpoint_topic'], self._on_setpoint,
                                      COMMAND),
             self.create_subscription(Odometry, state_topic, self._on_state, COMMAND),
+            self.create_subscription(Imu, p['imu_topic'], self._on_imu,
+                                     qos_profile_sensor_data),
             self.create_subscription(String, '/ksp_vessel/robot_description',
                                      self._on_model, LATCHED)]
         self.timer = self.create_timer(p['command_period_sec'], self._tick)
@@ -168,6 +174,12 @@ class ControllerNode(Node):
         self.estimate_frame = msg.header.frame_id
         self.supervisor.on_input(time.monotonic())
 
+    def _on_imu(self, msg: Imu) -> None:
+        self.imu_rate = _xyz(msg.angular_velocity)
+        setpoint = self.supervisor.setpoint
+        if setpoint is not None and setpoint.mode == control_law.MODE_DETUMBLE:
+            self.supervisor.on_input(time.monotonic())
+
     def _on_model(self, msg: String) -> None:
         if not msg.data:
             return
@@ -189,7 +201,10 @@ class ControllerNode(Node):
         if not self.lease.owns(now):
             return
         est = self.estimate
-        if est is None:
+        if setpoint.mode == control_law.MODE_DETUMBLE and self.imu_rate is not None:
+            orientation, rate, position, velocity = (0.0, 0.0, 0.0, 1.0), self.imu_rate, \
+                None, None                             # the rate is all DETUMBLE needs
+        elif est is None:
             setpoint = control_law.Setpoint()         # no estimate yet: zeros only
             orientation, rate, position, velocity = (0.0, 0.0, 0.0, 1.0), (0.0,) * 3, \
                 None, None

@@ -59,6 +59,9 @@ PARAMETERS: tuple[Param, ...] = (
     Param('state_topic', '',
           'nav_msgs/Odometry state input; empty: the estimator /pylon_estimator/odometry',
           scope='node'),
+    Param('imu_topic', '/ksp_vessel/imu/data_raw',
+          'sensor_msgs/Imu input: the body rate DETUMBLE uses (before any estimate)',
+          scope='node'),
     # -- attitude --------------------------------------------------------------------------
     Param('attitude_hold_rate_limit_deg_s', 1.5,
           'deg/s, largest body rate the attitude loop commands (ATTITUDE_HOLD, SIX_DOF)',

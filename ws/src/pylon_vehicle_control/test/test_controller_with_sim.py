@@ -73,6 +73,20 @@ class User:
         msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = q
         self.pub.publish(msg)
 
+    def arm(self):
+        """Send MODE_IDLE until the controller says it is armed.
+
+        It starts disarmed after the first generation change, as after any fault.
+        """
+        self.until(lambda: self.pub.get_subscription_count() > 0, 'the setpoint subscriber')
+
+        def armed():
+            self.send(ControlSetpoint.MODE_IDLE)
+            return bool(self.got['diag']) and self.diag().get('armed') == 'True' and \
+                self.got['diag'][-1][0] > sent
+        sent = time.monotonic()
+        self.until(armed, 'the controller armed by MODE_IDLE')
+
     def diag(self):
         status = self.got['diag'][-1][1].status[0]
         return {kv.key: kv.value for kv in status.values}
@@ -97,7 +111,7 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     start_q = user.attitude()
     step = math.radians(10.0)
     target = quat_mul(start_q, (0.0, 0.0, math.sin(step / 2), math.cos(step / 2)))
-    user.send(ControlSetpoint.MODE_IDLE)
+    user.arm()
     t0 = time.monotonic()
     errors = []
     end = t0 + 16.0
@@ -129,3 +143,34 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     user.until(lambda: any(m.state == ControlAuthorityState.STATE_UNOWNED and
                            m.reason == 'lease_released' for _, m in user.got['authority']),
                'the lease released on shutdown')
+
+
+def test_detumble_from_0_3_rad_s_on_the_gyro_alone(ros_process, free_udp_port, ros_node,
+                                                   tmp_path):
+    from pylon_sim.scenario import resolve
+    import yaml
+    data = yaml.safe_load(resolve('orbit').read_text(encoding='utf-8'))
+    for vessel in data['vessels']:
+        if vessel['key'] == data.get('active', 'sat'):
+            vessel['angular_velocity'] = [0.0, 0.18, -0.24]           # |w| = 0.3 rad/s
+    scenario = tmp_path / 'orbit_spinning.yaml'
+    scenario.write_text(yaml.safe_dump(data), encoding='utf-8')
+    start(ros_process, free_udp_port, scenario=str(scenario))
+    ros_process(['attitude_estimator'], name='estimator')
+    ros_process(['setpoint_controller'], name='controller')
+    user = User(ros_node)
+    user.until(user.owned, 'the controller owning the lease', timeout=30.0)
+    user.until(lambda: user.got['twist'], 'ground truth rates')
+
+    def rate():
+        w = user.got['twist'][-1][1].twist.angular
+        return math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)
+    assert rate() == pytest.approx(0.3, abs=0.01)
+    assert not user.got['odom']            # too fast for the star tracker: no estimate yet
+    user.arm()
+    deadline = time.monotonic() + 30.0
+    while rate() >= 0.001 and time.monotonic() < deadline:
+        user.send(ControlSetpoint.MODE_DETUMBLE)
+        mark = time.monotonic() + 0.2
+        user.until(lambda mark=mark: time.monotonic() > mark, 'a spin', timeout=5.0)
+    assert rate() < 0.001, rate()

@@ -39,6 +39,7 @@ def test_node_level_parameters_are_listed():
         'priority': 0, 'lease_duration_sec': 1.0, 'suppress_sas': True,
         'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
         'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'state_topic': '',
+        'imu_topic': '/ksp_vessel/imu/data_raw',
     }
     assert parameters.param('attitude_hold_rate_limit_deg_s').default == 1.5
 
