@@ -21,5 +21,6 @@ setup(
     entry_points={'console_scripts': [
         'attitude_estimator = pylon_vehicle_control.estimator_node:main',
         'setpoint_controller = pylon_vehicle_control.controller_node:main',
+        'attitude_evaluator = pylon_vehicle_control.evaluator_node:main',
     ]},
 )

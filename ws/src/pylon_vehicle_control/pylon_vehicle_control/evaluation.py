@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pylon_vehicle_control import png_plot
+
 from .estimator import (
     ARCSEC,
     quat_conjugate,
@@ -254,12 +256,16 @@ def _rate_at(frame_times: np.ndarray, frame_omega: np.ndarray, t: float) -> np.n
 def evaluate_attitude(est_times: Sequence[float], est_q: Sequence[Sequence[float]],
                       truth_times: Sequence[float], truth_q_enu: Sequence[Sequence[float]],
                       frame_times: Sequence[float], frame_omega_enu: Sequence[Sequence[float]],
-                      tolerance: float = 0.02, n_align: int = 1) -> AttitudeEvaluation:
+                      tolerance: float = 0.02, n_align: int = 1,
+                      reference: tuple | None = None) -> AttitudeEvaluation:
     """Compare an inertial attitude series with the ENU ground truth.
 
-    ``est_q`` may be the estimator output (estimation error) or any other inertial attitude,
-    e.g. a setpoint (control error).  The alignment is estimated from the first ``n_align``
-    synchronised pairs and then carried forward by the frame rate sampled at ``frame_times``.
+    ``est_q`` is the estimator output; the alignment between the inertial and the ENU
+    frame is estimated from the first ``n_align`` synchronised estimate/truth pairs and
+    then carried forward by the frame rate sampled at ``frame_times``. Without
+    ``reference`` the errors are estimate vs truth; with ``reference = (times, q)`` (e.g.
+    the setpoints, inertial) they are the reference in force at each pair (the last one at
+    or before it; pairs before the first are skipped) vs the truth: the control error.
     Series must be sorted by time.
     """
     est_t = np.asarray(est_times, dtype=float)
@@ -275,12 +281,20 @@ def evaluate_attitude(est_times: Sequence[float], est_q: Sequence[Sequence[float
     alignment = EnuInertialAlignment.from_pairs(
         [tr_t[j] for _, j in head], [est_q[i] for i, _ in head],
         [truth_q_enu[j] for _, j in head], _rate_at(fr_t, fr_w, t0))
+    ref_t = np.asarray(reference[0], dtype=float) if reference is not None else None
     times, angles, body = [], [], []
     for i, j in pairs:
         t = tr_t[j]
         alignment.advance(t, _rate_at(fr_t, fr_w, t))
         q_true = alignment.attitude_to_inertial(truth_q_enu[j])
-        e = body_axis_error(est_q[i], q_true)
+        if ref_t is None:
+            q_compare = est_q[i]
+        else:
+            k = int(np.searchsorted(ref_t, t, side='right')) - 1
+            if k < 0:
+                continue
+            q_compare = reference[1][k]
+        e = body_axis_error(q_compare, q_true)
         times.append(t)
         angles.append(np.linalg.norm(e) / ARCSEC)
         body.append(e / ARCSEC)
@@ -303,9 +317,16 @@ def plot_error_series(path: str | Path, times: Sequence[float], series: dict,
                       ylabel: str = 'error [arcsec]', title: str = '') -> bool:
     """Write a PNG of one or more error series over time; ``series`` maps label -> (N,) or (N,k).
 
-    Returns ``False`` without writing anything when matplotlib is not importable.
+    Uses matplotlib when it is importable (labels, legend); otherwise ``png_plot`` draws
+    the same series without text, in order red, green, blue, black, ... Returns whether
+    matplotlib drew it.
     """
     if not matplotlib_available():
+        columns = []
+        for values in series.values():
+            v = np.asarray(values, dtype=float)
+            columns += [v] if v.ndim == 1 else [v[:, k] for k in range(v.shape[1])]
+        png_plot.write_line_chart(path, times, columns)
         return False
     import matplotlib
     matplotlib.use('Agg')

@@ -93,9 +93,12 @@ class User:
 
 
 def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
-        ros_process, free_udp_port, ros_node):
+        ros_process, free_udp_port, ros_node, tmp_path):
     start(ros_process, free_udp_port)
     ros_process(['attitude_estimator'], name='estimator')
+    evaluator = ros_process(['attitude_evaluator', '--ros-args', '-p',
+                             f'output_dir:={tmp_path}', '-p', 'print_period_sec:=1.0'],
+                            name='evaluator')
     controller = ros_process(['setpoint_controller'], name='controller')
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease', timeout=30.0)
@@ -140,6 +143,10 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     assert zeros and all(m.requested.torque.z == 0.0 for m in zeros[-5:])
     # shutdown releases the lease
     controller.stop()                      # SIGINT: the node releases before it exits
+    evaluator.stop()                       # SIGINT: RMS printed, CSV and PNG written
+    assert 'estimate RMS [arcsec]' in evaluator.log()
+    assert (tmp_path / 'attitude_errors.csv').read_text().startswith('t_s,')
+    assert (tmp_path / 'attitude_errors.png').read_bytes()[:4] == b'\x89PNG'
     user.until(lambda: any(m.state == ControlAuthorityState.STATE_UNOWNED and
                            m.reason == 'lease_released' for _, m in user.got['authority']),
                'the lease released on shutdown')

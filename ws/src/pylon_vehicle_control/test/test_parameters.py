@@ -59,3 +59,12 @@ def test_control_params_cover_the_control_rows():
 def test_bad_values_are_refused(name, value):
     with pytest.raises(ValueError):
         parameters.check_value(name, value)
+
+
+def test_the_readme_documents_every_parameter():
+    from pathlib import Path
+
+    from pylon_vehicle_control import estimator
+    readme = (Path(__file__).resolve().parents[1] / 'README.md').read_text(encoding='utf-8')
+    for row in (*parameters.PARAMETERS, *estimator.PARAMETERS):
+        assert f'| `{row.name}` | `{row.default!r}` |' in readme, row.name
