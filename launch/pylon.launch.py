@@ -66,34 +66,30 @@ def _setup(context):
         return LaunchConfiguration(name).perform(context)
 
     use_real_ksp = bool(pc.parse_bool(arg('use_real_ksp')))
-    selected = pc.effective(pc.select(arg('components')), use_real_ksp)
     overlays = pc.split_list(arg('overlays'))
     external = pc.select(arg('external_components')) if arg('external_components') else ()
-    bridge = pc.bridge_parameters(
-        (*selected, *external), disable_ground_truth=pc.parse_bool(arg('disable_ground_truth')),
-        use_real_ksp=use_real_ksp, bridge_host=arg('bridge_host'), ksp_host=arg('ksp_host'))
-
-    actions = [LogInfo(msg=f'pylon: components {",".join(selected) or "(none)"}; '
+    planned = pc.plan(arg('components'), overlays=overlays, scenario=arg('scenario'),
+                      external=external,
+                      disable_ground_truth=pc.parse_bool(arg('disable_ground_truth')),
+                      use_real_ksp=use_real_ksp, bridge_host=arg('bridge_host'),
+                      ksp_host=arg('ksp_host'))
+    components = sorted({p.component for p in planned}, key=list(pc.COMPONENTS).index)
+    actions = [LogInfo(msg=f'pylon: components {",".join(components) or "(none)"}; '
                            f'overlays {",".join(overlays) or "(none)"}'
                            + ('; use_real_ksp: no simulator' if use_real_ksp else ''))]
-    for name in selected:
-        for proc in pc.COMPONENTS[name].processes:
-            if not proc.ros_node:
-                actions.append(ExecuteProcess(
-                    cmd=[ExecutableInPackage(proc.executable, proc.package),
-                         *pc.sim_arguments(arg('scenario'))],
-                    name=proc.executable, output='screen', emulate_tty=True))
-                continue
-            fixed = dict(proc.parameters)
-            if name == 'bridge':
-                fixed.update(bridge)
-            parameters = [str(f) for f in pc.parameter_files(name, overlays, proc)]
-            if fixed:
-                parameters.append(_typed(fixed))
-            actions.append(Node(
-                package=proc.package, executable=proc.executable, name=proc.node,
-                parameters=parameters, remappings=list(proc.remappings),
-                arguments=list(proc.arguments), output='screen', emulate_tty=True))
+    for proc in planned:
+        if proc.node is None:
+            actions.append(ExecuteProcess(
+                cmd=[ExecutableInPackage(proc.executable, proc.package), *proc.arguments],
+                name=proc.executable, output='screen', emulate_tty=True))
+            continue
+        parameters = list(proc.parameter_files)
+        if proc.parameters:
+            parameters.append(_typed(dict(proc.parameters)))
+        actions.append(Node(
+            package=proc.package, executable=proc.executable, name=proc.node,
+            parameters=parameters, remappings=list(proc.remappings),
+            arguments=list(proc.arguments), output='screen', emulate_tty=True))
     return actions
 
 

@@ -231,10 +231,17 @@ def parameter_files(component: str, overlays: Sequence[str] = (),
     return files
 
 
-def sim_arguments(scenario: str = DEFAULT_SCENARIO) -> list[str]:
-    """Return the simulator's command-line arguments after the executable."""
-    return ['--scenario', scenario, *SIM.processes[0].arguments,
-            '--control-safety', str(CONTROL_SAFETY)]
+def sim_arguments(scenario: str = DEFAULT_SCENARIO, ports: Sequence[int] | None = None,
+                  ) -> list[str]:
+    """Return the simulator's command-line arguments after the executable.
+
+    ``ports`` = (state, command, admin) replaces the default ports (tests, a second demo).
+    """
+    args = list(SIM.processes[0].arguments)
+    if ports is not None:
+        for flag, port in zip(('--state-port', '--command-port', '--admin-port'), ports):
+            args[args.index(flag) + 1] = str(port)
+    return ['--scenario', scenario, *args, '--control-safety', str(CONTROL_SAFETY)]
 
 
 def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None = None,
@@ -255,6 +262,86 @@ def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None
         params['host'] = bridge_host
         params['command_host'] = ksp_host
     return params
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One process to start, fully resolved: what the launch file and the native runner run.
+
+    ``parameter_files`` are absolute paths in order (base files, then overlays);
+    ``parameters`` are fixed values applied after them; ``arguments`` come right after the
+    executable (for a ROS node: before ``--ros-args``).
+    """
+
+    component: str
+    package: str
+    executable: str
+    node: str | None
+    arguments: tuple[str, ...]
+    parameter_files: tuple[str, ...]
+    parameters: tuple[tuple[str, object], ...]
+    remappings: tuple[tuple[str, str], ...]
+
+
+def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
+         scenario: str = DEFAULT_SCENARIO, external: Sequence[str] = (),
+         disable_ground_truth: bool | None = None, use_real_ksp: bool = False,
+         bridge_host: str = '0.0.0.0', ksp_host: str = LOOPBACK,
+         ports: Sequence[int] | None = None) -> list[Planned]:
+    """Return every process of the selected components, in start order, resolved.
+
+    ``ports`` = (state, command, admin) replaces the default UDP ports for simulator and
+    bridge alike (fixed bridge parameters after its files); None keeps the files' ports.
+    """
+    selected = effective(select(components), use_real_ksp)
+    bridge = bridge_parameters((*selected, *external), disable_ground_truth=disable_ground_truth,
+                               use_real_ksp=use_real_ksp, bridge_host=bridge_host,
+                               ksp_host=ksp_host)
+    if ports is not None:
+        bridge.update(port=int(ports[0]), command_port=int(ports[1]))
+    out = []
+    for name in selected:
+        for proc in COMPONENTS[name].processes:
+            if not proc.ros_node:
+                out.append(Planned(name, proc.package, proc.executable, None,
+                                   tuple(sim_arguments(scenario, ports)), (), (), ()))
+                continue
+            fixed = dict(proc.parameters)
+            if name == 'bridge':
+                fixed.update(bridge)
+            files = tuple(str(f) for f in parameter_files(name, overlays, proc))
+            out.append(Planned(name, proc.package, proc.executable, proc.node,
+                               tuple(proc.arguments), files, tuple(fixed.items()),
+                               tuple(proc.remappings)))
+    return out
+
+
+def _ros_value(value: object) -> str:
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, str):
+        return yaml.safe_dump(value, default_style="'").strip()   # always a string
+    return str(value)
+
+
+def command_line(planned: Planned) -> list[str]:
+    """Return the command line of a planned process (its executable name first).
+
+    A ROS node gets ``--ros-args -r __node:=<node>``, a ``--params-file`` per file, a
+    ``-p name:=value`` per fixed parameter and a ``-r from:=to`` per remapping, which is
+    what ``launch_ros`` passes for the same ``Node``.
+    """
+    cmd = [planned.executable, *planned.arguments]
+    if planned.node is None:
+        return cmd
+    cmd += ['--ros-args', '-r', f'__node:={planned.node}']
+    for path in planned.parameter_files:
+        cmd += ['--params-file', path]
+    for name, value in planned.parameters:
+        cmd += ['-p', f'{name}:={_ros_value(value)}']
+    for src, dst in planned.remappings:
+        cmd += ['-r', f'{src}:={dst}']
+    return cmd
 
 
 def parse_bool(text: str | bool | None) -> bool | None:

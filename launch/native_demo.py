@@ -1,0 +1,301 @@
+"""``make demo``: the demo natively, without ``launch`` (not on PyPI), from the same plan.
+
+Starts ``DEMO_COMPONENTS`` (simulator, bridge, estimator, controller) with exactly the
+command lines ``pylon_components.plan`` gives (the launch file starts the same plan), then
+flies a manoeuvre as a user would, through ``/setpoint_controller/setpoint``: MODE_IDLE
+(arms the controller), DETUMBLE until the body rate is below 0.001 rad/s (or 10 s), then
+ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held.
+Every second it prints a status line: session state, vessel, lease owner, phase, attitude
+error to the target (from the estimate), and topic rates. With ``DEMO_SECONDS=N`` it stops
+after N seconds and prints a summary (time to the first ACTIVE lifecycle and to the lease,
+the final attitude error); without, Ctrl-C stops it. Exit status 0 unless a process died or
+nothing came up. Process logs go to ``$DEMO_LOG_DIR`` (default: a temporary directory,
+printed). ``DEMO_OVERLAYS`` (comma list) and ``DEMO_SCENARIO`` select overlays and the
+scenario; ``--ports STATE,COMMAND,ADMIN`` moves the UDP ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pylon_components as pc  # noqa: E402
+
+DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller')
+SLEW_DEG = 30.0
+DETUMBLE_DONE_RAD_S = 0.001
+SETPOINT_PERIOD_SEC = 0.2
+
+
+def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None) -> list:
+    """Return the demo's processes: ``pylon_components.plan`` of ``DEMO_COMPONENTS``."""
+    return pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports)
+
+
+def command_lines(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None) -> list[list[str]]:
+    """Return the command line of every demo process, in start order."""
+    return [pc.command_line(p) for p in planned(overlays, scenario, ports)]
+
+
+class Processes:
+    """The demo's child processes, each in its own process group with a log file."""
+
+    def __init__(self, log_dir: Path) -> None:
+        """Log into ``log_dir``."""
+        self.log_dir = log_dir
+        self.running: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self, name: str, cmd: list[str]) -> None:
+        """Start one process."""
+        log = open(self.log_dir / f'{name}.log', 'wb')
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        self.running.append((name, proc))
+
+    def dead(self) -> list[str]:
+        """Return the names of processes that exited."""
+        return [name for name, proc in self.running if proc.poll() is not None]
+
+    def stop(self) -> None:
+        """SIGINT every process (newest first), then SIGTERM, then SIGKILL."""
+        for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+            alive = [(n, p) for n, p in reversed(self.running) if p.poll() is None]
+            for _, proc in alive:
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + wait
+            while any(p.poll() is None for _, p in alive) and time.monotonic() < end:
+                time.sleep(0.05)
+
+
+class Pilot:
+    """The demo's ROS node: setpoints out, status in."""
+
+    def __init__(self) -> None:
+        """Create the node and its subscriptions."""
+        from nav_msgs.msg import Odometry
+        from pylon_interfaces.msg import (
+            ControlAuthorityState,
+            ControlSetpoint,
+            VesselLifecycle,
+            WrenchFeedback,
+        )
+        import rclpy
+        from rclpy.qos import (
+            DurabilityPolicy,
+            qos_profile_sensor_data,
+            QoSProfile,
+            ReliabilityPolicy,
+        )
+        from sensor_msgs.msg import Imu
+        self.rclpy, self.Setpoint = rclpy, ControlSetpoint
+        rclpy.init()
+        self.node = rclpy.create_node('pylon_demo')
+        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.lifecycle = self.authority = self.odom = self.imu = None
+        self.counts = {'imu': 0, 'odometry': 0, 'wrench_feedback': 0}
+        self.first_active = self.first_owned = None
+        self.t0 = time.monotonic()
+
+        def on_life(msg):
+            self.lifecycle = msg
+            if msg.state in (VesselLifecycle.STATE_ACTIVE, VesselLifecycle.STATE_CHANGED) \
+                    and self.first_active is None:
+                self.first_active = time.monotonic() - self.t0
+
+        def on_authority(msg):
+            self.authority = msg
+            if msg.state == ControlAuthorityState.STATE_OWNED and self.first_owned is None:
+                self.first_owned = time.monotonic() - self.t0
+
+        def count(name, attr=None):
+            def callback(msg):
+                self.counts[name] += 1
+                if attr:
+                    setattr(self, attr, msg)
+            return callback
+        n = self.node
+        self.subs = [
+            n.create_subscription(VesselLifecycle, '/ksp_vessel/lifecycle', on_life, latched),
+            n.create_subscription(ControlAuthorityState, '/ksp_vessel/control/authority/state',
+                                  on_authority, latched),
+            n.create_subscription(Odometry, '/pylon_estimator/odometry',
+                                  count('odometry', 'odom'), reliable),
+            n.create_subscription(Imu, '/ksp_vessel/imu/data_raw', count('imu', 'imu'),
+                                  qos_profile_sensor_data),
+            n.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
+                                  count('wrench_feedback'), reliable)]
+        self.pub = n.create_publisher(ControlSetpoint, '/setpoint_controller/setpoint',
+                                      reliable)
+
+    def spin(self, seconds: float) -> None:
+        """Process callbacks for ``seconds``."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.rclpy.spin_once(self.node, timeout_sec=max(0.0, end - time.monotonic()))
+
+    def send(self, mode: int, q=(0.0, 0.0, 0.0, 1.0)) -> None:
+        """Publish one setpoint."""
+        msg = self.Setpoint(mode=mode)
+        msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = q
+        self.pub.publish(msg)
+
+    def body_rate(self) -> float | None:
+        """Return the IMU's body rate magnitude (rad/s)."""
+        if self.imu is None:
+            return None
+        w = self.imu.angular_velocity
+        return math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)
+
+    def attitude(self):
+        """Return the estimated attitude (x, y, z, w), or None."""
+        if self.odom is None:
+            return None
+        o = self.odom.pose.pose.orientation
+        return (o.x, o.y, o.z, o.w)
+
+    def close(self) -> None:
+        """Destroy the node."""
+        self.node.destroy_node()
+        self.rclpy.try_shutdown()
+
+
+def quat_mul(a, b):
+    """Return the Hamilton product ``a b`` (x, y, z, w)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+
+
+def angle_deg(a, b) -> float:
+    """Return the rotation angle between two attitudes in degrees."""
+    dot = abs(sum(x * y for x, y in zip(a, b)))
+    return math.degrees(2.0 * math.acos(min(1.0, dot)))
+
+
+STATES = {0: 'UNAVAILABLE', 1: 'ACTIVE', 2: 'CHANGED', 3: 'STALE'}
+
+
+def status_line(pilot: Pilot, phase: str, error: float | None, rates: dict) -> str:
+    """Return one line of demo status."""
+    life = pilot.lifecycle
+    session = STATES.get(life.state, '?') if life else 'waiting'
+    vessel = f'{life.vessel_name or "-"}' if life else '-'
+    owner = pilot.authority.controller_id or '-' if pilot.authority else '-'
+    err = f'{error:7.3f}°' if error is not None else '    -  '
+    rate_text = ' '.join(f'{k} {v:4.1f}Hz' for k, v in rates.items())
+    return (f'session {session:<11} vessel {vessel:<10} lease {owner:<20} {phase:<13} '
+            f'error {err} | {rate_text}')
+
+
+def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
+        ) -> int:
+    """Start the processes, fly, print; return the exit status."""
+    procs = Processes(log_dir)
+    print(f'demo: logs in {log_dir}', flush=True)
+    for proc, cmd in zip(planned(overlays, scenario, ports),
+                         command_lines(overlays, scenario, ports)):
+        print(f'demo: starting {" ".join(cmd)}', flush=True)
+        procs.start(proc.executable, cmd)
+    pilot = Pilot()
+    phase, target, error = 'starting', None, None
+    detumble_since = None
+    start = time.monotonic()
+    last_print, last_counts = start, dict(pilot.counts)
+    stopping = []
+    signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    status = 0
+    try:
+        while not stopping:
+            now = time.monotonic()
+            if seconds is not None and now - start >= seconds:
+                break
+            dead = procs.dead()
+            if dead:
+                print(f'\ndemo: {", ".join(dead)} exited; see {log_dir}', flush=True)
+                status = 1
+                break
+            owned = pilot.authority is not None and pilot.authority.state == 1 and \
+                pilot.authority.controller_id == 'setpoint_controller'
+            if phase == 'starting' and owned:
+                phase = 'arming'
+            elif phase == 'arming':
+                pilot.send(pilot.Setpoint.MODE_IDLE)
+                phase, detumble_since = 'detumble', now + 1.0
+            elif phase == 'detumble' and now >= detumble_since:
+                pilot.send(pilot.Setpoint.MODE_DETUMBLE)
+                rate = pilot.body_rate()
+                if (rate is not None and rate < DETUMBLE_DONE_RAD_S and pilot.attitude()) \
+                        or now - detumble_since > 10.0 and pilot.attitude():
+                    q = pilot.attitude()
+                    half = math.radians(SLEW_DEG) / 2.0
+                    target = quat_mul(q, (0.0, 0.0, math.sin(half), math.cos(half)))
+                    phase = 'slew/hold'
+            elif phase == 'detumble':
+                pilot.send(pilot.Setpoint.MODE_IDLE)
+            elif phase == 'slew/hold':
+                pilot.send(pilot.Setpoint.MODE_ATTITUDE_HOLD, target)
+                error = angle_deg(pilot.attitude(), target)
+            pilot.spin(SETPOINT_PERIOD_SEC)
+            if time.monotonic() - last_print >= 1.0:
+                span = time.monotonic() - last_print
+                rates = {k: (pilot.counts[k] - last_counts[k]) / span for k in pilot.counts}
+                last_print, last_counts = time.monotonic(), dict(pilot.counts)
+                line = status_line(pilot, phase, error, rates)
+                end = '\r' if sys.stdout.isatty() else '\n'
+                print(line, end=end, flush=True)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        summary = {'seconds': round(time.monotonic() - start, 1),
+                   'first_active_s': None if pilot.first_active is None
+                   else round(pilot.first_active, 2),
+                   'lease_owned_s': None if pilot.first_owned is None
+                   else round(pilot.first_owned, 2),
+                   'phase': phase,
+                   'final_attitude_error_deg': None if error is None else round(error, 4),
+                   'processes_exited': procs.dead(), 'logs': str(log_dir)}
+        pilot.close()
+        procs.stop()
+    if status == 0 and (pilot.first_active is None or pilot.first_owned is None):
+        status = 1
+    print(f'\ndemo summary: {json.dumps(summary)}', flush=True)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options and run the demo."""
+    parser = argparse.ArgumentParser(prog='make demo', description=__doc__.splitlines()[0])
+    parser.add_argument('--ports', help='STATE,COMMAND,ADMIN UDP ports (default 49010-49012)')
+    parser.add_argument('--print-commands', action='store_true',
+                        help='print the command lines as JSON and exit')
+    args = parser.parse_args(argv)
+    ports = tuple(int(p) for p in args.ports.split(',')) if args.ports else None
+    overlays = pc.split_list(os.environ.get('DEMO_OVERLAYS', ''))
+    scenario = os.environ.get('DEMO_SCENARIO', pc.DEFAULT_SCENARIO)
+    if args.print_commands:
+        print(json.dumps(command_lines(overlays, scenario, ports)))
+        return 0
+    seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
+    log_dir = Path(os.environ.get('DEMO_LOG_DIR') or tempfile.mkdtemp(prefix='pylon_demo_'))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return run(seconds, overlays, scenario, ports, log_dir)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The launch file and the native runner start the same nodes with the same parameter files.
+
+``launch`` and ``launch_ros`` are not on PyPI, so the launch file runs here against small
+recording stand-ins of the handful of classes it uses; what it asks them to start is
+compared with the native runner's command lines (``launch/native_demo.py``).
+"""
+
+import importlib.util
+from pathlib import Path
+import sys
+import types
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Recorder:
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration:
+    values: dict = {}
+
+    def __init__(self, name):
+        self.name = name
+
+    def perform(self, context):
+        return context[self.name]
+
+
+@pytest.fixture
+def launch_file(monkeypatch):
+    stubs = {
+        'launch': {}, 'launch.actions': {
+            'DeclareLaunchArgument': _Recorder, 'ExecuteProcess': _Recorder,
+            'LogInfo': _Recorder, 'OpaqueFunction': _Recorder},
+        'launch.launch_description': {'LaunchDescription': _Recorder},
+        'launch.substitutions': {'LaunchConfiguration': _LaunchConfiguration},
+        'launch_ros': {}, 'launch_ros.actions': {'Node': _Recorder},
+        'launch_ros.parameter_descriptions': {
+            'ParameterValue': lambda value, value_type=None: value},
+        'launch_ros.substitutions': {
+            'ExecutableInPackage': lambda executable, package: executable},
+    }
+    for name, attrs in stubs.items():
+        module = types.ModuleType(name)
+        for key, value in attrs.items():
+            setattr(module, key, value)
+        monkeypatch.setitem(sys.modules, name, module)
+    return _module('pylon_launch_under_test', ROOT / 'launch' / 'pylon.launch.py')
+
+
+def _context(launch, **values):
+    context = {name: default for name, default, _ in launch.ARGUMENTS}
+    context.update(values)
+    return context
+
+
+def _as_commands(actions):
+    """Turn the recorded launch actions into command lines as launch_ros builds them."""
+    out = []
+    for action in actions:
+        kw = action.kwargs
+        if 'cmd' in kw:                                     # ExecuteProcess: the simulator
+            out.append(list(kw['cmd']))
+        elif 'package' in kw:                               # Node
+            cmd = [kw['executable'], *kw['arguments'], '--ros-args', '-r',
+                   f'__node:={kw["name"]}']
+            fixed = {}
+            for entry in kw['parameters']:
+                if isinstance(entry, dict):
+                    fixed.update(entry)
+                else:
+                    cmd += ['--params-file', entry]
+            for name, value in fixed.items():
+                value = ('true' if value else 'false') if isinstance(value, bool) else (
+                    f"'{value}'" if isinstance(value, str) else str(value))
+                cmd += ['-p', f'{name}:={value}']
+            for src, dst in kw['remappings']:
+                cmd += ['-r', f'{src}:={dst}']
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.parametrize('overlays', ['', 'fast_slew', 'no_ground_truth,fast_slew'])
+def test_launch_and_native_demo_start_the_same_processes(launch_file, overlays):
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    components = ','.join(native.DEMO_COMPONENTS)
+    actions = launch_file._setup(_context(launch_file, components=components,
+                                          overlays=overlays))
+    launched = _as_commands(actions)
+    expected = native.command_lines(overlays=[o for o in overlays.split(',') if o])
+    assert launched == expected
+    executables = [cmd[0] for cmd in launched]
+    assert executables == ['pylon_sim', 'udp_bridge', 'setpoint_controller',
+                           'attitude_estimator']
+    files = [arg for cmd in launched for i, arg in enumerate(cmd)
+             if i and cmd[i - 1] == '--params-file']
+    assert str(ROOT / 'config' / 'pylon_bridge.yaml') in files
+    assert str(ROOT / 'config' / 'setpoint_controller.yaml') in files
+    assert str(ROOT / 'config' / 'attitude_estimator.yaml') in files
+
+
+def test_launch_sets_the_static_tf_switch_with_robot_state_publisher(launch_file):
+    actions = launch_file._setup(_context(launch_file, components='bridge,rsp'))
+    bridge = next(a for a in actions if a.kwargs.get('executable') == 'udp_bridge')
+    fixed = {k: v for entry in bridge.kwargs['parameters'] if isinstance(entry, dict)
+             for k, v in entry.items()}
+    assert fixed['publish_proxy_static_tf'] is False
+    actions = launch_file._setup(_context(launch_file, components='bridge'))
+    bridge = next(a for a in actions if a.kwargs.get('executable') == 'udp_bridge')
+    fixed = {k: v for entry in bridge.kwargs['parameters'] if isinstance(entry, dict)
+             for k, v in entry.items()}
+    assert fixed['publish_proxy_static_tf'] is True
