@@ -96,7 +96,7 @@ SIM = Component('sim', 'pylon_sim: KSP with the PyLoN mod, headless (not a ROS n
     Process('pylon_sim', 'pylon_sim', None, arguments=(
         '--state-host', LOOPBACK, '--state-port', str(STATE_PORT),
         '--command-host', LOOPBACK, '--command-port', str(COMMAND_PORT),
-        '--admin-port', str(ADMIN_PORT))),
+        '--admin-port', str(ADMIN_PORT), '--servo-joints')),
 ))
 BRIDGE = Component('bridge', 'udp_bridge: PyLoN UDP datagrams <-> ROS 2 topics', (
     Process('pylon_bridge', 'udp_bridge', 'udp_bridge',

@@ -153,6 +153,11 @@ OPTIONS: tuple[Option, ...] = (
     _option('allow_remote_models', bool, False,
             'accept vessel model (URDF) datagrams from non-loopback senders',
             GROUP_BEHAVIOUR),
+    _option('allow_servo_joints', bool, False,
+            'accept the proxy-model extension in which a servo part hangs on a revolute or '
+            'prismatic joint named as its joint_states entry (pylon_sim --servo-joints); '
+            "the mod's own fixed-joint models are checked as strictly either way",
+            GROUP_BEHAVIOUR),
     _option('publish_proxy_static_tf', bool, True,
             "publish the proxy model's fixed joints on /tf_static; turn off when "
             'robot_state_publisher publishes them from robot_description', GROUP_BEHAVIOUR),

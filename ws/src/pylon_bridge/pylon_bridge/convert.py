@@ -244,6 +244,23 @@ def joint_transform(joint, stamp: float) -> TransformStamped:
     return transform(stamp, joint.parent, joint.child, joint.xyz, frames.quat_from_rpy(*joint.rpy))
 
 
+def servo_joint_transform(joint, position: float, stamp: float) -> TransformStamped:
+    """Return ``parent → child`` of a servo joint (extension) at ``position``.
+
+    Revolute: the origin, then a rotation by ``position`` rad about ``axis`` (joint frame);
+    prismatic: the origin, then a translation by ``position`` m along ``axis``; as
+    robot_state_publisher computes it.
+    """
+    q_origin = frames.quat_from_rpy(*joint.rpy)
+    if joint.type == 'revolute':
+        rotation = frames.quat_multiply(q_origin, frames.quat_from_axis_angle(joint.axis,
+                                                                            position))
+        return transform(stamp, joint.parent, joint.child, joint.xyz, rotation)
+    m = np.array(frames.quat_to_matrix(q_origin))
+    offset = np.asarray(joint.xyz) + m @ (np.asarray(joint.axis) * position)
+    return transform(stamp, joint.parent, joint.child, offset, q_origin)
+
+
 def proxy_static_transforms(model: Model, stamp: float) -> list[TransformStamped]:
     """Return the fixed joints of the proxy model, parent before child."""
     return [joint_transform(joint, stamp) for joint in model.structure.joints

@@ -93,6 +93,7 @@ class CoreConfig:
     topic_timeout_sec: float = 3.0
     disable_ground_truth: bool = False
     allow_remote_models: bool = False
+    allow_servo_joints: bool = False
     publish_proxy_static_tf: bool = True
     max_datagram_bytes: int = 65535
     world_frame: str = 'pylon_ground_truth_enu'
@@ -109,7 +110,8 @@ class BridgeCore:
         self.stats = Stats()
         self.session = SessionTracker()
         self.clock = UtClock()
-        self.models = ModelAssembler(allow_remote=config.allow_remote_models)
+        self.models = ModelAssembler(allow_remote=config.allow_remote_models,
+                                     allow_servo_joints=config.allow_servo_joints)
         self.lifecycle = Lifecycle('' if config.disable_ground_truth else config.world_frame)
         self.last_seen: dict[tuple[str, str], float] = {}   # (key, id) -> time of last data
         self.paused = False
@@ -364,10 +366,20 @@ class BridgeCore:
             return self._drop('paused', 'pylon_motor_state while paused')
         self.motors[packet['name']] = packet
         stamp = self._stamp(packet, ros_now)
-        return [self._publish('joint_states',
-                              convert.joint_state(self.motors.values(), stamp), now),
-                self._publish('actuators/servo/state',
-                              convert.motor_state(packet, ros_now, self.config.body_frame), now)]
+        out = [self._publish('joint_states',
+                             convert.joint_state(self.motors.values(), stamp), now),
+               self._publish('actuators/servo/state',
+                             convert.motor_state(packet, ros_now, self.config.body_frame), now)]
+        if self.model is not None and self.config.publish_proxy_static_tf:
+            # the servo joints of the extension move: the bridge animates them on /tf
+            # (robot_state_publisher does it instead when it runs)
+            moving = [j for j in self.model.structure.joints
+                      if j.type in ('revolute', 'prismatic') and j.name in self.motors]
+            if moving:
+                out.append(self._publish('tf', TFMessage(transforms=[
+                    convert.servo_joint_transform(j, self.motors[j.name]['position'], stamp)
+                    for j in moving]), now))
+        return out
 
     def _star_tracker(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         if self.paused:

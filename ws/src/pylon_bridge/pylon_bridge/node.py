@@ -57,6 +57,7 @@ class UdpBridge(Node):
         self.core = BridgeCore(CoreConfig(
             topic_timeout_sec=o.topic_timeout_sec, disable_ground_truth=o.disable_ground_truth,
             allow_remote_models=o.allow_remote_models,
+            allow_servo_joints=o.allow_servo_joints,
             publish_proxy_static_tf=o.publish_proxy_static_tf,
             max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True))
         # system time unless the node runs on /clock: then ask the ROS clock each time

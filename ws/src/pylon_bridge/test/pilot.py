@@ -91,13 +91,13 @@ class Pilot:
         return msg
 
 
-def start(ros_process, free_udp_port, scenario='orbit'):
+def start(ros_process, free_udp_port, scenario='orbit', sim_args=(), bridge_args=()):
     state_port, command_port, admin_port = free_udp_port(), free_udp_port(), free_udp_port()
     ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
-                 '--command-port', str(command_port)], name='bridge')
+                 '--command-port', str(command_port), *bridge_args], name='bridge')
     ros_process(['pylon_sim', '--scenario', scenario, '--state-port', str(state_port),
-                 '--command-port', str(command_port), '--admin-port', str(admin_port)],
-                name='sim')
+                 '--command-port', str(command_port), '--admin-port', str(admin_port),
+                 *sim_args], name='sim')
     return admin_port
 
 

@@ -1,6 +1,7 @@
 """Typed actuators end to end: each commanded through udp_bridge, its state observed."""
 
 import time
+import xml.etree.ElementTree as ET  # noqa: N817
 
 from pilot import acquire, COMMAND, LATCHED, Pilot, SAT, start
 from pylon_interfaces.msg import (
@@ -17,10 +18,13 @@ from pylon_interfaces.msg import (
     WheelCommand,
     WheelState,
 )
+from pylon_protocol import frames
 from pylon_sim.admin import request
 import pytest
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 
 pytestmark = pytest.mark.integration
 
@@ -169,3 +173,50 @@ def test_separation_fires_once_under_a_lease(ros_process, free_udp_port, ros_nod
     fired = pilot.wait_for('separation', lambda m: m.id == 'decoupler_9900002_0' and
                            m.separated, since, 'the decoupler fired')
     assert not fired.available and fired.mechanism == 'decoupler'
+
+
+def test_servo_joint_extension_moves_the_proxy_on_tf(ros_process, free_udp_port, ros_node):
+    start(ros_process, free_udp_port, scenario='surface', sim_args=['--servo-joints'],
+          bridge_args=['--allow-servo-joints'])
+    pilot = Actuators(ros_node)
+    models, tfs = [], []
+    pilot.subs += [
+        ros_node.create_subscription(String, '/ksp_vessel/robot_description', models.append,
+                                     LATCHED),
+        ros_node.create_subscription(TFMessage, '/tf', tfs.append,
+                                     QoSProfile(depth=200,
+                                                reliability=ReliabilityPolicy.RELIABLE))]
+    pilot.ready()
+    pilot.until(lambda: any(m.data for m in models), 'the proxy model')
+    urdf = next(m.data for m in reversed(models) if m.data)
+    joint = ET.fromstring(urdf).find("joint[@name='mast_hinge']")
+    assert joint is not None and joint.get('type') == 'revolute'
+    child = joint.find('child').get('link')
+    axis = [float(v) for v in joint.find('axis').get('xyz').split()]
+    assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
+    since = pilot.send('servo', MotorCommand(id='mast_hinge', enabled=True,
+                                             mode=MotorCommand.MODE_POSITION, position=0.3,
+                                             timeout_sec=5.0), vessel=ROVER)
+    pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
+                   since, 'the joint at 0.3 rad', timeout=20.0)
+
+    rpy = [float(v) for v in joint.find('origin').get('rpy').split()]
+    expected = frames.quat_multiply(frames.quat_from_rpy(*rpy),
+                                    frames.quat_from_axis_angle(axis, 0.3))
+
+    def hinge():
+        for msg in reversed(tfs):
+            for t in msg.transforms:
+                if t.child_frame_id == child:
+                    return t
+        return None
+
+    def turned():
+        t = hinge()
+        if t is None:
+            return False
+        q = t.transform.rotation
+        return abs(abs(q.x * expected[0] + q.y * expected[1] + q.z * expected[2]
+                       + q.w * expected[3]) - 1.0) < 1e-4
+    pilot.until(turned, 'the hinge link turned by 0.3 rad on /tf', timeout=10.0)
+    assert hinge().header.frame_id == joint.find('parent').get('link')

@@ -10,7 +10,9 @@ after the last complete reception.
 The URDF is a primitive-only proxy, checked against one allowlist table
 (``URDF_ALLOWLIST``). Rows marked with a feature exist only when that feature is enabled;
 ``allow_servo_joints`` enables revolute and prismatic joints with one ``axis`` and one
-``limit`` each. Everything not in the table is rejected.
+``limit`` each, named like the joint_states entry of their servo (a sanitised motor name,
+``[a-z_][a-z0-9_]{0,63}``) or ``pylon_<vid8>_joint_NNNN``. Everything not in the table is
+rejected; fixed joints keep the ``pylon_<vid8>_joint_NNNN`` names.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ MAX_VISUALS = 48
 MAX_COLLISIONS = 48
 NAME_RE = re.compile(r'\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z')
 SERVO_JOINTS = 'servo_joints'
+SERVO_JOINT_NAME_RE = re.compile(r'\A[a-z_][a-z0-9_]{0,63}\Z')
+"""A servo joint (extension) is named as its ``/ksp_vessel/joint_states`` entry."""
 
 _FEED_CHARS = 65536
 _INFLATE_PIECE = 1 << 20
@@ -441,7 +445,11 @@ def _check_structure(
     result = []
     for joint in joints:
         name = joint['name']
-        if not joint_re.match(name):
+        servo = joint['type'] in ('revolute', 'prismatic')
+        if servo and not (joint_re.match(name) or SERVO_JOINT_NAME_RE.match(name)):
+            raise _bad_urdf(f'servo joint name {name!r} is neither pylon_{vid8}_joint_NNNN '
+                            'nor a joint_states name ([a-z_][a-z0-9_]{0,63})')
+        if not servo and not joint_re.match(name):
             raise _bad_urdf(f'joint name {name!r} does not follow pylon_{vid8}_joint_NNNN')
         if name in joint_names:
             raise _bad_urdf('duplicate joint name', 'joint.name')

@@ -835,3 +835,24 @@ def test_random_xml_only_raises_protocol_error(text):
             validate_urdf(candidate)
         except ProtocolError:
             pass
+
+
+@pytest.mark.parametrize('name,ok', [('mast_hinge', True), ('_arm2', True),
+                                     ('Mast_Hinge', False), ('mast-hinge', False),
+                                     ('2arm', False), ('a' * 65, False)])
+def test_servo_joint_may_carry_its_joint_states_name(name, ok):
+    servo = joint(1, 0, jtype='revolute', extra=SERVO_CHILDREN).replace(
+        f'{P}_joint_0001', name)
+    text = urdf_text(joints=[servo, joint(2, 1)])
+    if ok:
+        structure = validate_urdf(text, vessel_id=VID, allow_servo_joints=True)
+        assert structure.joints[0].name == name
+    else:
+        assert reason_of(validate_urdf, text, vessel_id=VID,
+                         allow_servo_joints=True) == 'bad_urdf'
+    # never without the flag, and a fixed joint keeps the pylon name rule
+    assert reason_of(validate_urdf, text, vessel_id=VID) == 'bad_urdf'
+    fixed = urdf_text(joints=[joint(1, 0).replace(f'{P}_joint_0001', 'mast_hinge'),
+                              joint(2, 1)])
+    assert reason_of(validate_urdf, fixed, vessel_id=VID, allow_servo_joints=True) == \
+        'bad_urdf'

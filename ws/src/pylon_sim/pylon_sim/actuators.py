@@ -29,6 +29,13 @@ class Actuator:
     module: Module
 
 
+def servo_name(part, module) -> str:
+    """Return a servo's motor name: its ``/ksp_vessel/joint_states`` entry."""
+    raw = module.get('motor_name') or (
+        f'servo_{part.persistent_id or part.flight_id}_{module.module_index}')
+    return names.sanitize_name(str(raw), f'servo_{part.persistent_id}', max_length=64)
+
+
 def actuators_of(spec: VesselSpec) -> list[Actuator]:
     """Return the vessel's actuators in part order."""
     found: list[Actuator] = []
@@ -41,9 +48,7 @@ def actuators_of(spec: VesselSpec) -> list[Actuator]:
                                            module.module_index)
             elif kind == 'servo':
                 actuator_type = 'motor'
-                raw = module.get('motor_name') or (
-                    f'servo_{part.persistent_id or part.flight_id}_{module.module_index}')
-                name = names.sanitize_name(str(raw), f'servo_{part.persistent_id}')
+                name = servo_name(part, module)
             else:
                 continue
             found.append(Actuator(actuator_type, name, part, index, module))

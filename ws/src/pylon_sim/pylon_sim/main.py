@@ -63,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
                    help='seed of ids the scenario leaves open and of runtime GUIDs')
     p.add_argument('--allow-remote-urdf', action='store_true',
                    help='also send the vessel model to a non-loopback --state-host')
+    p.add_argument('--servo-joints', action='store_true',
+                   help='send servo parts on revolute/prismatic joints named as their '
+                        'joint_states entries (an extension the mod does not send; '
+                        'udp_bridge needs --allow-servo-joints)')
     p.add_argument('--control-safety', default=None, metavar='PATH',
                    help='ControlSafety.cfg with the KSP-side safety limits (default: '
                         f'${CONTROL_SAFETY_ENV}, else config/ControlSafety.cfg of the '
@@ -113,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
                     command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
-                    allow_remote_model=args.allow_remote_urdf, limits=limits)
+                    allow_remote_model=args.allow_remote_urdf, limits=limits,
+                    servo_joints=args.servo_joints)
 
     def stop(signum, _frame) -> None:
         sim.stop_requested = True

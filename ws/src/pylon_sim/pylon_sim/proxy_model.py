@@ -36,6 +36,7 @@ import numpy as np
 from pylon_description.paths import xacro_file
 import xacro
 
+from pylon_sim.actuators import servo_name
 from pylon_sim.vessel import Module, rotation_matrix, VesselSpec
 
 BUNDLE_TYPE = 'pylon_active_vessel_proxy'
@@ -73,6 +74,7 @@ _xacro_lock = threading.Lock()   # the xacro package keeps its state in module g
 
 
 class _Servo(NamedTuple):
+    name: str                    # the joint's name = the motor's joint_states name
     joint_type: str
     axis: tuple[float, float, float]
     lower: float
@@ -211,7 +213,7 @@ def _finite(values: Sequence[float], what: str) -> tuple[float, ...]:
     return result
 
 
-def _servo(module: Module) -> _Servo:
+def _servo(part, module: Module) -> _Servo:
     joint_type = str(module.get('joint', 'revolute'))
     if joint_type not in SERVO_JOINT_TYPES:
         raise ValueError(
@@ -226,8 +228,8 @@ def _servo(module: Module) -> _Servo:
          module.get('velocity', velocity)), 'servo limits')
     if lower > upper or effort < 0.0 or velocity < 0.0:
         raise ValueError('servo limits need lower <= upper and effort, velocity >= 0')
-    return _Servo(joint_type, tuple(float(v) for v in axis / norm), lower, upper, effort,
-                  velocity)
+    return _Servo(servo_name(part, module), joint_type, tuple(float(v) for v in axis / norm),
+                  lower, upper, effort, velocity)
 
 
 def _round_mass(mass: float) -> float:
@@ -249,7 +251,8 @@ def _model_key(spec: VesselSpec, masses: Sequence[float], servo_joints: bool) ->
         part = spec.parts[index]
         parent = parent_index(spec, index, order[0])
         servos = part.modules_of('servo')
-        servo = _servo(servos[0]) if servo_joints and servos and parent is not None else None
+        servo = _servo(part, servos[0]) if servo_joints and servos and parent is not None \
+            else None
         parts.append(_PartKey(
             flight_id=int(part.flight_id),
             parent_link=None if parent is None else number_of[parent],
@@ -343,7 +346,8 @@ def _document(key: _ModelKey) -> str:
                       'xyz': _vec(xyz), 'rpy': _vec(rpy_from_matrix(rotation))}
         if key.servo_joints and part.servo is not None:
             servo = part.servo
-            attributes.update({'type': servo.joint_type, 'axis': _vec(servo.axis),
+            attributes.update({'name': servo.name, 'type': servo.joint_type,
+                               'axis': _vec(servo.axis),
                                'lower': _num(servo.lower), 'upper': _num(servo.upper),
                                'effort': _num(servo.effort),
                                'velocity': _num(servo.velocity)})

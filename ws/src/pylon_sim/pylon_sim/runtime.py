@@ -101,7 +101,8 @@ class Simulator:
                  state_addr: tuple[str, int] = ('127.0.0.1', 49010),
                  command_sock: socket.socket | None = None,
                  admin_sock: socket.socket | None = None, seed: int = 0,
-                 allow_remote_model: bool = False, limits: SafetyLimits | None = None) -> None:
+                 allow_remote_model: bool = False, limits: SafetyLimits | None = None,
+                 servo_joints: bool = False) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``."""
         self.scenario = scenario
         self.world = World(scenario)
@@ -122,6 +123,7 @@ class Simulator:
         self.stop_requested = False
         self._log_times: dict[str, float] = defaultdict(lambda: -1e9)
         self.limits = limits or SafetyLimits()
+        self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
         self._start_process()
 
     # -- process and session ------------------------------------------------------------
@@ -333,10 +335,11 @@ class Simulator:
             self.model_session = self._new_id()
         self.model_key = key
         masses = part_masses(vessel.spec, vessel.resources)
-        urdf = proxy_model.build_urdf(vessel.spec, masses)
+        urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
         bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf)
         for chunk in model_codec.chunk_model(bundle, session_id=self.model_session,
-                                             sent_at_ut=self.world.ut):
+                                             sent_at_ut=self.world.ut,
+                                             allow_servo_joints=self.servo_joints):
             self.emit('pylon_vessel_urdf_chunk', chunk)
 
     # -- commands and admin -------------------------------------------------------------

@@ -262,6 +262,10 @@ def test_servo_joints_are_an_opt_in_extension():
     servo = parse(proxy_model.build_urdf(SPEC, MASSES, servo_joints=True))
     joint = joints_by_child(servo)[f'{PREFIX}_link_0002']
     assert joint.get('type') == 'revolute'
+    # named as the servo's joint_states entry (its motor name)
+    from pylon_sim.actuators import actuators_of
+    motors = [a.name for a in actuators_of(SPEC) if a.actuator_type == 'motor']
+    assert joint.get('name') in motors
     assert [c.tag for c in joint] == ['parent', 'child', 'origin', 'axis', 'limit']
     assert joint.find('axis').get('xyz') == '0 1 0'
     assert joint.find('limit').attrib == {'lower': '-1.5', 'upper': '1.5', 'effort': '50',
