@@ -14,6 +14,9 @@ estimator never read ground truth.
    ``max_rate_ratio`` the peak true body rate over the limit.
 2. **detumble**: the sat starts spinning at 0.3 rad/s (a scenario copy with that initial
    rate); DETUMBLE until the true rate is below 0.001 rad/s.
+3. **endurance** (only when named: ``controller_slew.py endurance``): ATTITUDE_HOLD for
+   ``ENDURANCE_SECONDS`` (600): lease losses, command-period jitter, and the estimator's
+   dead-reckoned position change over 60 s windows (its drift: nothing pushes the vessel).
 
 Also reported: the controller's command-period jitter (its diagnostics) and whether the
 lease was ever lost. The last line of stdout is one JSON object.
@@ -311,6 +314,55 @@ def phase_detumble(procs: Processes, claims: list, workdir: Path) -> dict:
             procs.stop(proc)
 
 
+def phase_endurance(procs: Processes, claims: list, seconds: float) -> dict:
+    """Hold the attitude for ``seconds``: lease losses, jitter, dead-reckoning drift.
+
+    In orbit with no force commanded the vessel and a free-falling point that started with
+    it stay together, so the estimator's dead-reckoned position change over a 60 s window
+    is its drift.
+    """
+    running = start_stack(procs, claims, 'orbit')
+    bench = Bench()
+    try:
+        def check():
+            for name, proc in running.items():
+                procs.check(name, proc)
+        bench.spin_until(lambda: bench.owned() and len(bench.got['odom']) > 30, 60.0, check,
+                         'the lease and the estimate')
+        bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 1.0, check)
+        target = bench.attitude()
+        t0 = time.monotonic()
+        owners = []
+
+        def sample() -> bool:
+            owners.append(bench.owned())
+            return False
+        bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, seconds, check, sample)
+        odom = [(t, m.pose.pose.position) for t, m in bench.got['odom'] if t >= t0]
+        drifts = []
+        for i, (t, p) in enumerate(odom):
+            j = next((k for k in range(i, len(odom)) if odom[k][0] >= t + 60.0), None)
+            if j is None:
+                break
+            q = odom[j][1]
+            drifts.append(math.sqrt((q.x - p.x) ** 2 + (q.y - p.y) ** 2 + (q.z - p.z) ** 2))
+        diag = {kv.key: kv.value for kv in bench.got['diag'][-1][1].status[0].values} \
+            if bench.got['diag'] else {}
+        return {'seconds': round(time.monotonic() - t0, 1),
+                'leases_lost': int(diag.get('leases_lost', -1)),
+                'not_owned_samples': owners.count(False),
+                'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
+                if 'period_jitter_p99_ms' in diag else None,
+                'final_error_deg': round(angle_deg(bench.attitude(), target), 4),
+                'dead_reckoning_drift_60s_m_max': round(max(drifts), 6) if drifts else None,
+                'dead_reckoning_drift_60s_m_median': round(float(np.median(drifts)), 6)
+                if drifts else None}
+    finally:
+        bench.close()
+        for proc in reversed(list(running.values())):
+            procs.stop(proc)
+
+
 def main() -> int:
     """Run the phases (all, or those named in argv[1]) and print one JSON object."""
     from pylon_testing.isolation import claim_domain_id
@@ -328,6 +380,9 @@ def main() -> int:
                 out.update(phase_slew(procs, claims))
             if 'detumble' in only:
                 out['detumble'] = phase_detumble(procs, claims, Path(tmp))
+            if 'endurance' in only:
+                out['endurance'] = phase_endurance(
+                    procs, claims, float(os.environ.get('ENDURANCE_SECONDS', '600')))
     except BenchError as exc:
         print(f'controller_slew: {exc}', file=sys.stderr)
         return 1

@@ -126,10 +126,10 @@ def lidar_3d(ut: float = UT, env: Envelope = ENV, ranges=(1.0, 2.0, -1.0, 4.0),
                   partFlightId=part, universalTime=ut, rayCount=len(ranges),
                   horizontalCount=len(ranges), verticalCount=1, hemisphereDensity=1.0,
                   horizontalFovDeg=360.0, verticalFovDeg=180.0, scanRateHz=10.0,
-                  maxDistance=40.0, layout='fibonacci-hemisphere',
-                  coordinateFrame='ros_sensor', hitCount=3, origin=[0.0, 0.0, 0.0],
-                  framePosition=[0.0, 0.0, 0.5], frameRotation=[0.0, 0.0, 0.0, 1.0],
-                  ranges=list(ranges), **extra)
+                  maxDistance=40.0, coordinateFrame='ros_sensor', hitCount=3,
+                  origin=[0.0, 0.0, 0.0], framePosition=[0.0, 0.0, 0.5],
+                  frameRotation=[0.0, 0.0, 0.0, 1.0], ranges=list(ranges),
+                  **{'layout': 'fibonacci-hemisphere', **extra})
 
 
 def camera_chunks(raw: bytes, width: int, height: int, sequence: int = 1, ut: float = UT,

@@ -569,3 +569,23 @@ def test_docking_port_camera_topics_and_inactive():
     removed = {(a.key, a.topic_id) for a in driver.feed(inactive) if isinstance(a, Destroy)}
     assert removed == {('docking_port/camera', 'docking_port_1100010_0'),
                        ('docking_port/camera_info', 'docking_port_1100010_0')}
+
+
+def test_bad_sensor_packets_are_counted_and_publish_nothing():
+    driver = started()
+    other = d.envelope(epoch='ab' * 16)          # another runtime session's packets
+    bad = {
+        'envelope_mismatch': [d.lidar_3d(env=other), d.star_tracker(env=other),
+                              *d.camera_chunks(_frame(), 20, 10, env=other)],
+        'bad_layout': [d.lidar_3d(ut=d.UT + 1, layout='vertical-major')],
+    }
+    truncated = d.lidar_3d(ut=d.UT + 2)[:-20]
+    huge = d.lidar_3d(ut=d.UT + 3)[:-1] + b' ' * 70000 + b'}'
+    actions = driver.feed(*bad['envelope_mismatch'], *bad['bad_layout'], truncated, huge)
+    assert not [a for a in actions if isinstance(a, Publish)]
+    dropped = driver.core.stats.dropped
+    assert dropped['envelope_mismatch'] == len(bad['envelope_mismatch'])
+    assert dropped['bad_layout'] == 1
+    assert sum(dropped.values()) == len(bad['envelope_mismatch']) + 3, dict(dropped)
+    # and the sensors still work afterwards
+    assert driver.published('lidar_3d', driver.feed(d.lidar_3d(ut=d.UT + 4)))
