@@ -10,3 +10,11 @@ def start(ros_process, free_udp_port, scenario='orbit'):
                  '--command-port', str(command_port), '--admin-port', str(admin_port)],
                 name='sim')
     return admin_port
+
+
+def subscriptions_of(node, name):
+    """Return the topics a node of the graph subscribes to (empty until it is discovered)."""
+    try:
+        return {topic for topic, _ in node.get_subscriber_names_and_types_by_node(name, '/')}
+    except Exception:      # rclpy raises NodeNameNonExistentError before discovery
+        return set()

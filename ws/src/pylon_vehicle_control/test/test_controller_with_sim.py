@@ -14,7 +14,7 @@ from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint, WrenchF
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from sim_stack import start
+from sim_stack import start, subscriptions_of
 
 pytestmark = pytest.mark.integration
 
@@ -103,8 +103,10 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease', timeout=30.0)
     user.until(lambda: len(user.got['odom']) > 10, 'the estimate')
-    names = {n for n, _ in ros_node.get_subscriber_names_and_types_by_node(
-        'setpoint_controller', '/')}
+    node_name, wanted = 'setpoint_controller', '/setpoint_controller/setpoint'
+    spin_until(ros_node, lambda: wanted in subscriptions_of(ros_node, node_name), 10.0,
+               what=f'{node_name} in the graph')
+    names = subscriptions_of(ros_node, 'setpoint_controller')
     assert not any('ground_truth' in n for n in names), names
     # a bad setpoint is refused and changes nothing
     user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, (0.0, 0.0, 0.5, 0.5))

@@ -9,7 +9,7 @@ from pylon_testing.wait import spin_until
 from pylon_vehicle_control import evaluation
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from sim_stack import start
+from sim_stack import start, subscriptions_of
 
 pytestmark = pytest.mark.integration
 
@@ -38,8 +38,10 @@ def test_estimator_tracks_the_true_attitude_and_reads_no_ground_truth(
     assert first.header.frame_id == 'pylon_estimate_inertial'
     assert first.child_frame_id == 'pylon_estimate_base_link'
     # the running graph: the estimator subscribes to no ground-truth topic
-    names = {n for n, _ in ros_node.get_subscriber_names_and_types_by_node(
-        'attitude_estimator', '/')}
+    node_name, wanted = 'attitude_estimator', '/ksp_vessel/imu/data_raw'
+    spin_until(ros_node, lambda: wanted in subscriptions_of(ros_node, node_name), 10.0,
+               what=f'{node_name} in the graph')
+    names = subscriptions_of(ros_node, 'attitude_estimator')
     assert '/ksp_vessel/imu/data_raw' in names
     assert not any('ground_truth' in n for n in names), names
     start_count = len(got['odom'])
