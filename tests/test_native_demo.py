@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
     assert os.environ.get('ROS_DOMAIN_ID'), 'the test session has its own ROS domain'
     ports = ','.join(str(free_udp_port()) for _ in range(3))
-    env = dict(os.environ, DEMO_SECONDS='35', DEMO_LOG_DIR=str(tmp_path))
+    env = dict(os.environ, DEMO_SECONDS='45', DEMO_LOG_DIR=str(tmp_path))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ports], env=env, capture_output=True, text=True,
                             timeout=120)

@@ -52,7 +52,7 @@ def test_star_tracker_acquires_tracks_and_reacquires_after_a_switch_off(
     since = time.monotonic()
     pilot.spin_for(2.0)
     count = len([1 for t, _ in pilot.got['state'] if t >= since])
-    assert 7 <= count <= 13, count
+    assert 5 <= count <= 15, count           # 5 Hz on the simulator clock (real time)
     # the part's switch: disabled at once, then acquiring for 2 s, then tracking
     off = time.monotonic()
     assert request(admin, {'cmd': 'sensor', 'id': 'star_tracker_main', 'enabled': False})['ok']
