@@ -24,8 +24,6 @@ frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes
 
 from __future__ import annotations
 
-import signal
-import sys
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -42,11 +40,10 @@ from pylon_interfaces.msg import (
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Imu
 from std_msgs.msg import String
 
-from pylon_vehicle_control import control_law, lease, parameters, ros_params, supervisor
+from pylon_vehicle_control import control_law, lease, node_main, parameters, ros_params, supervisor
 from pylon_vehicle_control.vessel_model import mass_properties
 
 COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -264,28 +261,14 @@ class ControllerNode(Node):
         self._send_lease(self.lease.shutdown(time.monotonic()))
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+def _release(node: ControllerNode) -> None:
+    if rclpy.ok():
+        node.release()
+        end = time.monotonic() + 0.3            # let the release go out
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.05)
 
 
 def main() -> int:
     """Entry point of ``setpoint_controller``; SIGINT or SIGTERM release the lease first."""
-    rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-    node = ControllerNode()
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if rclpy.ok():
-            node.release()
-            end = time.monotonic() + 0.3            # let the release go out
-            while time.monotonic() < end:
-                rclpy.spin_once(node, timeout_sec=0.05)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main.run(ControllerNode, _release)

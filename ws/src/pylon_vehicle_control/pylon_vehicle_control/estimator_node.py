@@ -14,19 +14,16 @@ a second parent of ``base_link`` and never linking ``kerbol_inertial`` to the EN
 
 from __future__ import annotations
 
-import sys
-
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_interfaces.msg import StarTrackerState, VesselLifecycle
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
 from tf2_msgs.msg import TFMessage
 
-from pylon_vehicle_control import estimator, ros_params
+from pylon_vehicle_control import estimator, node_main, ros_params
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -121,13 +118,4 @@ class EstimatorNode(Node):
 
 def main() -> int:
     """Entry point of ``attitude_estimator``."""
-    rclpy.init(args=sys.argv)
-    node = EstimatorNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main.run(EstimatorNode)

@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-import signal
-import sys
 import time
 
 from geometry_msgs.msg import PoseStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_interfaces.msg import ControlSetpoint
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 
-from pylon_vehicle_control import evaluation
+from pylon_vehicle_control import evaluation, node_main
 
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -140,22 +136,6 @@ class Evaluator(Node):
         print(f'wrote {directory / "attitude_errors.csv"} and attitude_errors.png')
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> int:
     """Entry point of ``attitude_evaluator``."""
-    rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-    node = Evaluator()
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.finish()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node_main.run(Evaluator, Evaluator.finish)
