@@ -148,12 +148,15 @@ def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
     root = child
     assert root == f'pylon_{SAT[:8]}_link_0000', root
     stamp = cloud.header.stamp
-    dynamic = {}
-    for msg in got['tf']:
-        for t in msg.transforms:
-            if t.header.stamp == stamp:
-                dynamic[t.child_frame_id] = t
-    assert root in dynamic and 'base_link' in dynamic, 'no /tf at the cloud stamp'
+
+    def tf_at_stamp():
+        return {t.child_frame_id: t for msg in got['tf'] for t in msg.transforms
+                if t.header.stamp == stamp}
+    # the bridge sends the transform before the cloud, but the two subscriptions may be
+    # served in either order: wait for it (briefly) rather than assume the order
+    pilot.until(lambda: {root, 'base_link'} <= set(tf_at_stamp()), 'the /tf at the cloud stamp',
+                timeout=5.0)
+    dynamic = tf_at_stamp()
     in_base = points
     for t in chain:
         in_base = _apply(t, in_base)
