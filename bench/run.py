@@ -11,12 +11,15 @@ from pathlib import Path
 import subprocess
 import sys
 
+from pylon_protocol.threads import limit_threads
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / 'results'
 
 
 def main(argv: list[str]) -> int:
     """Run the benchmarks; return non-zero if any failed."""
+    limit_threads()           # every benchmark inherits one BLAS thread per process
     scripts = sorted(BENCH_DIR.glob('bench_*.py'))
     if argv:
         scripts = [s for s in scripts if s.stem.removeprefix('bench_') in argv]

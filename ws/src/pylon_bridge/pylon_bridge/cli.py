@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from pylon_protocol.threads import limit_threads
+
 from pylon_bridge import config
 
 
@@ -14,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
         explicit, ros_args = config.parse_cli(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    limit_threads()
     from pylon_bridge.node import run  # loads rclpy and the ROS middleware
     return run(explicit, ros_args)
 

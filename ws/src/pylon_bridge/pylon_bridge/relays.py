@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 from pylon_interfaces.msg import NearbyVessels
+from pylon_protocol.threads import limit_threads
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 import rclpy
@@ -132,6 +133,7 @@ class NearbyMarkers(Node):
 
 
 def _run(node_type) -> int:
+    limit_threads()
     rclpy.init(args=sys.argv)
     node = node_type()
     try:

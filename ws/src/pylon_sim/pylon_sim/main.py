@@ -16,6 +16,8 @@ import signal
 import socket
 import sys
 
+from pylon_protocol.threads import limit_threads
+
 from pylon_sim.runtime import LOG, Simulator
 from pylon_sim.safety import load_limits, SafetyLimits
 from pylon_sim.scenario import load_scenario, ScenarioError
@@ -96,6 +98,7 @@ def bind_udp(host: str, number: int) -> socket.socket:
 def main(argv: list[str] | None = None) -> int:
     """Run the simulator until the duration ends or a signal arrives."""
     args = parser().parse_args(argv)
+    limit_threads()
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format='[pylon_sim] %(levelname)s %(message)s')
     try:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import signal
 import sys
 
+from pylon_protocol.threads import limit_threads
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
@@ -21,6 +22,7 @@ def _interrupt(signum, frame) -> None:
 
 def run(node_type: Callable, on_exit: Callable | None = None) -> int:
     """Create ``node_type()``, spin it, call ``on_exit(node)`` on the way out; return 0."""
+    limit_threads()
     rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
