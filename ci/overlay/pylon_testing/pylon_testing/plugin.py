@@ -9,6 +9,8 @@ Fixtures:
 - ``ros_process``: call it to start a workspace executable as a real process; its log is
   shown when the test fails, and it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
 - ``ros_node``: an rclpy node in the test process on the session's domain, in its own context.
+- ``sim_stack``: call it to start ``pylon_sim`` and ``udp_bridge`` on ports of their own
+  (``pylon_testing.stack.start_stack``); it returns the ``SimStack`` (admin, simulator clock).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import os
 from pathlib import Path
 import tempfile
 
+from pylon_protocol.threads import limit_threads
 import pytest
 
 from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
 from pylon_testing.processes import RosProcess
+from pylon_testing.stack import SimStack, start_stack
 
 _PROCESSES = pytest.StashKey[list]()
 _SESSION = pytest.StashKey[dict]()
@@ -31,6 +35,7 @@ _counter = itertools.count()
 
 def pytest_configure(config: pytest.Config) -> None:
     """Claim the session's ROS domain and set the environment every process inherits."""
+    limit_threads()       # this process and, through the environment, every process it starts
     domain_id, claim = claim_domain_id()
     log_dir = Path(tempfile.mkdtemp(prefix=f'pylon-test-{os.getpid()}-'))
     config.stash[_SESSION] = {
@@ -101,6 +106,8 @@ def ros_process(request: pytest.FixtureRequest,
     def start(cmd: Sequence[str], name: str | None = None,
               env: Mapping[str, str] | None = None, cwd: str | None = None) -> RosProcess:
         name = name or f'{Path(cmd[0]).name}-{next(_counter)}'
+        if any(p.name == name for p in started):       # a second stack: its own log file
+            name = f'{name}-{next(_counter)}'
         process = RosProcess(name, list(cmd), log_dir / f'{name}.log',
                              {**os.environ, **(env or {})}, cwd)
         started.append(process)
@@ -140,3 +147,13 @@ def ros_node(ros_domain_id: int, request: pytest.FixtureRequest) -> Iterator[obj
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def sim_stack(ros_process: Callable[..., RosProcess],
+              free_udp_port: Callable[[], int]) -> Callable[..., SimStack]:
+    """Return a function that starts the simulator and the bridge (``start_stack``)."""
+    def start(scenario: str = 'orbit', bridge_args: Sequence[str] = (),
+              sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
+        return start_stack(ros_process, free_udp_port, scenario, bridge_args, sim_args, bridge)
+    return start

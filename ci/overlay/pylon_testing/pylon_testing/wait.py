@@ -58,3 +58,12 @@ def wait_for_messages(node: Node, msg_type: type, topic: str, qos: QoSProfile | 
     finally:
         node.destroy_subscription(subscription)
     return received[:count]
+
+
+def subscriptions_of(node: Node, name: str, namespace: str = '/') -> set[str]:
+    """Return the topics node ``name`` of the graph subscribes to (empty until discovered)."""
+    try:
+        return {topic for topic, _ in node.get_subscriber_names_and_types_by_node(name,
+                                                                                    namespace)}
+    except Exception:      # rclpy raises NodeNameNonExistentError before discovery
+        return set()

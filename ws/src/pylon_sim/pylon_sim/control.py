@@ -170,12 +170,14 @@ class VehicleControl:
         self.sas_torque = ZERO                      # N·m, the stock SAS's, last tick
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
+        self.authority_command_at: float | None = None  # clock of the last authority command
 
     # -- commands -------------------------------------------------------------------------
     def command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
         """Apply one command; return the state packets that answer it."""
         kind = packet['type']
         if kind == 'pylon_control_authority_command':
+            self.authority_command_at = now
             decision = self.authority.command(packet, vessel.vessel_id, now)
             if self.authority.emergency_stop or not self.authority.owned:
                 self._drop_commands()
@@ -399,6 +401,7 @@ class VehicleControl:
             'applied_force': [float(v) for v in self.applied[0]],
             'applied_torque': [float(v) for v in self.applied[1]],
             'wrench_received_at': self.wrench_received_at, 'zeroed_at': self.zeroed_at,
+            'authority_command_at': self.authority_command_at,
         }
 
     def _apply_zero(self, now: float) -> None:

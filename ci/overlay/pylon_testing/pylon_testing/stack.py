@@ -1,0 +1,60 @@
+"""Start pylon_sim and udp_bridge on UDP ports of their own, and talk to the simulator.
+
+``start_stack(start, take_port, ...)`` works with any process starter of the shape
+``start(cmd, name=...)``: the ``ros_process`` fixture in tests, ``ProcessGroup.start`` in
+benchmarks. The returned ``SimStack`` sends admin requests (``pylon_sim_admin``'s JSON)
+and reads the simulator's own clock, the clock tests measure time on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pylon_sim.admin import request
+
+
+@dataclass(frozen=True)
+class SimStack:
+    """The ports of a running simulator (and bridge), and its admin interface."""
+
+    state_port: int
+    command_port: int
+    admin_port: int
+
+    def admin(self, cmd: str, **fields: object) -> dict:
+        """Send ``{'cmd': cmd, **fields}``; return the reply, AssertionError if refused."""
+        reply = request(self.admin_port, {'cmd': cmd, **fields})
+        assert reply.get('ok'), f'pylon_sim refused {cmd} {fields}: {reply}'
+        return reply
+
+    def status(self) -> dict:
+        """Return the simulator's status (UT, clock, session, control, counters)."""
+        return self.admin('status')
+
+    def control(self) -> dict:
+        """Return the control part of the status (owner, applied wrench, timings)."""
+        return self.status()['control']
+
+    def clock(self) -> float:
+        """Return the simulator's clock (s): it runs at ``--rate`` x real time."""
+        return float(self.status()['clock'])
+
+    def clock_reached(self, seconds: float) -> Callable[[], bool]:
+        """Return a condition that holds once ``seconds`` more of simulator clock passed."""
+        end = self.clock() + seconds
+        return lambda: self.clock() >= end
+
+
+def start_stack(start: Callable[..., object], take_port: Callable[[], int],
+                scenario: str = 'orbit', bridge_args: Sequence[str] = (),
+                sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
+    """Start ``udp_bridge`` (unless ``bridge`` is false) and ``pylon_sim`` on fresh ports."""
+    stack = SimStack(take_port(), take_port(), take_port())
+    if bridge:
+        start(['udp_bridge', '--host', '127.0.0.1', '--port', str(stack.state_port),
+               '--command-port', str(stack.command_port), *bridge_args], name='bridge')
+    start(['pylon_sim', '--scenario', scenario, '--state-port', str(stack.state_port),
+           '--command-port', str(stack.command_port), '--admin-port', str(stack.admin_port),
+           *sim_args], name='sim')
+    return stack
