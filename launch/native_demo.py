@@ -4,14 +4,17 @@ Starts ``DEMO_COMPONENTS`` (simulator, bridge, estimator, controller) with exact
 command lines ``pylon_components.plan`` gives (the launch file starts the same plan), then
 flies a manoeuvre as a user would, through ``/setpoint_controller/setpoint``: MODE_IDLE
 (arms the controller), DETUMBLE until the body rate is below 0.001 rad/s (or 10 s), then
-ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held.
-Every second it prints a status line: session state, vessel, lease owner, phase, attitude
-error to the target (from the estimate), and topic rates. With ``DEMO_SECONDS=N`` it stops
-after N seconds and prints a summary (time to the first ACTIVE lifecycle and to the lease,
-the final attitude error); without, Ctrl-C stops it. Exit status 0 unless a process died or
-nothing came up. Process logs go to ``$DEMO_LOG_DIR`` (default: a temporary directory,
-printed). ``DEMO_OVERLAYS`` (comma list) and ``DEMO_SCENARIO`` select overlays and the
-scenario; ``--ports STATE,COMMAND,ADMIN`` moves the UDP ports.
+ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held
+(phases timed on KSP time, the IMU's stamps). Every second it prints a status line:
+session state, vessel, lease owner, phase, attitude error to the target (from the
+estimate), and topic rates. With ``DEMO_SECONDS=N`` it stops after N seconds, with
+``--until-settled`` once the slew has settled, and prints a summary (time to the first
+ACTIVE lifecycle and to the lease, KSP seconds from the slew to settling, the final
+attitude error); without either, Ctrl-C stops it. Exit status 0 unless a process died,
+nothing came up, or ``--until-settled`` ended before the slew settled. Process logs go
+to ``$DEMO_LOG_DIR`` (default: a temporary directory, printed). ``DEMO_OVERLAYS`` (comma
+list) and ``DEMO_SCENARIO`` select overlays and the scenario; ``--ports
+STATE,COMMAND,ADMIN`` moves the UDP ports.
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ import sys
 import tempfile
 import time
 
+from pylon_protocol.threads import limit_threads
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pylon_components as pc  # noqa: E402
 
 DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller')
 SLEW_DEG = 30.0
 DETUMBLE_DONE_RAD_S = 0.001
+DETUMBLE_MAX_SEC = 10.0           # KSP time
+SETTLED_DEG = 0.1
+SETTLED_HOLD_SEC = 3.0            # KSP time below SETTLED_DEG that counts as settled
 SETPOINT_PERIOD_SEC = 0.2
 
 
@@ -85,6 +93,7 @@ class Pilot:
 
     def __init__(self) -> None:
         """Create the node and its subscriptions."""
+        from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from pylon_interfaces.msg import (
             ControlAuthorityState,
@@ -107,8 +116,11 @@ class Pilot:
         latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.lifecycle = self.authority = self.odom = self.imu = None
+        self.ksp_time: float | None = None        # stamp of the newest IMU sample (KSP time)
         self.counts = {'imu': 0, 'odometry': 0, 'wrench_feedback': 0}
         self.first_active = self.first_owned = None
+        self.controller: dict[str, str] = {}      # the controller's newest diagnostics
+        self.controller_reports = 0
         self.t0 = time.monotonic()
 
         def on_life(msg):
@@ -122,11 +134,18 @@ class Pilot:
             if msg.state == ControlAuthorityState.STATE_OWNED and self.first_owned is None:
                 self.first_owned = time.monotonic() - self.t0
 
+        def on_controller(msg):
+            if msg.status:
+                self.controller = {kv.key: kv.value for kv in msg.status[0].values}
+                self.controller_reports += 1
+
         def count(name, attr=None):
             def callback(msg):
                 self.counts[name] += 1
                 if attr:
                     setattr(self, attr, msg)
+                if name == 'imu':
+                    self.ksp_time = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             return callback
         n = self.node
         self.subs = [
@@ -138,7 +157,9 @@ class Pilot:
             n.create_subscription(Imu, '/ksp_vessel/imu/data_raw', count('imu', 'imu'),
                                   qos_profile_sensor_data),
             n.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
-                                  count('wrench_feedback'), reliable)]
+                                  count('wrench_feedback'), reliable),
+            n.create_subscription(DiagnosticArray, '/setpoint_controller/diagnostics',
+                                  on_controller, reliable)]
         self.pub = n.create_publisher(ControlSetpoint, '/setpoint_controller/setpoint',
                                       reliable)
 
@@ -191,88 +212,156 @@ def angle_deg(a, b) -> float:
 STATES = {0: 'UNAVAILABLE', 1: 'ACTIVE', 2: 'CHANGED', 3: 'STALE'}
 
 
-def status_line(pilot: Pilot, phase: str, error: float | None, rates: dict) -> str:
+def status_line(pilot: Pilot, flight: Flight, rates: dict) -> str:
     """Return one line of demo status."""
     life = pilot.lifecycle
     session = STATES.get(life.state, '?') if life else 'waiting'
     vessel = f'{life.vessel_name or "-"}' if life else '-'
     owner = pilot.authority.controller_id or '-' if pilot.authority else '-'
+    error = flight.error
     err = f'{error:7.3f}°' if error is not None else '    -  '
     rate_text = ' '.join(f'{k} {v:4.1f}Hz' for k, v in rates.items())
-    return (f'session {session:<11} vessel {vessel:<10} lease {owner:<20} {phase:<13} '
+    return (f'session {session:<11} vessel {vessel:<10} lease {owner:<20} {flight.phase:<13} '
             f'error {err} | {rate_text}')
 
 
-def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
-        ) -> int:
-    """Start the processes, fly, print; return the exit status."""
-    procs = Processes(log_dir)
-    print(f'demo: logs in {log_dir}', flush=True)
+class Flight:
+    """The manoeuvre as a user flies it, timed on KSP time (the IMU's stamps).
+
+    starting → arming (MODE_IDLE once the controller owns the lease) → detumble (1 s after
+    arming, until the body rate is below ``DETUMBLE_DONE_RAD_S`` or ``DETUMBLE_MAX_SEC``
+    passed) → slew/hold (ATTITUDE_HOLD ``SLEW_DEG`` about body +Z, held). ``settled_s`` is
+    the KSP time from the start of the slew until the error stayed below ``SETTLED_DEG``
+    for ``SETTLED_HOLD_SEC``. When the controller disarms on the way (it does when its
+    input stops for longer than its timeouts, e.g. on a machine too busy to keep up), the
+    demo does what a user must: it sends MODE_IDLE again and goes on (``rearmed`` lists
+    why it had to).
+    """
+
+    def __init__(self) -> None:
+        """Start before the lease."""
+        self.phase = 'starting'
+        self.target = self.error = self.settled_s = None
+        self.detumble_at = self.slew_at = self.below_since = None
+        self.rearmed: list[str] = []
+        self._reports_seen = 0
+        self._armed_seen = False
+
+    def step(self, pilot: Pilot) -> None:
+        """Send this period's setpoint and move on to the next phase when it is due."""
+        now = pilot.ksp_time
+        if self.phase in ('detumble', 'slew/hold') and self._disarmed(pilot):
+            pilot.send(pilot.Setpoint.MODE_IDLE)
+            return
+        owned = pilot.authority is not None and pilot.authority.state == 1 and \
+            pilot.authority.controller_id == 'setpoint_controller'
+        if self.phase == 'starting' and owned and now is not None:
+            self.phase = 'arming'
+        elif self.phase == 'arming':
+            pilot.send(pilot.Setpoint.MODE_IDLE)
+            self.phase, self.detumble_at = 'detumble', now + 1.0
+        elif self.phase == 'detumble':
+            self._detumble(pilot, now)
+        elif self.phase == 'slew/hold':
+            pilot.send(pilot.Setpoint.MODE_ATTITUDE_HOLD, self.target)
+            self.error = angle_deg(pilot.attitude(), self.target)
+            self._note_settling(now)
+
+    def _disarmed(self, pilot: Pilot) -> bool:
+        """Tell whether the controller, once armed, reports itself disarmed (a new report)."""
+        if pilot.controller_reports <= self._reports_seen:
+            return False
+        self._reports_seen = pilot.controller_reports
+        armed = pilot.controller.get('armed') == 'True'
+        if armed or not self._armed_seen:
+            self._armed_seen = self._armed_seen or armed
+            return False
+        self._armed_seen = False                  # until it reports armed again
+        self.rearmed.append(pilot.controller.get('disarm_reason', ''))
+        return True
+
+    def _detumble(self, pilot: Pilot, now: float) -> None:
+        if now < self.detumble_at:
+            pilot.send(pilot.Setpoint.MODE_IDLE)
+            return
+        pilot.send(pilot.Setpoint.MODE_DETUMBLE)
+        rate = pilot.body_rate()
+        calm = rate is not None and rate < DETUMBLE_DONE_RAD_S
+        if pilot.attitude() and (calm or now - self.detumble_at > DETUMBLE_MAX_SEC):
+            half = math.radians(SLEW_DEG) / 2.0
+            self.target = quat_mul(pilot.attitude(), (0.0, 0.0, math.sin(half), math.cos(half)))
+            self.phase, self.slew_at = 'slew/hold', now
+
+    def _note_settling(self, now: float) -> None:
+        if self.error >= SETTLED_DEG:
+            self.below_since = self.settled_s = None
+        elif self.below_since is None:
+            self.below_since = now
+        elif self.settled_s is None and now - self.below_since >= SETTLED_HOLD_SEC:
+            self.settled_s = self.below_since - self.slew_at
+
+
+def _start(procs: Processes, overlays: list[str], scenario: str, ports) -> None:
     for proc, cmd in zip(planned(overlays, scenario, ports),
                          command_lines(overlays, scenario, ports)):
         print(f'demo: starting {" ".join(cmd)}', flush=True)
         procs.start(proc.executable, cmd)
-    pilot = Pilot()
-    phase, target, error = 'starting', None, None
-    detumble_since = None
-    start = time.monotonic()
-    last_print, last_counts = start, dict(pilot.counts)
+
+
+def _summary(pilot: Pilot, flight: Flight, procs: Processes, started: float,
+             log_dir: Path) -> dict:
+    def rounded(value, digits):
+        return None if value is None else round(value, digits)
+    return {'seconds': round(time.monotonic() - started, 1),
+            'first_active_s': rounded(pilot.first_active, 2),
+            'lease_owned_s': rounded(pilot.first_owned, 2),
+            'phase': flight.phase, 'settled_s': rounded(flight.settled_s, 2),
+            'rearmed': flight.rearmed,
+            'final_attitude_error_deg': rounded(flight.error, 4),
+            'processes_exited': procs.dead(), 'logs': str(log_dir)}
+
+
+def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
+        until_settled: bool = False) -> int:
+    """Start the processes, fly, print; return the exit status.
+
+    Stops after ``seconds`` (wall clock; None: until Ctrl-C) or, with ``until_settled``, as
+    soon as the slew has settled.
+    """
+    procs = Processes(log_dir)
+    print(f'demo: logs in {log_dir}', flush=True)
+    _start(procs, overlays, scenario, ports)
+    pilot, flight = Pilot(), Flight()
+    started = last_print = time.monotonic()
+    last_counts = dict(pilot.counts)
     stopping = []
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     status = 0
     try:
-        while not stopping:
-            now = time.monotonic()
-            if seconds is not None and now - start >= seconds:
+        while not stopping and not (until_settled and flight.settled_s is not None):
+            if seconds is not None and time.monotonic() - started >= seconds:
                 break
             dead = procs.dead()
             if dead:
                 print(f'\ndemo: {", ".join(dead)} exited; see {log_dir}', flush=True)
                 status = 1
                 break
-            owned = pilot.authority is not None and pilot.authority.state == 1 and \
-                pilot.authority.controller_id == 'setpoint_controller'
-            if phase == 'starting' and owned:
-                phase = 'arming'
-            elif phase == 'arming':
-                pilot.send(pilot.Setpoint.MODE_IDLE)
-                phase, detumble_since = 'detumble', now + 1.0
-            elif phase == 'detumble' and now >= detumble_since:
-                pilot.send(pilot.Setpoint.MODE_DETUMBLE)
-                rate = pilot.body_rate()
-                if (rate is not None and rate < DETUMBLE_DONE_RAD_S and pilot.attitude()) \
-                        or now - detumble_since > 10.0 and pilot.attitude():
-                    q = pilot.attitude()
-                    half = math.radians(SLEW_DEG) / 2.0
-                    target = quat_mul(q, (0.0, 0.0, math.sin(half), math.cos(half)))
-                    phase = 'slew/hold'
-            elif phase == 'detumble':
-                pilot.send(pilot.Setpoint.MODE_IDLE)
-            elif phase == 'slew/hold':
-                pilot.send(pilot.Setpoint.MODE_ATTITUDE_HOLD, target)
-                error = angle_deg(pilot.attitude(), target)
+            flight.step(pilot)
             pilot.spin(SETPOINT_PERIOD_SEC)
             if time.monotonic() - last_print >= 1.0:
                 span = time.monotonic() - last_print
                 rates = {k: (pilot.counts[k] - last_counts[k]) / span for k in pilot.counts}
                 last_print, last_counts = time.monotonic(), dict(pilot.counts)
-                line = status_line(pilot, phase, error, rates)
                 end = '\r' if sys.stdout.isatty() else '\n'
-                print(line, end=end, flush=True)
+                print(status_line(pilot, flight, rates), end=end, flush=True)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        summary = {'seconds': round(time.monotonic() - start, 1),
-                   'first_active_s': None if pilot.first_active is None
-                   else round(pilot.first_active, 2),
-                   'lease_owned_s': None if pilot.first_owned is None
-                   else round(pilot.first_owned, 2),
-                   'phase': phase,
-                   'final_attitude_error_deg': None if error is None else round(error, 4),
-                   'processes_exited': procs.dead(), 'logs': str(log_dir)}
+        summary = _summary(pilot, flight, procs, started, log_dir)
         pilot.close()
         procs.stop()
-    if status == 0 and (pilot.first_active is None or pilot.first_owned is None):
+    if status == 0 and (pilot.first_active is None or pilot.first_owned is None or
+                        (until_settled and flight.settled_s is None)):
         status = 1
     print(f'\ndemo summary: {json.dumps(summary)}', flush=True)
     return status
@@ -280,10 +369,14 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the options and run the demo."""
+    limit_threads()
     parser = argparse.ArgumentParser(prog='make demo', description=__doc__.splitlines()[0])
     parser.add_argument('--ports', help='STATE,COMMAND,ADMIN UDP ports (default 49010-49012)')
     parser.add_argument('--print-commands', action='store_true',
                         help='print the command lines as JSON and exit')
+    parser.add_argument('--until-settled', action='store_true',
+                        help='stop once the slew has settled (error below 0.1 degree for 3 s '
+                             'of KSP time); DEMO_SECONDS still bounds the run')
     args = parser.parse_args(argv)
     ports = tuple(int(p) for p in args.ports.split(',')) if args.ports else None
     overlays = pc.split_list(os.environ.get('DEMO_OVERLAYS', ''))
@@ -294,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
     log_dir = Path(os.environ.get('DEMO_LOG_DIR') or tempfile.mkdtemp(prefix='pylon_demo_'))
     log_dir.mkdir(parents=True, exist_ok=True)
-    return run(seconds, overlays, scenario, ports, log_dir)
+    return run(seconds, overlays, scenario, ports, log_dir, args.until_settled)
 
 
 if __name__ == '__main__':

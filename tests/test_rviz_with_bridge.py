@@ -6,6 +6,7 @@ Every topic it shows is published with the type its display expects, and its Fix
 
 from pathlib import Path
 
+from pylon_testing.recorder import DEFAULT_TIMEOUT_SEC
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -34,21 +35,12 @@ def displays():
     return config['Visualization Manager']['Global Options']['Fixed Frame'], out
 
 
-def stack(ros_process, free_udp_port, scenario, name):
-    state, command = free_udp_port(), free_udp_port()
-    ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state),
-                 '--command-port', str(command), '--ros-args', '-r', f'__node:={name}'],
-                name=f'bridge_{scenario}')
-    ros_process(['pylon_sim', '--scenario', scenario, '--state-port', str(state),
-                 '--command-port', str(command)], name=f'sim_{scenario}')
-
-
-def test_every_rviz_topic_and_the_fixed_frame_exist(ros_process, free_udp_port, ros_node):
+def test_every_rviz_topic_and_the_fixed_frame_exist(sim_stack, ros_process, ros_node):
     fixed_frame, wanted = displays()
     assert len(wanted) >= 5
     # the orbit sat has the 3D LiDAR and the camera, the surface rover the 2D LiDAR: a
     # second stack (bridge node renamed) flies the rover in the same graph
-    stack(ros_process, free_udp_port, 'orbit', 'bridge_orbit')
+    sim_stack('orbit', bridge_args=('--ros-args', '-r', '__node:=bridge_orbit'))
     ros_process(['nearby_markers'], name='nearby_markers')
     statics = []
     sub = ros_node.create_subscription(TFMessage, '/tf_static', statics.append, TF_STATIC)
@@ -58,11 +50,13 @@ def test_every_rviz_topic_and_the_fixed_frame_exist(ros_process, free_udp_port, 
         graph = dict(ros_node.get_topic_names_and_types())
         return all(ty in graph.get(t, []) and ros_node.count_publishers(t)
                    for t, ty in topics.items())
-    spin_until(ros_node, lambda: published(orbit), 30.0, what=f'the orbit topics {orbit}')
+    spin_until(ros_node, lambda: published(orbit), DEFAULT_TIMEOUT_SEC,
+               what=f'the orbit topics {orbit}')
     spin_until(ros_node, lambda: any(t.child_frame_id == fixed_frame
-                                     for m in statics for t in m.transforms), 20.0,
+                                     for m in statics for t in m.transforms), DEFAULT_TIMEOUT_SEC,
                what=f'{fixed_frame} on /tf_static')
     surface = {t: ty for t, ty in wanted.items() if 'lidar_2d' in t}
-    stack(ros_process, free_udp_port, 'surface', 'bridge_surface')
-    spin_until(ros_node, lambda: published(surface), 30.0, what=f'the surface topics {surface}')
+    sim_stack('surface', bridge_args=('--ros-args', '-r', '__node:=bridge_surface'))
+    spin_until(ros_node, lambda: published(surface), DEFAULT_TIMEOUT_SEC,
+               what=f'the surface topics {surface}')
     ros_node.destroy_subscription(sub)

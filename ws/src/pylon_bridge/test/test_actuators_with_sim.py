@@ -1,9 +1,7 @@
 """Typed actuators end to end: each commanded through udp_bridge, its state observed."""
 
-import time
 import xml.etree.ElementTree as ET  # noqa: N817
 
-from pilot import acquire, COMMAND, LATCHED, Pilot, SAT, start
 from pylon_interfaces.msg import (
     DockingPortCommand,
     DockingPortState,
@@ -19,7 +17,7 @@ from pylon_interfaces.msg import (
     WheelState,
 )
 from pylon_protocol import frames
-from pylon_sim.admin import request
+from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
@@ -45,28 +43,24 @@ class Actuators(Pilot):
                 ('wheel', WheelCommand, 'wheel', WheelState, qos_profile_sensor_data),
                 ('servo', MotorCommand, 'servo', MotorState, qos_profile_sensor_data),
                 ('separation', SeparationCommand, 'separation', SeparationState, LATCHED)):
-            self.got[name] = []
-            self.subs.append(node.create_subscription(
-                state, f'/ksp_vessel/actuators/{topic}/state', self._keep(name), qos))
+            self.add(name, f'/ksp_vessel/actuators/{topic}/state', state, qos)
             self.publishers[name] = node.create_publisher(
                 kind, f'/ksp_vessel/actuators/{topic}/command', COMMAND)
-        self.got['joints'] = []
-        self.subs.append(node.create_subscription(
-            JointState, '/ksp_vessel/joint_states', self._keep('joints'),
-            qos_profile_sensor_data))
+        self.add('joints', '/ksp_vessel/joint_states', JointState, qos_profile_sensor_data)
 
     def send(self, name, msg, vessel=SAT):
+        """Publish a typed command under the test's lease; return the mark before it."""
         publisher = self.publishers[name]
         self.until(lambda: publisher.get_subscription_count() > 0, f'{name} command subscriber')
         msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', 'lease-1'
         msg.sequence = self.next_sequence('ctl', 'lease-1')
-        since = time.monotonic()
+        since = self.mark()
         publisher.publish(msg)
         return since
 
 
-def test_engine_thrust_and_tvc_then_timeout(ros_process, free_udp_port, ros_node):
-    admin = start(ros_process, free_udp_port)
+def test_engine_thrust_and_tvc_then_timeout(sim_stack, ros_node):
+    stack = sim_stack()
     pilot = Actuators(ros_node)
     pilot.ready()
     assert acquire(pilot, duration=5.0)[0].reason == 'lease_acquired'
@@ -78,20 +72,20 @@ def test_engine_thrust_and_tvc_then_timeout(ros_process, free_udp_port, ros_node
     assert (state.throttle, state.thrust, state.max_thrust) == (0.5, 30000.0, 60000.0)
     assert state.gimbal_available and state.gimbal_command_active and state.gimbal_pitch == 0.5
     assert state.name == ENGINE and state.header.frame_id == 'base_link'
-    control = request(admin, {'cmd': 'status'})['control']
+    control = stack.control()
     force, torque = control['applied_force'], control['applied_torque']
     assert force[0] == pytest.approx(30000.0, rel=0.01)       # along +X, the engine's axis
     assert abs(torque[1]) > 100.0                              # TVC pitches the vessel
     assert torque[0] == pytest.approx(0.0, abs=1e-6)           # no roll from one engine
     # after its timeout the override ends: stock throttle (0) and a neutral gimbal
     ended = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
-                           since + 1.0, 'the engine back to stock')
+                           pilot.after('engine', state), 'the engine back to stock')
     assert ended.thrust == 0.0 and not ended.gimbal_command_active
-    assert request(admin, {'cmd': 'status'})['control']['applied_force'] == [0.0, 0.0, 0.0]
+    assert stack.control()['applied_force'] == [0.0, 0.0, 0.0]
 
 
-def test_rcs_module_limit_and_restore(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_rcs_module_limit_and_restore(sim_stack, ros_node):
+    sim_stack()
     pilot = Actuators(ros_node)
     pilot.ready()
     acquire(pilot, duration=5.0)
@@ -101,37 +95,32 @@ def test_rcs_module_limit_and_restore(ros_process, free_udp_port, ros_node):
                              'the RCS override')
     assert limited.thrust_limit == 250.0 and limited.enabled and limited.max_thrust == 4000.0
     restored = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active,
-                              since + 0.6, 'the RCS back to stock')
+                              pilot.after('rcs', limited), 'the RCS back to stock')
     assert restored.thrust_limit == 1000.0
 
 
-def test_docking_port_camera_selection(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_docking_port_camera_selection(sim_stack, ros_node):
+    sim_stack()
     pilot = Actuators(ros_node)
     pilot.ready()
     acquire(pilot, duration=5.0)
-    got = []
-    pilot.subs.append(ros_node.create_subscription(
-        DockingPortState, f'/ksp_vessel/docking_ports/{DOCK}/state',
-        lambda m: got.append((time.monotonic(), m)), COMMAND))
-    pilot.until(lambda: got, 'the docking port state')
-    assert got[-1][1].name == DOCK and not got[-1][1].camera_active
+    pilot.add('dock', f'/ksp_vessel/docking_ports/{DOCK}/state', DockingPortState, COMMAND)
+    state = pilot.wait_for('dock', what='the docking port state')
+    assert state.name == DOCK and not state.camera_active
     publisher = ros_node.create_publisher(DockingPortCommand,
                                           f'/ksp_vessel/docking_ports/{DOCK}/command', COMMAND)
     pilot.until(lambda: publisher.get_subscription_count() > 0, 'docking command subscriber')
-    since = time.monotonic()
+    since = pilot.mark()
     publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_SELECT_CAMERA,
                                          vessel_id=SAT, controller_id='ctl',
                                          lease_id='lease-1',
                                          sequence=pilot.next_sequence('ctl', 'lease-1')))
-    pilot.until(lambda: any(t >= since and m.camera_active for t, m in got), 'camera selected')
-    images = []
+    pilot.wait_for('dock', lambda m: m.camera_active, since, 'camera selected')
     image_topic = f'/ksp_vessel/docking_ports/{DOCK}/camera/image_raw'
-    pilot.subs.append(ros_node.create_subscription(
-        Image, image_topic, lambda m: images.append(m), qos_profile_sensor_data))
-    pilot.until(lambda: images, 'a docking-port camera frame', timeout=20.0)
-    assert (images[0].width, images[0].height, images[0].encoding) == (320, 240, 'rgb8')
-    assert images[0].header.frame_id.endswith(f'_{DOCK}_camera_optical')
+    pilot.add('image', image_topic, Image, qos_profile_sensor_data)
+    image = pilot.wait_for('image', what='a docking-port camera frame')
+    assert (image.width, image.height, image.encoding) == (320, 240, 'rgb8')
+    assert image.header.frame_id.endswith(f'_{DOCK}_camera_optical')
     publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_STOP_CAMERA,
                                          vessel_id=SAT, controller_id='ctl',
                                          lease_id='lease-1',
@@ -140,8 +129,8 @@ def test_docking_port_camera_selection(ros_process, free_udp_port, ros_node):
                 'the docking camera topic removed on camera_inactive')
 
 
-def test_servo_and_wheel_on_the_surface(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port, scenario='surface')
+def test_servo_and_wheel_on_the_surface(sim_stack, ros_node):
+    sim_stack(scenario='surface')
     pilot = Actuators(ros_node)
     pilot.ready()
     assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
@@ -152,7 +141,7 @@ def test_servo_and_wheel_on_the_surface(ros_process, free_udp_port, ros_node):
                             'the servo command')
     assert moving.mode == MotorCommand.MODE_POSITION and moving.name == 'mast_hinge'
     joints = pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
-                            since, 'the joint at 0.3 rad', timeout=20.0)
+                            since, 'the joint at 0.3 rad')
     assert list(joints.name) == ['mast_hinge']
     since = pilot.send('wheel', WheelCommand(id='wheel_7700002_0', enabled=True,
                                              target_angular_velocity=2.0, steering_angle=0.1,
@@ -163,8 +152,8 @@ def test_servo_and_wheel_on_the_surface(ros_process, free_udp_port, ros_node):
     assert wheel.steering_angle == pytest.approx(0.1) and wheel.enabled
 
 
-def test_separation_fires_once_under_a_lease(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port, scenario='launchpad')
+def test_separation_fires_once_under_a_lease(sim_stack, ros_node):
+    sim_stack(scenario='launchpad')
     pilot = Actuators(ros_node)
     pilot.ready()
     assert acquire(pilot, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
@@ -175,20 +164,15 @@ def test_separation_fires_once_under_a_lease(ros_process, free_udp_port, ros_nod
     assert not fired.available and fired.mechanism == 'decoupler'
 
 
-def test_servo_joint_extension_moves_the_proxy_on_tf(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port, scenario='surface', sim_args=['--servo-joints'],
-          bridge_args=['--allow-servo-joints'])
+def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
+    sim_stack(scenario='surface', sim_args=['--servo-joints'],
+              bridge_args=['--allow-servo-joints'])
     pilot = Actuators(ros_node)
-    models, tfs = [], []
-    pilot.subs += [
-        ros_node.create_subscription(String, '/ksp_vessel/robot_description', models.append,
-                                     LATCHED),
-        ros_node.create_subscription(TFMessage, '/tf', tfs.append,
-                                     QoSProfile(depth=200,
-                                                reliability=ReliabilityPolicy.RELIABLE))]
+    pilot.add('model', '/ksp_vessel/robot_description', String, LATCHED)
+    pilot.add('tf', '/tf', TFMessage, QoSProfile(depth=200,
+                                                 reliability=ReliabilityPolicy.RELIABLE))
     pilot.ready()
-    pilot.until(lambda: any(m.data for m in models), 'the proxy model')
-    urdf = next(m.data for m in reversed(models) if m.data)
+    urdf = pilot.wait_for('model', lambda m: m.data, what='the proxy model').data
     joint = ET.fromstring(urdf).find("joint[@name='mast_hinge']")
     assert joint is not None and joint.get('type') == 'revolute'
     child = joint.find('child').get('link')
@@ -198,14 +182,14 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(ros_process, free_udp_port,
                                              mode=MotorCommand.MODE_POSITION, position=0.3,
                                              timeout_sec=5.0), vessel=ROVER)
     pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
-                   since, 'the joint at 0.3 rad', timeout=20.0)
+                   since, 'the joint at 0.3 rad')
 
     rpy = [float(v) for v in joint.find('origin').get('rpy').split()]
     expected = frames.quat_multiply(frames.quat_from_rpy(*rpy),
                                     frames.quat_from_axis_angle(axis, 0.3))
 
     def hinge():
-        for msg in reversed(tfs):
+        for msg in reversed(pilot.got['tf']):
             for t in msg.transforms:
                 if t.child_frame_id == child:
                     return t
@@ -218,5 +202,5 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(ros_process, free_udp_port,
         q = t.transform.rotation
         return abs(abs(q.x * expected[0] + q.y * expected[1] + q.z * expected[2]
                        + q.w * expected[3]) - 1.0) < 1e-4
-    pilot.until(turned, 'the hinge link turned by 0.3 rad on /tf', timeout=10.0)
+    pilot.until(turned, 'the hinge link turned by 0.3 rad on /tf')
     assert hinge().header.frame_id == joint.find('parent').get('link')

@@ -2,15 +2,13 @@
 
 import bisect
 import math
-import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, Vector3Stamped
-from pylon_bridge.convert import to_seconds
+import numpy as np
 from pylon_interfaces.msg import NearbyVessels, VesselLifecycle
 from pylon_protocol import frames
-from pylon_sim.admin import request
-from pylon_testing.wait import spin_until
+from pylon_testing.recorder import stamp_of, TopicRecorder
 import pytest
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import (
@@ -58,76 +56,30 @@ FRAMES = {'imu': BASE, 'pose': ENU, 'twist': ENU, 'twist_body': BASE, 'accel': E
           'frame_rate': ENU, 'nearby': ENU}
 
 
-class Recorder:
-    """Subscribes to topics and keeps (receipt time, message) per name."""
-
-    def __init__(self, node):
-        self.node = node
-        self.got = {}
-        self.subscriptions = []
-
-    def add(self, name, topic, msg_type, profile, **kwargs):
-        self.got[name] = []
-
-        def keep(msg, name=name):
-            self.got[name].append((time.monotonic(), msg))
-        self.subscriptions.append(
-            self.node.create_subscription(msg_type, topic, keep, profile, **kwargs))
-        return self
-
-    def until(self, condition, timeout, what):
-        spin_until(self.node, condition, timeout, what=what)
-
-    def messages(self, name, since=0.0):
-        return [msg for t, msg in self.got[name] if t >= since]
-
-    def last(self, name):
-        return self.got[name][-1][1] if self.got[name] else None
-
-    def wait_for(self, name, predicate=lambda m: True, timeout=20.0, since=0.0):
-        found = []
-
-        def check():
-            found[:] = [m for m in self.messages(name, since) if predicate(m)]
-            return bool(found)
-        self.until(check, timeout, f'a matching message on {name}')
-        return found[0]
-
-
-def start(ros_process, free_udp_port, scenario='orbit', bridge_args=(), sim_args=()):
-    state_port, command_port, admin_port = free_udp_port(), free_udp_port(), free_udp_port()
-    ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
-                 '--command-port', str(command_port), *bridge_args], name='bridge')
-    ros_process(['pylon_sim', '--scenario', scenario, '--state-port', str(state_port),
-                 '--command-port', str(command_port), '--admin-port', str(admin_port),
-                 *sim_args], name='sim')
-    return admin_port
-
-
 def lifecycle_recorder(ros_node):
-    return Recorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle, LATCHED)
+    return TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle, LATCHED)
 
 
-def test_orbit_streams_types_frames_rates_and_values(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_orbit_streams_types_frames_rates_and_values(sim_stack, ros_node):
+    sim_stack()
     rec = lifecycle_recorder(ros_node)
     for name, (topic, msg_type, profile, _) in STREAMS.items():
         rec.add(name, topic, msg_type, profile)
     active = rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
     assert active.vessel_id == SAT and active.generation == 1
     assert (active.world_frame, active.body_frame) == (ENU, BASE)
-    start_at = time.monotonic() + 0.5
-    rec.until(lambda: time.monotonic() > start_at + 3.0, 10.0, '3 s of streams')
+    # 3 s of every stream, measured on the stamps (KSP time), from a point after ACTIVE
+    start_at = rec.mark()
     for name, (topic, _, _, rate) in STREAMS.items():
-        msgs = rec.messages(name, since=start_at)
-        assert msgs, f'nothing on {topic}'
+        msgs = rec.wait_stamp_span(name, 3.0, start_at) if rate is not None \
+            else rec.wait_count(name, 1, start_at)
         if rate is not None:
-            times = [t for t, _ in rec.got[name] if t >= start_at]
-            measured = (len(times) - 1) / (times[-1] - times[0])
-            assert rate * 0.8 <= measured <= rate * 1.2, (topic, measured)
-            stamps = [to_seconds(m.header.stamp) for m in msgs]
-            by_stamp = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-            assert rate * 0.8 <= by_stamp <= rate * 1.2, (topic, by_stamp)
+            stamps = [stamp_of(m) for m in msgs]
+            # the sample period, robust to a sample lost on the way (Best Effort)
+            period = float(np.median(np.diff(stamps)))
+            assert 1.0 / (rate * 1.2) <= period <= 1.0 / (rate * 0.8), (topic, period)
+            received = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+            assert received >= rate * 0.8, (topic, received)
         if name in FRAMES:
             assert {m.header.frame_id for m in msgs} == {FRAMES[name]}, topic
     for msg in rec.messages('imu'):                     # free fall, REP-145 data_raw
@@ -143,15 +95,14 @@ def test_orbit_streams_types_frames_rates_and_values(ros_process, free_udp_port,
     assert nearby.origin_sequence == active.origin_sequence
 
 
-def test_ground_truth_angular_velocity_matches_the_quaternion_difference(
-        ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
-    rec = Recorder(ros_node).add('pose', STREAMS['pose'][0], PoseStamped, BEST_EFFORT)
+def test_ground_truth_angular_velocity_matches_the_quaternion_difference(sim_stack, ros_node):
+    sim_stack()
+    rec = TopicRecorder(ros_node).add('pose', STREAMS['pose'][0], PoseStamped, BEST_EFFORT)
     rec.add('twist', STREAMS['twist'][0], TwistStamped, BEST_EFFORT)
-    rec.until(lambda: len(rec.got['pose']) > 40 and len(rec.got['twist']) > 40, 20.0,
+    rec.until(lambda: len(rec.got['pose']) > 40 and len(rec.got['twist']) > 40,
               '40 poses and twists')
-    twists = {to_seconds(m.header.stamp): m.twist.angular for m in rec.messages('twist')}
-    poses = sorted((to_seconds(m.header.stamp), m.pose.orientation) for m in rec.messages('pose'))
+    twists = {stamp_of(m): m.twist.angular for m in rec.messages('twist')}
+    poses = sorted((stamp_of(m), m.pose.orientation) for m in rec.messages('pose'))
     checked = 0
     for (t0, q0), (t1, q1) in zip(poses, poses[1:]):
         if t0 not in twists or t1 - t0 > 0.1:
@@ -165,21 +116,21 @@ def test_ground_truth_angular_velocity_matches_the_quaternion_difference(
     assert checked > 20
 
 
-def test_tf_covers_every_sensor_stamp(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
-    rec = Recorder(ros_node).add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
+def test_tf_covers_every_sensor_stamp(sim_stack, ros_node):
+    sim_stack()
+    rec = TopicRecorder(ros_node).add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
     rec.add('tf', '/tf', TFMessage, STREAMS['tf'][2])
     rec.add('pose', STREAMS['pose'][0], PoseStamped, BEST_EFFORT)
-    rec.until(lambda: len(rec.got['imu']) > 60, 20.0, '60 IMU samples')
-    world = sorted(((to_seconds(t.header.stamp), t) for m in rec.messages('tf')
+    rec.wait_count('imu', 61)
+    world = sorted(((stamp_of(t), t) for m in rec.messages('tf')
                     for t in m.transforms if (t.header.frame_id, t.child_frame_id) == (ENU, BASE)),
                    key=lambda pair: pair[0])
     stamps = [s for s, _ in world]
     assert len(stamps) == len(set(stamps)), 'a transform stamp was published twice'
-    poses = {to_seconds(m.header.stamp): m.pose for m in rec.messages('pose')}
+    poses = {stamp_of(m): m.pose for m in rec.messages('pose')}
     checked = 0
     for imu in rec.messages('imu')[5:-5]:
-        t = to_seconds(imu.header.stamp)
+        t = stamp_of(imu)
         i = bisect.bisect_left(stamps, t)
         assert i < len(stamps), f'no transform at or after the IMU stamp {t}'
         assert i > 0 or stamps[0] == t
@@ -195,8 +146,8 @@ def test_tf_covers_every_sensor_stamp(ros_process, free_udp_port, ros_node):
     assert checked > 40
 
 
-def test_qos_compatibility_and_mismatch_detection(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_qos_compatibility_and_mismatch_detection(sim_stack, ros_node):
+    sim_stack()
     rec = lifecycle_recorder(ros_node)
     rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
     incompatible = []
@@ -213,7 +164,7 @@ def test_qos_compatibility_and_mismatch_detection(ros_process, free_udp_port, ro
     rec.add('frame_rate_be', STREAMS['frame_rate'][0], Vector3Stamped, qos_profile_sensor_data)
     rec.until(lambda: incompatible and all(
         rec.got[k] for k in ('root', 'static', 'status', 'diagnostics', 'frame_rate_be')),
-        20.0, 'latched topics, sensor-data subscription and the QoS event')
+        'latched topics, sensor-data subscription and the QoS event')
     assert not rec.got['imu_reliable']
     description = rec.wait_for('description', lambda m: m.data != '')
     assert f'<robot name="pylon_{SAT[:8]}_active_vessel">' in description.data
@@ -231,89 +182,94 @@ def test_qos_compatibility_and_mismatch_detection(ros_process, free_udp_port, ro
     assert len(ready.model_id) == 64
 
 
-def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(
-        ros_process, free_udp_port, ros_node):
-    admin = start(ros_process, free_udp_port)
+def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(sim_stack, ros_node):
+    stack = sim_stack()
     rec = lifecycle_recorder(ros_node)
     rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
     rec.add('description', '/ksp_vessel/robot_description', String, LATCHED)
+    rec.add('diagnostics', '/pylon/diagnostics', DiagnosticArray, RELIABLE)
     ready = rec.wait_for('life', lambda m: m.model_ready and
                          m.state == VesselLifecycle.STATE_ACTIVE)
     generation = ready.generation
 
-    def step(command, predicate, what):
-        since = time.monotonic()
-        assert request(admin, command)['ok'], command
-        return rec.wait_for('life', predicate, since=since), since
+    def step(command, predicate, **fields):
+        since = rec.mark()
+        stack.admin(command, **fields)
+        return rec.wait_for('life', predicate, since, f'the lifecycle after {command}'), since
 
     # revert: UT goes back to the scenario start (1 s or more back), a new generation
-    rec.until(lambda: len(rec.got['imu']) >= 30, 10.0, 'one second of flight')
-    rewound, _ = step({'cmd': 'revert'}, lambda m: m.generation == generation + 1, 'revert')
+    rec.wait_stamp_span('imu', 1.0)
+    rewound, _ = step('revert', lambda m: m.generation == generation + 1)
     assert (rewound.state, rewound.reason) == (VesselLifecycle.STATE_CHANGED, 'time_rewind')
     assert rewound.vessel_id == SAT
 
     # vessel switch: CHANGED with a new generation, the old model withdrawn at once
-    changed, since = step({'cmd': 'switch', 'vessel': 'target'},
-                          lambda m: m.generation == generation + 2, 'switch')
+    changed, since = step('switch', lambda m: m.generation == generation + 2, vessel='target')
     assert (changed.state, changed.reason) == (VesselLifecycle.STATE_CHANGED, 'vessel_changed')
     assert changed.vessel_id == TARGET and not changed.model_ready
     # the old vessel's model is withdrawn (unless the switch came before it was re-sent
     # after the revert, when the description was already empty)
-    before = [m for t, m in rec.got['description'] if t < since]
+    before = rec.got['description'][:since['description']]
     if before and before[-1].data != '':
-        rec.wait_for('description', lambda m: m.data == '', since=since)
-    new_model = rec.wait_for('description', lambda m: m.data != '', since=since)
+        rec.wait_for('description', lambda m: m.data == '', since)
+    new_model = rec.wait_for('description', lambda m: m.data != '', since)
     assert f'pylon_{TARGET[:8]}_active_vessel' in new_model.data
     active = rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE and
                           m.generation == generation + 2)
     assert active.origin_sequence > ready.origin_sequence
 
-    # pause: no new IMU samples while paused, the lifecycle stays as it is
-    rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE and
-                 m.generation == generation + 2)
-    assert request(admin, {'cmd': 'pause'})['ok']
-    paused_at = time.monotonic() + 0.2
-    rec.until(lambda: time.monotonic() > paused_at + 1.0, 5.0, 'one second of pause')
-    assert rec.messages('imu', since=paused_at) == []
+    # pause: once the bridge has seen the paused heartbeat, no new IMU sample for a second
+    # of the simulator's clock, and the lifecycle stays as it is
+    since = rec.mark()
+    stack.admin('pause')
+
+    def paused(message):
+        values = {s.name: {kv.key: kv.value for kv in s.values} for s in message.status}
+        return values['pylon_bridge: session']['paused'] == 'True'
+    rec.wait_for('diagnostics', paused, since, 'the bridge seeing the pause')
+    quiet = rec.mark()
+    rec.until(stack.clock_reached(1.0), 'one second of pause')
+    assert rec.messages('imu', quiet) == []
     assert rec.last('life').generation == generation + 2
-    assert request(admin, {'cmd': 'resume'})['ok']
-    rec.wait_for('imu', since=time.monotonic())
+    resumed = rec.mark()
+    stack.admin('resume')
+    rec.wait_for('imu', since=resumed)
 
     # pack: unavailable, then a runtime reset when it is back
-    unavailable, _ = step({'cmd': 'pack'}, lambda m: m.state ==
-                          VesselLifecycle.STATE_UNAVAILABLE, 'pack')
+    unavailable, _ = step('pack', lambda m: m.state == VesselLifecycle.STATE_UNAVAILABLE)
     assert unavailable.reason == 'vessel_unavailable'
-    back, _ = step({'cmd': 'unpack'}, lambda m: m.generation == generation + 3, 'unpack')
+    back, _ = step('unpack', lambda m: m.generation == generation + 3)
     assert (back.state, back.reason) == (VesselLifecycle.STATE_CHANGED, 'runtime_reset')
 
     # heartbeat loss: STALE after the timeout, a new generation when it returns
-    stale, _ = step({'cmd': 'heartbeat', 'enabled': False},
-                    lambda m: m.state == VesselLifecycle.STATE_STALE, 'heartbeat off')
+    stale, _ = step('heartbeat', lambda m: m.state == VesselLifecycle.STATE_STALE,
+                    enabled=False)
     assert stale.reason == 'session_timeout' and not stale.model_ready
-    recovered, _ = step({'cmd': 'heartbeat', 'enabled': True},
-                        lambda m: m.reason == 'session_recovered', 'heartbeat on')
+    recovered, _ = step('heartbeat', lambda m: m.reason == 'session_recovered',
+                        enabled=True)
     assert recovered.generation == stale.generation + 1 == generation + 4
 
 
-def test_surface_pad_imu_and_servo_joint_states(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port, scenario='surface')
-    rec = Recorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState,
-                                 qos_profile_sensor_data)
+def test_surface_pad_imu_and_servo_joint_states(sim_stack, ros_node):
+    sim_stack(scenario='surface')
+    rec = TopicRecorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState,
+                                      qos_profile_sensor_data)
     rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
-    rec.until(lambda: len(rec.got['joints']) > 25 and rec.got['imu'], 20.0, 'joint states')
-    joints = rec.last('joints')
-    assert list(joints.name) == ['mast_hinge']
-    assert len(joints.position) == len(joints.velocity) == len(joints.effort) == 1
-    times = [t for t, _ in rec.got['joints']][-20:]
-    assert 16.0 <= (len(times) - 1) / (times[-1] - times[0]) <= 24.0     # 20 Hz ± 20 %
+    joints = rec.wait_count('joints', 26)
+    rec.wait_count('imu', 1)
+    last = rec.last('joints')
+    assert list(last.name) == ['mast_hinge']
+    assert len(last.position) == len(last.velocity) == len(last.effort) == 1
+    period = float(np.median(np.diff([stamp_of(m) for m in joints[-20:]])))
+    assert 1.0 / 24.0 <= period <= 1.0 / 16.0, period          # 20 Hz ± 20 % of KSP time
     imu = rec.last('imu')
     # standing on the pad, nose up: specific force is about +g along the vessel's up axis
     accel = imu.linear_acceleration
     assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
 
 
-def test_disable_ground_truth_creates_no_world_topic(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port, bridge_args=('--disable-ground-truth',))
+def test_disable_ground_truth_creates_no_world_topic(sim_stack, ros_node):
+    sim_stack(bridge_args=('--disable-ground-truth',))
     rec = lifecycle_recorder(ros_node)
     rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
     rec.add('tf', '/tf', TFMessage, STREAMS['tf'][2])
@@ -323,7 +279,7 @@ def test_disable_ground_truth_creates_no_world_topic(ros_process, free_udp_port,
     root = rec.wait_for('root', lambda m: m.data != '').data
     tf = rec.wait_for('tf', lambda m: any(t.child_frame_id == root for t in m.transforms))
     assert all(t.header.frame_id == BASE for t in tf.transforms)
-    rec.until(lambda: len(rec.got['imu']) > 30, 10.0, 'IMU samples')
+    rec.wait_count('imu', 31)
     names = {name for name, _ in ros_node.get_topic_names_and_types()}
     assert not any(name.startswith('/ksp_vessel/ground_truth') for name in names)
     for message in rec.messages('tf'):

@@ -4,11 +4,9 @@ import os
 from pathlib import Path
 import signal
 import sys
-import time
 
-from pilot import A, acquire, Pilot, SAT, send_authority, start, TARGET
 from pylon_interfaces.msg import ControlAuthorityState, SeparationCommand
-from pylon_sim.admin import request
+from pylon_testing.pilot import A, acquire, Pilot, SAT, send_authority, TARGET
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -17,51 +15,57 @@ CLIENT = Path(__file__).with_name('wrench_client.py')
 PHYSICS_STEP = 0.02
 
 
-def test_lease_flow_wrench_feedback_and_sas(ros_process, free_udp_port, ros_node):
-    admin = start(ros_process, free_udp_port)
+def test_lease_flow_wrench_feedback_and_sas(sim_stack, ros_node):
+    stack = sim_stack()
     pilot = Pilot(ros_node)
     life = pilot.ready()
-    state, _ = acquire(pilot)
+    state, _ = acquire(pilot, duration=1.0)
     assert (state.state, state.reason) == (ControlAuthorityState.STATE_OWNED, 'lease_acquired')
     assert (state.controller_id, state.lease_id, state.vessel_id) == ('ctl', 'lease-1', SAT)
     assert state.sas_suppressed and state.generation == life.generation
-    # commands faster than the timeout, with renewals well inside the lease
-    start_at = time.monotonic()
-    next_renew = start_at
-    while time.monotonic() - start_at < 1.5:
-        if time.monotonic() >= next_renew:
+    # commands faster than the timeout, with a renewal well inside the lease after every
+    # fifth, for 1.5 s of the simulator's clock
+    since = pilot.mark()
+    flown = stack.clock_reached(1.5)
+    sent = 0
+    while not flown():
+        if sent % 5 == 0:
             send_authority(pilot, A.ACTION_RENEW, 'ctl', 'lease-1', duration=1.0,
                            suppress_sas=True)
-            next_renew += 0.25
-        pilot.wrench(torque_z=40.0)
-        pilot.spin_for(0.05)
-    feedback = [m for t, m in pilot.got['feedback'] if t >= start_at]
+        mark = pilot.mark()
+        msg = pilot.wrench(torque_z=40.0)
+        sent += 1
+        pilot.wait_for('feedback', lambda m, s=msg.sequence: m.sequence == s, mark,
+                       'feedback on the wrench')
+    feedback = pilot.messages('feedback', since)
     assert feedback and all(m.accepted for m in feedback)
     last = feedback[-1]
     assert last.requested.torque.z == 40.0
     assert last.allocated.torque.z == pytest.approx(40.0, rel=1e-4)
     assert last.saturation_ratio < 1e-4 and not last.saturated
     assert last.achieved_quality == 'propulsion_measured_previous_physics_tick_wheels_excluded'
-    twist = pilot.got['twist'][-1][1].twist.angular
-    assert twist.z > 1e-4                       # the vessel turns about +Z, as commanded
-    status = request(admin, {'cmd': 'status'})['control']
-    assert status['owner'] == ['ctl', 'lease-1'] and status['sas_suppressed']
+    pilot.wait_for('twist', lambda m: m.twist.angular.z > 1e-4, since,
+                   'the vessel turning about +Z, as commanded')
+    control = stack.control()
+    assert control['owner'] == ['ctl', 'lease-1'] and control['sas_suppressed']
     report = pilot.wait_for('diag', lambda m: any(
         s.name == 'pylon_bridge: wrench allocation' and s.message == 'accepted'
-        for s in m.status), start_at, 'the allocation in diagnostics')
-    [allocation] = [s for s in report.status if s.name == 'pylon_bridge: wrench allocation']
-    values = {kv.key: kv.value for kv in allocation.values}
+        for s in m.status), since, 'the allocation in diagnostics')
+    values = pilot.diagnostics('pylon_bridge: wrench allocation', report)
     assert values['controller_id'] == 'ctl' and float(values['saturation_ratio']) < 1e-4
     since = send_authority(pilot, A.ACTION_RELEASE, 'ctl', 'lease-1')
     released = pilot.answer(since, lambda m: m.reason == 'lease_released', 'release')
     assert released.state == ControlAuthorityState.STATE_UNOWNED and not released.sas_suppressed
-    # the release is answered before the next physics step applies it: zero by then
-    pilot.until(lambda: request(admin, {'cmd': 'status'})['control']['applied_torque'] ==
-                [0.0, 0.0, 0.0], 'no torque after the release', timeout=0.5)
+    # the release is answered before the next physics step applies it: zero by then, on
+    # the simulator's clock
+    pilot.until(lambda: stack.control()['applied_torque'] == [0.0, 0.0, 0.0],
+                'no torque after the release')
+    control = stack.control()
+    assert control['zeroed_at'] - control['authority_command_at'] <= PHYSICS_STEP + 1e-6
 
 
-def test_preemption_equal_priority_and_stale_sequences(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_preemption_equal_priority_and_stale_sequences(sim_stack, ros_node):
+    sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
     first, _ = acquire(pilot, controller='first', lease='a', duration=5.0)
@@ -73,16 +77,16 @@ def test_preemption_equal_priority_and_stale_sequences(ros_process, free_udp_por
     assert (higher.reason, higher.controller_id, higher.priority) == ('lease_acquired',
                                                                      'third', 5)
     # the preempted controller is no longer the owner
-    since = time.monotonic()
+    since = pilot.mark()
     pilot.wrench(torque_z=1.0, controller='first', lease='a')
     refused = pilot.wait_for('feedback', lambda m: m.controller_id == 'first', since, 'refusal')
     assert (refused.accepted, refused.reason) == (False, 'lease_not_owned')
     # a repeated sequence and an older one are refused
-    since = time.monotonic()
+    since = pilot.mark()
     pilot.wrench(torque_z=1.0, controller='third', lease='c', sequence=10)
     pilot.wait_for('feedback', lambda m: m.sequence == 10 and m.accepted, since, 'accepted')
     for sequence in (10, 9):
-        since = time.monotonic()
+        since = pilot.mark()
         pilot.wrench(torque_z=1.0, controller='third', lease='c', sequence=sequence)
         stale = pilot.wait_for('feedback', lambda m, s=sequence: m.sequence == s and
                                not m.accepted, since, f'stale {sequence}')
@@ -93,8 +97,8 @@ def test_preemption_equal_priority_and_stale_sequences(ros_process, free_udp_por
     assert stale.controller_id == 'third'
 
 
-def test_emergency_stop_by_anyone_survives_a_switch(ros_process, free_udp_port, ros_node):
-    admin = start(ros_process, free_udp_port)
+def test_emergency_stop_by_anyone_survives_a_switch(sim_stack, ros_node):
+    stack = sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
     owner, _ = acquire(pilot, controller='pilot', lease='p', duration=5.0)
@@ -103,7 +107,7 @@ def test_emergency_stop_by_anyone_survives_a_switch(ros_process, free_udp_port, 
     stopped = pilot.answer(since, lambda m: m.reason == 'emergency_stop', 'e-stop')
     assert stopped.state == ControlAuthorityState.STATE_EMERGENCY_STOP
     assert stopped.emergency_stop and stopped.sas_suppressed
-    since = time.monotonic()
+    since = pilot.mark()
     pilot.wrench(torque_z=5.0, controller='pilot', lease='p')
     refused = pilot.wait_for('feedback', lambda m: m.controller_id == 'pilot', since, 'refusal')
     assert not refused.accepted
@@ -111,21 +115,21 @@ def test_emergency_stop_by_anyone_survives_a_switch(ros_process, free_udp_port, 
     mismatch = pilot.answer(since, lambda m: m.reason == 'emergency_stop_owner_mismatch',
                             'clear by another identity')
     assert mismatch.emergency_stop
-    assert request(admin, {'cmd': 'switch', 'vessel': 'target'})['ok']
-    switched = pilot.wait_for('life', lambda m: m.vessel_id == TARGET, 0.0, 'the switch')
+    stack.admin('switch', vessel='target')
+    switched = pilot.wait_for('life', lambda m: m.vessel_id == TARGET, what='the switch')
     assert switched.generation >= 2
-    assert request(admin, {'cmd': 'status'})['control']['emergency_stop']
+    assert stack.control()['emergency_stop']
     since = send_authority(pilot, A.ACTION_CLEAR_EMERGENCY_STOP, 'safety_operator', 'stop-1',
                            vessel=TARGET)
     cleared = pilot.answer(since, lambda m: m.reason == 'emergency_stop_cleared', 'clear')
     assert cleared.state == ControlAuthorityState.STATE_UNOWNED and not cleared.emergency_stop
 
 
-def test_separation_is_refused_without_a_lease(ros_process, free_udp_port, ros_node):
-    start(ros_process, free_udp_port)
+def test_separation_is_refused_without_a_lease(sim_stack, ros_node):
+    sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
-    since = time.monotonic()
+    since = pilot.mark()
     pilot.separation_pub.publish(SeparationCommand(
         vessel_id=SAT, controller_id='rogue', lease_id='none', sequence=1,
         id='decoupler_1100003_0', separate=True, operation_id='op-1'))
@@ -133,19 +137,17 @@ def test_separation_is_refused_without_a_lease(ros_process, free_udp_port, ros_n
     assert refused.state == ControlAuthorityState.STATE_UNOWNED
 
 
-def test_a_killed_controller_stops_the_vessel_within_its_timeout(
-        ros_process, free_udp_port, ros_node):
-    admin = start(ros_process, free_udp_port)
+def test_a_killed_controller_stops_the_vessel_within_its_timeout(sim_stack, ros_process,
+                                                                ros_node):
+    stack = sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
     client = ros_process([sys.executable, str(CLIENT), SAT], name='client')
-    client.wait_for_output(r'commanding', timeout=20.0)
-    pilot.until(lambda: any(m.accepted for _, m in pilot.got['feedback']), 'accepted wrenches')
-    pilot.until(lambda: request(admin, {'cmd': 'status'})['control']['applied_torque'][2] > 0,
-                'torque applied')
+    client.wait_for_output(r'commanding', timeout=60.0)
+    pilot.wait_for('feedback', lambda m: m.accepted, what='accepted wrenches')
+    pilot.until(lambda: stack.control()['applied_torque'][2] > 0, 'torque applied')
     os.killpg(os.getpgid(client.pid), signal.SIGKILL)
-    pilot.until(lambda: request(admin, {'cmd': 'status'})['control']['zeroed_at'] is not None,
-                'the wrench zeroed', timeout=5.0)
-    control = request(admin, {'cmd': 'status'})['control']
+    pilot.until(lambda: stack.control()['zeroed_at'] is not None, 'the wrench zeroed')
+    control = stack.control()
     assert control['applied_torque'] == [0.0, 0.0, 0.0]
     assert control['zeroed_at'] - control['wrench_received_at'] <= 0.5 + PHYSICS_STEP + 1e-6

@@ -1,8 +1,8 @@
 """description_relay and nearby_markers, with the simulator and the bridge running."""
 
-from pilot import start
 from pylon_bridge.relays import markers
 from pylon_interfaces.msg import NearbyVessel, NearbyVessels
+from pylon_testing.recorder import DEFAULT_TIMEOUT_SEC
 from pylon_testing.wait import spin_until
 import pytest
 from visualization_msgs.msg import Marker, MarkerArray
@@ -32,9 +32,9 @@ def test_markers_of_nearby_vessels_and_their_removal():
     assert len(deleted) == 2 and shown == {a.vessel_id}
 
 
-def test_relay_pushes_the_model_and_markers_follow_the_target(ros_process, free_udp_port,
+def test_relay_pushes_the_model_and_markers_follow_the_target(sim_stack, ros_process,
                                                              ros_node):
-    start(ros_process, free_udp_port)
+    sim_stack()
     # the test node stands in for robot_state_publisher's parameter interface
     ros_node.declare_parameter('robot_description', '<robot name="placeholder"/>')
     ros_process(['description_relay', '--ros-args', '-p',
@@ -43,8 +43,9 @@ def test_relay_pushes_the_model_and_markers_follow_the_target(ros_process, free_
     got = []
     sub = ros_node.create_subscription(MarkerArray, '/pylon/nearby_markers', got.append, 10)
     spin_until(ros_node, lambda: 'pylon_5a7e1f0c_active_vessel' in
-               ros_node.get_parameter('robot_description').value, 30.0,
+               ros_node.get_parameter('robot_description').value, DEFAULT_TIMEOUT_SEC,
                what='the proxy URDF in the robot_description parameter')
     spin_until(ros_node, lambda: any(m.text == 'Target Station' for a in got
-                                     for m in a.markers), 20.0, what='a marker for the target')
+                                     for m in a.markers), DEFAULT_TIMEOUT_SEC,
+               what='a marker for the target')
     ros_node.destroy_subscription(sub)
