@@ -147,7 +147,7 @@ class UdpBridge(Node):
                         type(action.msg), self.options.topic(action.key, id=action.topic_id),
                         bridge_qos.qos_for(action.key, self.qos_overrides))
                     self.publishers_by_key[name] = publisher
-                    if action.key == 'docking_port/state':
+                    if action.key == 'docking_port/state':     # the port's command topic
                         self._subscribe_command(
                             'docking_port/command', DockingPortCommand,
                             lambda msg, port=action.topic_id: commands.docking_command(msg, port),
@@ -160,6 +160,11 @@ class UdpBridge(Node):
                     self.get_logger().info(
                         f'removed {self.options.topic(action.key, id=action.topic_id)}: '
                         'its source fell silent')
+                if action.key == 'docking_port/state':         # the port is gone: its command too
+                    subscription = self.command_subscriptions.pop(
+                        ('docking_port/command', action.topic_id), None)
+                    if subscription is not None:
+                        self.destroy_subscription(subscription)
 
     def _receive(self) -> tuple[bytes, object, float, bool] | None:
         """Return (data, source, arrival wall time, truncated) or None on timeout."""

@@ -1,0 +1,107 @@
+"""udp_bridge as a real process fed by the test's own datagrams, its commands read back.
+
+The test plays the mod: it sends heartbeats and state datagrams to the bridge's state
+port and listens on the command port for what the bridge sends.
+"""
+
+import json
+import socket
+
+import bridge_datagrams as d
+from pylon_interfaces.msg import DockingPortCommand, DockingPortState
+from pylon_testing.pilot import COMMAND
+from pylon_testing.recorder import TopicRecorder
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PORT_ID = 'docking_port_3008_0'
+TOPIC_TIMEOUT_SEC = 0.5
+
+
+class Mod:
+    """The test's stand-in for KSP: a state sender and a command listener."""
+
+    def __init__(self, state_port, command_port):
+        self.target = ('127.0.0.1', state_port)
+        self.out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.commands = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.commands.bind(('127.0.0.1', command_port))
+        self.commands.setblocking(False)
+        self.sequence = 0
+        self.received = []
+
+    def send(self, *datagrams):
+        for data in datagrams:
+            self.out.sendto(data, self.target)
+
+    def heartbeat(self):
+        self.sequence += 1
+        self.send(d.session(sequence=self.sequence))
+
+    def docking_state(self):
+        self.send(d.encode('pylon_docking_port_state', name=PORT_ID, partFlightId=4008,
+                           moduleIndex=0, nodeType='size1', state='Ready', docked=False,
+                           acquiring=False, releasable=False, cameraActive=False,
+                           partnerName='', partnerPartFlightId=0))
+
+    def read_commands(self):
+        while True:
+            try:
+                data, _ = self.commands.recvfrom(65535)
+            except BlockingIOError:
+                return self.received
+            self.received.append(json.loads(data))
+
+    def close(self):
+        self.out.close()
+        self.commands.close()
+
+
+def test_a_docking_port_that_comes_back_sends_each_command_once(ros_process, free_udp_port,
+                                                                ros_node):
+    state_port, command_port = free_udp_port(), free_udp_port()
+    mod = Mod(state_port, command_port)
+    ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
+                 '--command-port', str(command_port), '--topic-timeout-sec',
+                 str(TOPIC_TIMEOUT_SEC)], name='bridge')
+    rec = TopicRecorder(ros_node)
+    rec.add('dock', f'/ksp_vessel/docking_ports/{PORT_ID}/state', DockingPortState, COMMAND)
+    topic = f'/ksp_vessel/docking_ports/{PORT_ID}/command'
+    try:
+        def port_alive():
+            mod.heartbeat()
+            mod.docking_state()
+            return bool(rec.got['dock'])
+
+        def port_silent():
+            mod.heartbeat()                  # the session stays fresh, the port falls silent
+            return ros_node.count_publishers(f'/ksp_vessel/docking_ports/{PORT_ID}/state') == 0
+        # the port appears, falls silent past the topic timeout (its topics go), comes back
+        rec.until(port_alive, 'the docking port state')
+        rec.until(port_silent, 'the docking port topic removed after its timeout')
+        back = rec.mark()
+        rec.until(lambda: port_alive() and rec.messages('dock', back), 'the port back')
+        publisher = ros_node.create_publisher(DockingPortCommand, topic, COMMAND)
+        rec.until(lambda: mod.heartbeat() or publisher.get_subscription_count() > 0,
+                  'the bridge subscribed to the port command')
+        def command(sequence):
+            publisher.publish(DockingPortCommand(
+                action=DockingPortCommand.ACTION_SELECT_CAMERA, vessel_id=d.VESSEL,
+                controller_id='ctl', lease_id='lease-1', sequence=sequence))
+
+        def sent(sequence):
+            mod.heartbeat()
+            return [c for c in mod.read_commands()
+                    if c.get('type') == 'pylon_docking_port_command' and
+                    c['sequence'] == sequence]
+        # a second command behind the first: once it is in, so is any copy of the first
+        command(7)
+        rec.until(lambda: sent(7), 'the docking command at the mod')
+        command(8)
+        rec.until(lambda: sent(8), 'the second docking command at the mod')
+        assert len(sent(7)) == 1 and len(sent(8)) == 1, mod.received
+        assert sent(7)[0]['name'] == PORT_ID
+        assert ros_node.count_subscribers(topic) == 1
+    finally:
+        mod.close()
