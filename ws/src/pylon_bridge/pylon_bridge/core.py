@@ -369,7 +369,7 @@ class BridgeCore:
         out = [self._publish('joint_states',
                              convert.joint_state(self.motors.values(), stamp), now),
                self._publish('actuators/servo/state',
-                             convert.motor_state(packet, ros_now, self.config.body_frame), now)]
+                             convert.motor_state(packet, stamp, self.config.body_frame), now)]
         if self.model is not None and self.config.publish_proxy_static_tf:
             # the servo joints of the extension move: the bridge animates them on /tf
             # (robot_state_publisher does it instead when it runs)
@@ -510,7 +510,10 @@ class BridgeCore:
         if key is None:                 # 'motor' in an actuator state: motors have their own
             self.stats.ignored['pylon_actuator_state/motor'] += 1
             return []
-        return [self._publish(key, convert.actuator_state(packet, ros_now,
+        # a wheel's state is stamped with its KSP time (WheelState); engine, RCS and
+        # separation states with the receipt time, as their messages say
+        stamp = self._stamp(packet, ros_now) if key == 'actuators/wheel/state' else ros_now
+        return [self._publish(key, convert.actuator_state(packet, stamp,
                                                           self.config.body_frame), now)]
 
     def _docking_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:

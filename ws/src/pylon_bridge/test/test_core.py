@@ -296,6 +296,27 @@ def test_joint_states_collect_every_servo():
     assert list(msg.position) == [0.4, 0.2]
 
 
+def test_state_stamps_are_ksp_time_where_the_datagram_carries_it():
+    driver = started()
+    driver.feed(d.imu(ut=d.UT), dt=0.1)                     # fixes the UT -> ROS offset
+    offset = ROS_T0 + driver.now - d.UT
+    # servo and wheel states carry UT: stamped with it (as MotorState/WheelState say)
+    driver.feed(d.motor('mast_hinge', 0.25, ut=d.UT + 1.0), dt=0.4)
+    wheel = d.encode('pylon_actuator_state', actuatorType='wheel', name='wheel_7700002_0',
+                     vesselId=d.VESSEL, universalTime=d.UT + 2.0, enabled=True)
+    driver.feed(wheel, dt=0.4)
+    servo, = driver.published('actuators/servo/state')
+    assert to_seconds(servo.header.stamp) == pytest.approx(d.UT + 1.0 + offset, abs=1e-6)
+    wheel_state, = driver.published('actuators/wheel/state')
+    assert to_seconds(wheel_state.header.stamp) == pytest.approx(d.UT + 2.0 + offset, abs=1e-6)
+    # the wrench status and the docking port state carry none: stamped on receipt
+    driver.feed(d.encode('pylon_docking_port_state', name='docking_port_3008_0',
+                         state='Ready', docked=False, acquiring=False, releasable=False,
+                         cameraActive=False), dt=0.4)
+    dock, = driver.published('docking_port/state')
+    assert to_seconds(dock.header.stamp) == pytest.approx(ROS_T0 + driver.now, abs=1e-6)
+
+
 @pytest.mark.parametrize('data, reason', [
     (b'\xff\xfe', 'invalid_utf8'),
     (b'[1, 2]', 'not_object'),
