@@ -1,0 +1,1 @@
+"""The ROS side every node of the workspace shares (topics, QoS, parameters, entry)."""

@@ -1,0 +1,253 @@
+"""The topic contract: every topic and service of the workspace, in one table.
+
+A row (``Topic``) says what a topic is: its name relative to its namespace, its message
+type, its QoS profile (``pylon_common.qos``), the node that owns it and in which direction
+(the bridge publishes ``imu``, subscribes to ``control/wrench_command``), the other nodes
+of the workspace that use it, and why its QoS is what it is. The bridge, the controller,
+the estimator, the evaluator, the relays, the native runner and the benchmarks all take
+their names, types and QoS from here; the README's topic table is generated from it.
+
+Namespaces. The active vessel's topics live under ``topic_prefix`` (default
+``/ksp_vessel``), the bridge's own under ``bridge_prefix`` (default ``/pylon``): every node
+has both as parameters, and ``name()`` joins a row's relative name to them. ``/tf`` and
+``/tf_static`` are global. A node's own topics (the controller's setpoint) are private
+(``~/setpoint``), the estimator's output relative (``pylon_estimator/odometry``): ROS
+resolves them in the node's namespace. With relative prefixes (``topic_prefix:=ksp_vessel``)
+a whole stack follows a namespace (``--ros-args -r __ns:=/vehicle_2``), and ROS remapping
+(``-r /ksp_vessel/imu/data_raw:=/my/imu``) works on every resolved name as usual.
+
+Per-sensor and per-port topics carry ``{id}`` in their name (``star_tracker/{id}/state``).
+Plain data: nothing here imports rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import importlib
+from typing import Any
+
+from pylon_common import qos as profiles
+from pylon_common.parameters import Parameter
+
+# -- namespaces, directions, nodes ------------------------------------------------------------
+
+VESSEL = 'vessel'        # under topic_prefix
+BRIDGE = 'bridge'        # under bridge_prefix
+GLOBAL = 'global'        # an absolute name (/tf)
+PRIVATE = 'private'      # the owner's private namespace (~/name)
+RELATIVE = 'relative'    # relative to the owner's namespace
+
+PUBLISHES = 'pub'
+SUBSCRIBES = 'sub'
+SERVES = 'srv'
+
+UDP_BRIDGE = 'udp_bridge'
+SETPOINT_CONTROLLER = 'setpoint_controller'
+ATTITUDE_ESTIMATOR = 'attitude_estimator'
+ATTITUDE_EVALUATOR = 'attitude_evaluator'
+DESCRIPTION_RELAY = 'description_relay'
+NEARBY_MARKERS = 'nearby_markers'
+ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
+
+DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
+DEFAULT_BRIDGE_PREFIX = '/pylon'
+
+TOPIC_PREFIX = Parameter(
+    'topic_prefix', DEFAULT_TOPIC_PREFIX,
+    "prefix of the active vessel's topics; every topic default derived from it follows it "
+    '(relative, e.g. ksp_vessel: resolved in the node namespace)', topic=True,
+    metavar='PREFIX')
+BRIDGE_PREFIX = Parameter(
+    'bridge_prefix', DEFAULT_BRIDGE_PREFIX, "prefix of the bridge process's own topics",
+    topic=True, metavar='PREFIX')
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One topic (or service) of the workspace."""
+
+    key: str
+    name: str
+    type: str
+    qos: str
+    owner: str
+    direction: str
+    namespace: str
+    why: str
+    users: tuple[str, ...] = ()
+
+    @property
+    def profile(self) -> profiles.Profile | None:
+        """Return the QoS profile (data) of the topic; None for a service."""
+        return profiles.PROFILES.get(self.qos)
+
+    def default_name(self, id: str = '<id>') -> str:
+        """Return the fully qualified name with every prefix at its default (root namespace)."""
+        if self.namespace == PRIVATE:
+            return f'/{self.owner}/{self.name}'
+        if self.namespace == RELATIVE:
+            return f'/{self.name}'
+        return name(self.key, id=id)
+
+
+SPECIFIED = 'as specified'
+NO_SPEC = 'no QoS specified: reaches Reliable and Best Effort subscribers'
+LATE_JOINER = 'latched: a late subscriber gets the current value'
+SENSOR = 'sensor stream, no QoS specified: reaches RViz and sensor-data subscribers'
+NEWEST = f'{SPECIFIED}; newest sample wins'
+NO_REPLAY = f'{SPECIFIED}; no command lost, none replayed'
+
+_CONTROL = (SETPOINT_CONTROLLER,)
+_ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
+              ('rcs', 'Rcs'), ('separation', 'Separation'))
+
+
+def _bridge(key: str, name: str, kind: str, qos: str, why: str, direction: str = PUBLISHES,
+            namespace: str = VESSEL, users: tuple[str, ...] = ()) -> Topic:
+    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, users)
+
+
+_MSG = 'pylon_interfaces/msg/'
+
+BRIDGE_TOPICS: tuple[Topic, ...] = (
+    _bridge('status', 'status', 'std_msgs/msg/String', 'LATCHED',
+            f'{SPECIFIED}; {LATE_JOINER}', namespace=BRIDGE),
+    _bridge('diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
+            'DEFAULT_STREAM', NO_SPEC, namespace=BRIDGE),
+    _bridge('lifecycle', 'lifecycle', _MSG + 'VesselLifecycle', 'LATCHED',
+            f'{SPECIFIED}; {LATE_JOINER}', users=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
+    _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',
+            f'{SPECIFIED}; newest sample wins (up to 30 Hz)',
+            users=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
+    _bridge('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
+            'GROUND_TRUTH', NEWEST, users=(ATTITUDE_EVALUATOR,)),
+    _bridge('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
+            'GROUND_TRUTH', NEWEST),
+    _bridge('ground_truth/twist_body', 'ground_truth/twist_body',
+            'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
+    _bridge('ground_truth/acceleration', 'ground_truth/acceleration',
+            'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
+    _bridge('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
+            'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
+            users=(ATTITUDE_EVALUATOR,)),
+    _bridge('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
+            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, users=(NEARBY_MARKERS,)),
+    _bridge('joint_states', 'joint_states', 'sensor_msgs/msg/JointState', 'DEFAULT_STREAM',
+            f'{NO_SPEC} (robot_state_publisher, RViz)', users=(ROBOT_STATE_PUBLISHER,)),
+    _bridge('robot_description', 'robot_description', 'std_msgs/msg/String', 'LATCHED',
+            f'{SPECIFIED}; robot_state_publisher and RViz may start later',
+            users=(SETPOINT_CONTROLLER, DESCRIPTION_RELAY)),
+    _bridge('root_frame', 'root_frame', 'std_msgs/msg/String', 'LATCHED',
+            f'{SPECIFIED}; {LATE_JOINER}'),
+    _bridge('tf', '/tf', 'tf2_msgs/msg/TFMessage', 'TF',
+            "tf2's broadcaster QoS; durability fixed", namespace=GLOBAL,
+            users=(ATTITUDE_ESTIMATOR, ROBOT_STATE_PUBLISHER)),
+    _bridge('tf_static', '/tf_static', 'tf2_msgs/msg/TFMessage', 'TF_STATIC',
+            "tf2's static broadcaster QoS, all transforms in one message; "
+            'durability fixed', namespace=GLOBAL, users=(ROBOT_STATE_PUBLISHER,)),
+    _bridge('control/authority/command', 'control/authority/command',
+            _MSG + 'ControlAuthorityCommand', 'COMMAND', NO_REPLAY, SUBSCRIBES,
+            users=_CONTROL),
+    _bridge('control/authority/state', 'control/authority/state',
+            _MSG + 'ControlAuthorityState', 'LATCHED',
+            f'{SPECIFIED}; a controller started later sees the owner', users=_CONTROL),
+    _bridge('control/wrench_command', 'control/wrench_command', _MSG + 'BodyWrenchCommand',
+            'COMMAND', NO_REPLAY, SUBSCRIBES, users=_CONTROL),
+    _bridge('control/wrench_feedback', 'control/wrench_feedback', _MSG + 'WrenchFeedback',
+            'DEFAULT_STREAM', NO_SPEC, users=_CONTROL),
+    _bridge('star_tracker/state', 'star_tracker/{id}/state', _MSG + 'StarTrackerState',
+            'STAR_TRACKER', f'{SPECIFIED}; invalid and stale states must arrive',
+            users=(ATTITUDE_ESTIMATOR,)),
+    _bridge('star_tracker/attitude', 'star_tracker/{id}/attitude',
+            'geometry_msgs/msg/QuaternionStamped', 'STAR_TRACKER', SPECIFIED),
+    _bridge('lidar_2d', 'lidar_2d/{id}/scan', 'sensor_msgs/msg/LaserScan',
+            'DEFAULT_STREAM', SENSOR),
+    _bridge('lidar_3d', 'lidar_3d/{id}/points', 'sensor_msgs/msg/PointCloud2',
+            'DEFAULT_STREAM', SENSOR),
+    _bridge('camera', 'camera/{id}/image_raw', 'sensor_msgs/msg/Image', 'DEFAULT_STREAM',
+            SENSOR),
+    _bridge('camera_info', 'camera/{id}/camera_info', 'sensor_msgs/msg/CameraInfo',
+            'DEFAULT_STREAM', SENSOR),
+    _bridge('docking_port/state', 'docking_ports/{id}/state', _MSG + 'DockingPortState',
+            'DEFAULT_STREAM', NO_SPEC),
+    _bridge('docking_port/command', 'docking_ports/{id}/command', _MSG + 'DockingPortCommand',
+            'COMMAND', 'a command like the others: none lost, none replayed', SUBSCRIBES),
+    _bridge('docking_port/camera', 'docking_ports/{id}/camera/image_raw',
+            'sensor_msgs/msg/Image', 'DEFAULT_STREAM', SENSOR),
+    _bridge('docking_port/camera_info', 'docking_ports/{id}/camera/camera_info',
+            'sensor_msgs/msg/CameraInfo', 'DEFAULT_STREAM', SENSOR),
+) + tuple(row for kind, prefix in _ACTUATORS for row in (
+    _bridge(f'actuators/{kind}/command', f'actuators/{kind}/command',
+            f'{_MSG}{prefix}Command', 'COMMAND', NO_REPLAY, SUBSCRIBES),
+    _bridge(f'actuators/{kind}/state', f'actuators/{kind}/state', f'{_MSG}{prefix}State',
+            'SEPARATION_STATE' if kind == 'separation' else 'ACTUATOR_STATE',
+            f'{SPECIFIED}; late subscribers get the irreversible results'
+            if kind == 'separation' else NEWEST)))
+"""What udp_bridge publishes and subscribes to."""
+
+
+NODE_TOPICS: tuple[Topic, ...] = (
+    Topic('setpoint', 'setpoint', 'pylon_interfaces/msg/ControlSetpoint', 'COMMAND',
+          SETPOINT_CONTROLLER, SUBSCRIBES, PRIVATE,
+          "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,)),
+    Topic('controller/diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
+          'DEFAULT_STREAM', SETPOINT_CONTROLLER, PUBLISHES, PRIVATE, NO_SPEC),
+    Topic('odometry', 'pylon_estimator/odometry', 'nav_msgs/msg/Odometry', 'DEFAULT_STREAM',
+          ATTITUDE_ESTIMATOR, PUBLISHES, RELATIVE, NO_SPEC,
+          (SETPOINT_CONTROLLER, ATTITUDE_EVALUATOR)),
+    Topic('nearby_markers', 'nearby_markers', 'visualization_msgs/msg/MarkerArray',
+          'DEFAULT_STREAM', NEARBY_MARKERS, PUBLISHES, BRIDGE, f'{NO_SPEC} (RViz)'),
+    Topic('robot_state_publisher/set_parameters', '/robot_state_publisher/set_parameters',
+          'rcl_interfaces/srv/SetParameters', '', ROBOT_STATE_PUBLISHER, SERVES, GLOBAL,
+          'a service: description_relay sets robot_description through it',
+          (DESCRIPTION_RELAY,)),
+)
+"""The topics and services the other nodes own."""
+
+
+TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS}
+"""Every topic and service of the workspace, by key."""
+
+
+def topic(key: str) -> Topic:
+    """Return the row of ``key``; KeyError listing the keys when there is none."""
+    try:
+        return TOPICS[key]
+    except KeyError:
+        raise KeyError(f'no topic with key {key!r}; keys: {", ".join(TOPICS)}') from None
+
+
+def join(prefix: str, relative: str) -> str:
+    """Return ``relative`` under ``prefix`` (which may itself be relative, or ``~``)."""
+    return f'{prefix}/{relative}' if prefix else relative
+
+
+def name(key: str, topic_prefix: str = DEFAULT_TOPIC_PREFIX,
+         bridge_prefix: str = DEFAULT_BRIDGE_PREFIX, id: str = '') -> str:
+    """Return the name a node uses for topic ``key`` (``id`` fills ``{id}``).
+
+    Private and relative names stay as ROS resolves them in the node's namespace
+    (``~/setpoint``, ``pylon_estimator/odometry``).
+    """
+    row = topic(key)
+    if row.namespace == VESSEL:
+        resolved = join(topic_prefix, row.name)
+    elif row.namespace == BRIDGE:
+        resolved = join(bridge_prefix, row.name)
+    elif row.namespace == PRIVATE:
+        resolved = f'~/{row.name}'
+    else:
+        resolved = row.name
+    return resolved.replace('{id}', id) if id else resolved
+
+
+def message_class(key: str) -> type:
+    """Import and return the message (or service) class of topic ``key``."""
+    package, kind, type_name = topic(key).type.split('/')
+    return getattr(importlib.import_module(f'{package}.{kind}'), type_name)
+
+
+def qos(key: str, reader: bool = False) -> Any:
+    """Return the ``rclpy`` QoS profile of topic ``key`` (a reader's: at least depth 10)."""
+    profile = topic(key).profile
+    return profiles.qos_profile(profiles.for_reader(profile) if reader else profile)

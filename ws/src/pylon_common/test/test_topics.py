@@ -1,0 +1,78 @@
+"""The topic contract: complete, consistent, and resolving names as ROS does."""
+
+from pylon_common import qos, topics
+import pytest
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+
+
+def test_every_row_names_a_real_type_a_profile_and_an_owner():
+    nodes = {topics.UDP_BRIDGE, topics.SETPOINT_CONTROLLER, topics.ATTITUDE_ESTIMATOR,
+             topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
+             topics.ROBOT_STATE_PUBLISHER}
+    for key, row in topics.TOPICS.items():
+        assert row.key == key
+        assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
+        assert row.owner in nodes and set(row.users) <= nodes and row.owner not in row.users
+        assert row.direction in (topics.PUBLISHES, topics.SUBSCRIBES, topics.SERVES)
+        if row.direction == topics.SERVES:
+            assert '/srv/' in row.type and row.profile is None
+        else:
+            assert '/msg/' in row.type and row.profile is qos.PROFILES[row.qos], key
+        assert row.why
+
+
+def test_one_latched_profile_for_every_latched_state():
+    latched = {key for key, row in topics.TOPICS.items() if row.qos == 'LATCHED'}
+    assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
+                       'control/authority/state'}
+    depth_one_transient = [name for name, p in qos.PROFILES.items()
+                           if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
+    assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
+
+
+def test_names_resolve_under_the_prefixes():
+    assert topics.name('imu') == '/ksp_vessel/imu/data_raw'
+    assert topics.name('imu', '/rover') == '/rover/imu/data_raw'
+    assert topics.name('imu', 'ksp_vessel') == 'ksp_vessel/imu/data_raw'   # in the namespace
+    assert topics.name('status') == '/pylon/status'
+    assert topics.name('nearby_markers', bridge_prefix='/b') == '/b/nearby_markers'
+    assert topics.name('tf', '/rover') == '/tf'
+    assert topics.name('setpoint') == '~/setpoint'
+    assert topics.name('odometry') == 'pylon_estimator/odometry'
+    assert topics.name('star_tracker/state', id='st_1') == '/ksp_vessel/star_tracker/st_1/state'
+    assert topics.topic('setpoint').default_name() == '/setpoint_controller/setpoint'
+    assert topics.topic('odometry').default_name() == '/pylon_estimator/odometry'
+    assert topics.topic('lidar_3d').default_name() == '/ksp_vessel/lidar_3d/<id>/points'
+    with pytest.raises(KeyError, match='keys: status'):
+        topics.topic('imu_raw')
+
+
+def test_qos_profiles_as_rclpy_makes_them():
+    imu = topics.qos('imu')
+    assert (imu.reliability, imu.durability, imu.depth) == (
+        ReliabilityPolicy.BEST_EFFORT, DurabilityPolicy.VOLATILE, 10)
+    latched = topics.qos('lifecycle')
+    assert (latched.reliability, latched.durability, latched.depth) == (
+        ReliabilityPolicy.RELIABLE, DurabilityPolicy.TRANSIENT_LOCAL, 1)
+    assert topics.qos('lifecycle', reader=True).depth == qos.READER_DEPTH
+    assert topics.qos('tf', reader=True).depth == 100
+    assert qos.LATCHED.title == 'Reliable / Transient Local / depth 1'
+
+
+def test_the_seed_topics_and_qos():
+    specified = {
+        'imu': ('/ksp_vessel/imu/data_raw', qos.IMU),
+        'lifecycle': ('/ksp_vessel/lifecycle', qos.LATCHED),
+        'control/authority/state': ('/ksp_vessel/control/authority/state', qos.LATCHED),
+        'robot_description': ('/ksp_vessel/robot_description', qos.LATCHED),
+        'root_frame': ('/ksp_vessel/root_frame', qos.LATCHED),
+        'ground_truth/pose': ('/ksp_vessel/ground_truth/pose', qos.GROUND_TRUTH),
+        'star_tracker/state': ('/ksp_vessel/star_tracker/<id>/state', qos.STAR_TRACKER),
+        'actuators/separation/state': ('/ksp_vessel/actuators/separation/state',
+                                       qos.SEPARATION_STATE),
+        'actuators/wheel/command': ('/ksp_vessel/actuators/wheel/command', qos.COMMAND),
+        'status': ('/pylon/status', qos.LATCHED),
+    }
+    for key, (name, profile) in specified.items():
+        row = topics.topic(key)
+        assert (row.default_name(), row.profile) == (name, profile), key
