@@ -18,6 +18,9 @@ from dataclasses import dataclass
 import os
 from pathlib import Path
 
+from pylon_common import topics
+from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
+from pylon_sim.admin import ADMIN_PORT
 import yaml
 
 ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().parents[1])
@@ -26,21 +29,15 @@ OVERLAY_DIR = CONFIG_DIR / 'overlays'
 RVIZ_CONFIG = ROOT / 'rviz' / 'pylon.rviz'
 CONTROL_SAFETY = CONFIG_DIR / 'ControlSafety.cfg'
 
-# The simulator and the bridge must agree on these; config/pylon_bridge.yaml repeats
-# them and a static test checks that it does.
-STATE_PORT = 49010
-COMMAND_PORT = 49011
-ADMIN_PORT = 49012
+# The simulator and the bridge must agree on the ports (defined once, by the protocol and
+# the simulator); config/pylon_bridge.yaml repeats them and a static test checks that it does.
 LOOPBACK = '127.0.0.1'
 
 SCENARIOS = ('orbit', 'surface', 'launchpad')
 DEFAULT_SCENARIO = 'orbit'
 
-# What the bridge publishes for robot_state_publisher (description_relay copies it into
-# robot_state_publisher's robot_description parameter) and the joint states it animates.
-ROBOT_DESCRIPTION_TOPIC = '/ksp_vessel/robot_description'
-JOINT_STATES_TOPIC = '/ksp_vessel/joint_states'
-NEARBY_MARKERS_TOPIC = '/pylon/nearby_markers'
+# The joint states robot_state_publisher animates (its own name for them is joint_states).
+JOINT_STATES_TOPIC = topics.topic('joint_states').default_name()
 
 # robot_state_publisher refuses to start with an empty robot_description; it starts on
 # this one-link model (no joints, so no TF) until description_relay sets the real one.

@@ -277,44 +277,44 @@ def _topic(display) -> str | None:
     return None
 
 
-def _bridge_topics() -> dict:
-    """Return ``{topic name: TopicQos}`` of what the bridge publishes with default options."""
-    from pylon_bridge import config, qos
+def _published_topics() -> dict:
+    """Return ``{topic name: contract row}`` of every topic published with default options."""
+    from pylon_bridge import config
+    from pylon_common import topics
     ids = set()
     for scenario in (ROOT / 'config' / 'scenarios').glob('*.yaml'):
         ids |= set(re.findall(r'sensor_id:\s*([\w-]+)', scenario.read_text()))
     defaults = config.defaults()
-    topics = {}
-    for key, entry in qos.TOPIC_QOS.items():
-        if entry.direction != qos.PUBLISH:
+    published = {}
+    for row in topics.BRIDGE_TOPICS:
+        if row.direction != topics.PUBLISHES:
             continue
-        if '{id}' in entry.name:
-            topics.update({defaults.topic(key, id=i): entry for i in ids})
+        if '{id}' in row.name:
+            published.update({defaults.topic(row.key, id=i): row for i in ids})
         else:
-            topics[defaults.topic(key)] = entry
-    return topics
+            published[defaults.topic(row.key)] = row
+    published[topics.topic('nearby_markers').default_name()] = topics.topic('nearby_markers')
+    return published
 
 
 def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
-    from pylon_bridge import qos
+    from pylon_common import qos, topics
     config, displays = _rviz_displays()
     assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'pylon_root'
-    published = _bridge_topics()
+    published = _published_topics()
     classes = {}
     for display in displays:
         classes[display['Class']] = display
         topic = _topic(display)
         if topic is None:
             continue
-        assert topic in set(published) | {pc.NEARBY_MARKERS_TOPIC}, topic
+        assert topic in published, topic
         setting = display.get('Topic') or display['Description Topic']
-        entry = published.get(topic)
-        if entry is None:
-            continue
         # the display's QoS receives what the bridge publishes (and a latched value late)
-        if entry.profile.reliability == qos.BEST_EFFORT:
+        profile = published[topic].profile
+        if profile.reliability == qos.BEST_EFFORT:
             assert setting['Reliability Policy'] == 'Best Effort', topic
-        if entry.profile.durability == qos.TRANSIENT_LOCAL:
+        if profile.durability == qos.TRANSIENT_LOCAL:
             assert setting['Durability Policy'] == 'Transient Local', topic
         else:
             assert setting['Durability Policy'] == 'Volatile', topic
@@ -322,7 +322,7 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
         assert f'rviz_default_plugins/{cls}' in classes, cls
     model = classes['rviz_default_plugins/RobotModel']
     assert model['Description Source'] == 'Topic'
-    assert model['Description Topic']['Value'] == pc.ROBOT_DESCRIPTION_TOPIC
+    assert model['Description Topic']['Value'] == topics.topic('robot_description').default_name()
 
 
 def test_rviz_readme_documents_the_fixed_frame():

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from pylon_protocol.threads import limit_threads
+from pylon_common import node_main
 
 from pylon_bridge import config
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the flags (``--help`` exits 0, a bad flag 2), then start the bridge node."""
+    """Parse the flags (``--help`` exits 0, a bad flag 2), then run the bridge node."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         explicit, ros_args = config.parse_cli(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    limit_threads()
-    from pylon_bridge.node import run  # loads rclpy and the ROS middleware
-    return run(explicit, ros_args)
+    from pylon_bridge.node import UdpBridge  # loads rclpy and the ROS middleware
+    return node_main.run(lambda: UdpBridge(explicit), UdpBridge.close,
+                         [config.PROG, *ros_args])
 
 
 if __name__ == '__main__':

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import deque
 import socket
 import struct
-import sys
 import threading
 import time
 
@@ -26,8 +25,6 @@ from pylon_interfaces.msg import (
     SeparationCommand,
     WheelCommand,
 )
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from pylon_bridge import commands, diagnostics
@@ -308,23 +305,3 @@ class UdpBridge(Node):
         self.receiver.join(timeout=1.0)
         self.sock.close()
         self.command_sock.close()
-
-
-def run(explicit: dict, ros_args: list[str]) -> int:
-    """Start the node with the flags given and ``--ros-args``; spin until shutdown."""
-    rclpy.init(args=['udp_bridge', *ros_args])
-    node = None
-    try:
-        node = UdpBridge(explicit)
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, OSError) as exc:
-        print(f'udp_bridge: {exc}', file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0

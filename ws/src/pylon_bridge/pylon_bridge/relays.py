@@ -1,53 +1,69 @@
 """Two small nodes around udp_bridge for RViz and robot_state_publisher.
 
-``description_relay`` copies each new, non-empty ``/ksp_vessel/robot_description``
-(Transient Local) into robot_state_publisher's ``robot_description`` parameter through
-its ``set_parameters`` service, as webots_ros2 does, so rsp follows the active vessel's
-proxy model. Parameters: ``target_node`` (default ``/robot_state_publisher``),
-``description_topic``.
+``description_relay`` copies each new, non-empty ``robot_description`` (Transient Local)
+into robot_state_publisher's ``robot_description`` parameter through its
+``set_parameters`` service, as webots_ros2 does, so rsp follows the active vessel's proxy
+model. Parameters: ``RELAY_PARAMETERS``.
 
-``nearby_markers`` turns ``/ksp_vessel/ground_truth/nearby_vessels`` into a
-``visualization_msgs/MarkerArray`` on ``/pylon/nearby_markers``: a sphere and a name per
-vessel in the message's frame (``pylon_ground_truth_enu``), debris grey, others blue;
-markers of vessels that left are deleted. Parameters: ``nearby_topic``, ``markers_topic``,
-``scale_m``.
+``nearby_markers`` turns ``ground_truth/nearby_vessels`` into a
+``visualization_msgs/MarkerArray`` on ``<bridge_prefix>/nearby_markers``: a sphere and a
+name per vessel in the message's frame (``pylon_ground_truth_enu``), debris grey, others
+blue; markers of vessels that left are deleted. Parameters: ``MARKER_PARAMETERS``.
+
+Topic names, types and QoS come from the topic contract (``pylon_common.topics``).
 """
 
 from __future__ import annotations
 
-import sys
-
+from pylon_common import node_main, topics
+from pylon_common.parameters import declare, Parameter, Retired
 from pylon_interfaces.msg import NearbyVessels
-from pylon_protocol.threads import limit_threads
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-import rclpy
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from pylon_bridge import qos as bridge_qos
-
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 MARKER_LIFETIME_SEC = 2.0
+RETRY_PERIOD_SEC = 0.5
+
+RELAY_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter('target_node', f'/{topics.ROBOT_STATE_PUBLISHER}',
+              'the node whose robot_description parameter is set (its set_parameters service)'),
+    topics.TOPIC_PREFIX,
+)
+RELAY_RETIRED = (Retired('description_topic', 'the topic is <topic_prefix>/robot_description: '
+                                              'set topic_prefix, or remap with --ros-args -r'),)
+
+MARKER_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter('scale_m', 5.0, 'diameter of a vessel sphere (m)', 0.01, 1000.0),
+    topics.TOPIC_PREFIX,
+    topics.BRIDGE_PREFIX,
+)
+MARKER_RETIRED = (
+    Retired('nearby_topic', 'the topic is <topic_prefix>/ground_truth/nearby_vessels: set '
+                            'topic_prefix, or remap with --ros-args -r'),
+    Retired('markers_topic', 'the topic is <bridge_prefix>/nearby_markers: set bridge_prefix, '
+                             'or remap with --ros-args -r'),
+)
 
 
 class DescriptionRelay(Node):
     """Push the proxy URDF into robot_state_publisher whenever it changes."""
 
     def __init__(self) -> None:
-        """Subscribe to the description; create the parameter client."""
-        super().__init__('description_relay')
-        target = self.declare_parameter('target_node', '/robot_state_publisher').value
-        topic = self.declare_parameter('description_topic',
-                                       '/ksp_vessel/robot_description').value
-        self.client = self.create_client(SetParameters, f'{target.rstrip("/")}/set_parameters')
+        """Declare the parameters; subscribe to the description; create the client."""
+        super().__init__(topics.DESCRIPTION_RELAY)
+        p = declare(self, RELAY_PARAMETERS, RELAY_RETIRED)
+        self.client = self.create_client(
+            SetParameters, f'{p["target_node"].rstrip("/")}/set_parameters')
         self.pending: str | None = None
         self.applied: str | None = None
-        self.sub = self.create_subscription(String, topic, self._on_description, LATCHED)
-        self.timer = self.create_timer(0.5, self._push)
+        self.sub = self.create_subscription(
+            String, topics.name('robot_description', p['topic_prefix']), self._on_description,
+            topics.qos('robot_description', reader=True))
+        self.timer = self.create_timer(RETRY_PERIOD_SEC, self._push)
 
     def _on_description(self, msg: String) -> None:
         if msg.data and msg.data != self.applied:   # '' = no model: rsp keeps the last one
@@ -60,7 +76,7 @@ class DescriptionRelay(Node):
         urdf, self.pending = self.pending, None
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)
         future = self.client.call_async(SetParameters.Request(
-            parameters=[Parameter(name='robot_description', value=value)]))
+            parameters=[ParameterMsg(name='robot_description', value=value)]))
         future.add_done_callback(lambda f, urdf=urdf: self._done(f, urdf))
 
     def _done(self, future, urdf: str) -> None:
@@ -75,32 +91,39 @@ class DescriptionRelay(Node):
                 self.pending = urdf                  # try again at the next tick
 
 
+def _sphere(msg: NearbyVessels, vessel, scale: float) -> Marker:
+    body = Marker(header=msg.header, ns='nearby_vessels', id=_marker_id(vessel.vessel_id),
+                  type=Marker.SPHERE, action=Marker.ADD)
+    body.pose.position = vessel.position
+    body.pose.orientation.w = 1.0
+    body.scale.x = body.scale.y = body.scale.z = scale
+    body.color.a = 0.9
+    body.color.r, body.color.g, body.color.b = (0.6, 0.6, 0.6) if vessel.is_debris \
+        else (0.2, 0.5, 1.0)
+    body.lifetime.sec = int(MARKER_LIFETIME_SEC)
+    return body
+
+
+def _label(msg: NearbyVessels, vessel, scale: float) -> Marker:
+    label = Marker(header=msg.header, ns='nearby_vessel_names', id=_marker_id(vessel.vessel_id),
+                   type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, text=vessel.vessel_name)
+    label.pose.position.x = vessel.position.x
+    label.pose.position.y = vessel.position.y
+    label.pose.position.z = vessel.position.z + scale
+    label.pose.orientation.w = 1.0
+    label.scale.z = scale / 2.0
+    label.color.a = label.color.r = label.color.g = label.color.b = 1.0
+    label.lifetime.sec = int(MARKER_LIFETIME_SEC)
+    return label
+
+
 def markers(msg: NearbyVessels, scale: float, previous: set[str]) -> tuple[MarkerArray, set]:
     """Return the markers of a NearbyVessels message and the ids now shown."""
     out = MarkerArray()
     shown = set()
-    for i, vessel in enumerate(msg.vessels):
+    for vessel in msg.vessels:
         shown.add(vessel.vessel_id)
-        body = Marker(header=msg.header, ns='nearby_vessels', id=_marker_id(vessel.vessel_id),
-                      type=Marker.SPHERE, action=Marker.ADD)
-        body.pose.position = vessel.position
-        body.pose.orientation.w = 1.0
-        body.scale.x = body.scale.y = body.scale.z = scale
-        body.color.a = 0.9
-        body.color.r, body.color.g, body.color.b = (0.6, 0.6, 0.6) if vessel.is_debris \
-            else (0.2, 0.5, 1.0)
-        body.lifetime.sec = int(MARKER_LIFETIME_SEC)
-        label = Marker(header=msg.header, ns='nearby_vessel_names', id=body.id,
-                       type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, text=vessel.vessel_name)
-        label.pose.position.x = vessel.position.x
-        label.pose.position.y = vessel.position.y
-        label.pose.position.z = vessel.position.z + scale
-        label.pose.orientation.w = 1.0
-        label.scale.z = scale / 2.0
-        label.color.a = label.color.r = label.color.g = label.color.b = 1.0
-        label.lifetime.sec = int(MARKER_LIFETIME_SEC)
-        out.markers += [body, label]
-        del i
+        out.markers += [_sphere(msg, vessel, scale), _label(msg, vessel, scale)]
     for gone in previous - shown:
         for ns in ('nearby_vessels', 'nearby_vessel_names'):
             out.markers.append(Marker(header=msg.header, ns=ns, id=_marker_id(gone),
@@ -117,40 +140,27 @@ class NearbyMarkers(Node):
 
     def __init__(self) -> None:
         """Declare the parameters and wire the topics."""
-        super().__init__('nearby_markers')
-        nearby = self.declare_parameter('nearby_topic',
-                                        '/ksp_vessel/ground_truth/nearby_vessels').value
-        out = self.declare_parameter('markers_topic', '/pylon/nearby_markers').value
-        self.scale = float(self.declare_parameter('scale_m', 5.0).value)
+        super().__init__(topics.NEARBY_MARKERS)
+        p = declare(self, MARKER_PARAMETERS, MARKER_RETIRED)
+        self.scale = p['scale_m']
         self.shown: set[str] = set()
-        self.pub = self.create_publisher(MarkerArray, out, 10)
-        self.sub = self.create_subscription(NearbyVessels, nearby, self._on_nearby,
-                                            bridge_qos.qos_for('ground_truth/nearby_vessels'))
+        self.pub = self.create_publisher(
+            MarkerArray, topics.name('nearby_markers', bridge_prefix=p['bridge_prefix']),
+            topics.qos('nearby_markers'))
+        self.sub = self.create_subscription(
+            NearbyVessels, topics.name('ground_truth/nearby_vessels', p['topic_prefix']),
+            self._on_nearby, topics.qos('ground_truth/nearby_vessels', reader=True))
 
     def _on_nearby(self, msg: NearbyVessels) -> None:
         array, self.shown = markers(msg, self.scale, self.shown)
         self.pub.publish(array)
 
 
-def _run(node_type) -> int:
-    limit_threads()
-    rclpy.init(args=sys.argv)
-    node = node_type()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
-
-
 def description_relay_main() -> int:
     """Entry point of ``description_relay``."""
-    return _run(DescriptionRelay)
+    return node_main.run(DescriptionRelay)
 
 
 def nearby_markers_main() -> int:
     """Entry point of ``nearby_markers``."""
-    return _run(NearbyMarkers)
+    return node_main.run(NearbyMarkers)

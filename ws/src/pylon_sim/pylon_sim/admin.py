@@ -18,6 +18,9 @@ import json
 import socket
 import sys
 
+ADMIN_PORT = 49012
+"""The admin port the launch plan, the demo and the examples use (``--admin-port``)."""
+
 REQUESTS = ('status', 'pause', 'resume', 'warp', 'switch', 'revert', 'pack', 'unpack',
             'sas', 'sensor', 'electric_charge', 'heartbeat', 'restart', 'quit')
 

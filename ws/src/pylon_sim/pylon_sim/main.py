@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 
+from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_protocol.threads import limit_threads
 
 from pylon_sim.runtime import LOG, Simulator
@@ -49,10 +50,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument('--scenario', default='orbit',
                    help='scenario name (config/scenarios/NAME.yaml) or path to a YAML file')
     p.add_argument('--state-host', default='127.0.0.1', help='where udp_bridge listens')
-    p.add_argument('--state-port', type=port, default=49010, help='udp_bridge state port')
+    p.add_argument('--state-port', type=port, default=STATE_PORT, help='udp_bridge state port')
     p.add_argument('--command-host', default='127.0.0.1',
                    help='address to take commands on (0.0.0.0: every interface)')
-    p.add_argument('--command-port', type=port, default=49011, help='command port')
+    p.add_argument('--command-port', type=port, default=COMMAND_PORT, help='command port')
     p.add_argument('--admin-port', type=port, default=0,
                    help='UDP port for admin requests on --command-host (0: none)')
     p.add_argument('--rate', type=non_negative, default=1.0,

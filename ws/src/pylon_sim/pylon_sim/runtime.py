@@ -98,7 +98,7 @@ class Simulator:
     """KSP plus the PyLoN mod: a world, its runtime session and the mod's packets."""
 
     def __init__(self, scenario: Scenario, *, send: Callable[[bytes], None] | None = None,
-                 state_addr: tuple[str, int] = ('127.0.0.1', 49010),
+                 state_addr: tuple[str, int] = ('127.0.0.1', packets.STATE_PORT),
                  command_sock: socket.socket | None = None,
                  admin_sock: socket.socket | None = None, seed: int = 0,
                  allow_remote_model: bool = False, limits: SafetyLimits | None = None,
