@@ -22,10 +22,10 @@ import socket
 import time
 
 import numpy as np
-from pylon_protocol import model as model_codec
 from pylon_protocol import packets, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
+from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
 from pylon_sim import actuators, ksp_view, proxy_model, telemetry
@@ -337,9 +337,8 @@ class Simulator:
         masses = part_masses(vessel.spec, vessel.resources)
         urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
         bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf)
-        for chunk in model_codec.chunk_model(bundle, session_id=self.model_session,
-                                             sent_at_ut=self.world.ut,
-                                             allow_servo_joints=self.servo_joints):
+        for chunk in chunk_model(bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
+                                 allow_servo_joints=self.servo_joints):
             self.emit('pylon_vessel_urdf_chunk', chunk)
 
     # -- commands and admin -------------------------------------------------------------
