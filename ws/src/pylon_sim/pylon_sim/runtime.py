@@ -336,7 +336,8 @@ class Simulator:
         self.model_key = key
         masses = part_masses(vessel.spec, vessel.resources)
         urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
-        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf)
+        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf,
+                                          servo_joints=self.servo_joints)
         for chunk in chunk_model(bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
                                  allow_servo_joints=self.servo_joints):
             self.emit('pylon_vessel_urdf_chunk', chunk)
