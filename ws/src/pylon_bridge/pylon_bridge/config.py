@@ -26,6 +26,12 @@ import math
 import re
 from typing import Any, TYPE_CHECKING
 
+from pylon_protocol.packets import (
+    MAX_COMMAND_TIMEOUT_SEC,
+    MAX_DATAGRAM_BYTES,
+    MIN_COMMAND_TIMEOUT_SEC,
+)
+
 if TYPE_CHECKING:
     from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.node import Node
@@ -137,16 +143,17 @@ OPTIONS: tuple[Option, ...] = (
     _option('command_port', int, 49011,
             "UDP port commands are sent to (the mod's PYLON_TRANSPORT.commandPort)",
             GROUP_TRANSPORT, **PORT),
-    _option('max_datagram_bytes', int, 65535,
+    _option('max_datagram_bytes', int, MAX_DATAGRAM_BYTES,
             'receive buffer per datagram; a longer datagram is cut and then dropped',
-            GROUP_TRANSPORT, minimum=512, maximum=65535, metavar='BYTES'),
+            GROUP_TRANSPORT, minimum=512, maximum=MAX_DATAGRAM_BYTES, metavar='BYTES'),
     _option('topic_timeout_sec', float, 3.0,
             'silence after which the session turns STALE and a sensor topic is removed',
             GROUP_BEHAVIOUR, **POSITIVE_SECONDS),
     _option('vehicle_command_timeout_sec', float, 0.5,
             'timeoutSeconds of typed actuator commands that give none: the mod stops the '
             'actuator when no newer command arrives within it',
-            GROUP_BEHAVIOUR, minimum=0.05, maximum=10.0, metavar='SEC'),
+            GROUP_BEHAVIOUR, minimum=MIN_COMMAND_TIMEOUT_SEC, maximum=MAX_COMMAND_TIMEOUT_SEC,
+            metavar='SEC'),
     _option('disable_ground_truth', bool, False,
             'publish no ground truth topics and no world TF; VesselLifecycle.world_frame '
             'is empty', GROUP_BEHAVIOUR),

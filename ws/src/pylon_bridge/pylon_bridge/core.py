@@ -95,7 +95,7 @@ class CoreConfig:
     allow_remote_models: bool = False
     allow_servo_joints: bool = False
     publish_proxy_static_tf: bool = True
-    max_datagram_bytes: int = 65535
+    max_datagram_bytes: int = wire.MAX_DATAGRAM_BYTES
     world_frame: str = 'pylon_ground_truth_enu'
     body_frame: str = 'base_link'
     reuse_messages: bool = False   # refill one IMU message (the node publishes at once)

@@ -80,6 +80,16 @@ SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
     'pylon_lidar_scan': (1.0, 60.0),
     'pylon_camera_frame_chunk': (1.0, 15.0),
 })
+#: ``timeoutSeconds`` of wrench and actuator commands; flight control and batch members
+#: allow at most 1 s. Where a timeout is unusable (0, negative, not finite) the mod
+#: applies 0.5 s.
+MIN_COMMAND_TIMEOUT_SEC = 0.05
+MAX_COMMAND_TIMEOUT_SEC = 10.0
+MAX_SHORT_COMMAND_TIMEOUT_SEC = 1.0
+MOD_DEFAULT_COMMAND_TIMEOUT_SEC = 0.5
+#: ``leaseDurationSeconds`` of an acquire, a renew or a batch renewal.
+MIN_LEASE_SEC = 0.1
+MAX_LEASE_SEC = 10.0
 LIDAR_FAST_RATE_HZ = 20.0          # LiDAR with streamAt20Fps
 DOCKING_CAMERA_RATE_HZ = 5.0
 SEPARATION_RESULT_REPEAT_SEC = 10.0  # results keep being sent this long after completion
@@ -714,9 +724,9 @@ _IDENTITY_128 = {
               'vesselId controllerId leaseId'),
     'sequence': required(_SEQUENCE),
 }
-_TIMEOUT = sc.number(0.05, 10.0)
-_SHORT_TIMEOUT = sc.number(0.05, 1.0)
-_LEASE_DURATION = sc.number(0.1, 10.0)
+_TIMEOUT = sc.number(MIN_COMMAND_TIMEOUT_SEC, MAX_COMMAND_TIMEOUT_SEC)
+_SHORT_TIMEOUT = sc.number(MIN_COMMAND_TIMEOUT_SEC, MAX_SHORT_COMMAND_TIMEOUT_SEC)
+_LEASE_DURATION = sc.number(MIN_LEASE_SEC, MAX_LEASE_SEC)
 
 
 def _check_authority_command(p: dict) -> None:

@@ -349,7 +349,7 @@ class Simulator:
             return
         for _ in range(MAX_COMMANDS_PER_FRAME):
             try:
-                data, _ = self.command_sock.recvfrom(65535)
+                data, _ = self.command_sock.recvfrom(wire.MAX_DATAGRAM_BYTES)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
