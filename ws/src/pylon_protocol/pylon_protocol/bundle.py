@@ -1,8 +1,8 @@
 """The ``pylon_active_vessel_proxy`` bundle: build it, validate it, encode it.
 
-The bundle is the JSON object a vessel model travels as (PROTOCOL.md §1.6, §5.17): the
-proxy URDF (``pylon_protocol.urdf``), its root link's pose in ``base_link`` and the map
-from part flight ids to links. ``modelId`` is the SHA-256 of the URDF text (UTF-8).
+The bundle is the JSON object a vessel model travels as: the proxy URDF
+(``pylon_protocol.urdf``), its root link's pose in ``base_link`` and the map from part
+flight ids to links. ``modelId`` is the SHA-256 of the URDF text (UTF-8).
 ``encode_bundle`` gives the gzip bytes that ``model_chunks.chunk_model`` cuts into chunks.
 """
 

@@ -1,7 +1,7 @@
 """LiDAR ray layouts: the direction of every ray of a ``pylon_lidar_scan``, in ray order.
 
 A scan's ``layout`` names how its ``ranges`` map to directions in the ``ros_sensor`` frame
-(+X the look direction, +Y left, +Z up; PROTOCOL.md §5.9). The simulator casts its rays
+(+X the look direction, +Y left, +Z up). The simulator casts its rays
 along these directions and the bridge turns ranges back into a LaserScan or points with
 them, so both use this module.
 

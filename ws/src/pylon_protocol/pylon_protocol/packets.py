@@ -151,16 +151,15 @@ MAX_DOCKING_PORTS = 256
 MAX_SNAPSHOT_ACTUATORS = 256
 MAX_BATCH_ENGINES = 16
 MAX_RESULTING_VESSELS = 4096
-#: Receiver limits of camera frame chunks (PROTOCOL.md §1.5); the sender's clamps are in
-#: ``camera``.
+#: Receiver limits of camera frame chunks; the sender's clamps are in ``camera``.
 MAX_CAMERA_CHUNKS = 1024
 MAX_CAMERA_FRAME_BYTES = 4 * 1024 * 1024
 MAX_CAMERA_CHUNK_BYTES = 65536          # decoded bytes of one chunk's data
 MAX_CAMERA_DIMENSION = 4096             # width and height, pixels
 MAX_CAMERA_STEP = 65536
 MAX_CAMERA_TEXT_CHARS = 1024            # sensorId, vessel and coordinateFrame
-#: Receiver limits of vessel model chunks and their reassembly (PROTOCOL.md §1.6); the
-#: sender's clamps are in ``model_chunks``.
+#: Receiver limits of vessel model chunks and their reassembly; the sender's clamps are in
+#: ``model_chunks``.
 MAX_MODEL_CHUNKS = 512
 MAX_MODEL_DATA_CHARS = 8 * 1024 * 1024
 MIN_MODEL_EXPIRES_SEC = 1.0
