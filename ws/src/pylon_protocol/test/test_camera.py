@@ -7,7 +7,9 @@ import random
 
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
+from pylon_protocol import packets, wire
 from pylon_protocol.camera import chunk_frame, FrameAssembler
+from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
 import pytest
 
@@ -164,6 +166,17 @@ def test_any_order_with_duplicates_reassembles(pieces, rng, dups):
             break
     assert got is not None and got.data == raw
     assert assembler.pending_count == 0
+
+
+def test_decoded_packets_are_assembled_without_a_second_check():
+    raw, chunks = frame()
+    envelope = Envelope('c0ffee00' * 4, 1, 'e90c4e90' * 4, '')
+    decoded = [packets.decode_state(wire.encode_state(
+        packets.build_state('pylon_camera_frame_chunk', envelope, **chunk))) for chunk in chunks]
+    assembler = FrameAssembler()
+    got = [assembler.add_decoded(packet, 0.0) for packet in decoded][-1]
+    assert got == feed(FrameAssembler(), chunks) and got.data == raw
+    assert assembler.completed == 1 and not assembler.drops
 
 
 def test_identical_duplicate_is_ignored():

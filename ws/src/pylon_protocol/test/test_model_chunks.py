@@ -26,7 +26,9 @@ from model_samples import (
     urdf_text,
     VID,
 )
+from pylon_protocol import packets, wire
 from pylon_protocol.bundle import build_bundle
+from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model_chunks import (
     chunk_model,
@@ -162,6 +164,19 @@ def test_any_order_with_duplicates(rng, dups, piece):
     models = [m for m in (assembler.add(dict(c), 0.0, LOOPBACK) for c in stream) if m]
     assert len(models) == 1 and models[0].urdf == URDF
     assert assembler.pending_count <= 1  # duplicates after completion start a new one
+
+
+def test_decoded_packets_are_assembled_without_a_second_check():
+    chunks = chunk_model(bundle(), session_id=SESSION, sent_at_ut=0.0, chunk_bytes=128)
+    envelope = Envelope('c0ffee00' * 4, 1, 'e90c4e90' * 4, VID)
+    decoded = [packets.decode_state(wire.encode_state(
+        packets.build_state('pylon_vessel_urdf_chunk', envelope, **chunk))) for chunk in chunks]
+    assembler = ModelAssembler()
+    got = [assembler.add_decoded(packet, 1.0, LOOPBACK) for packet in decoded][-1]
+    assert got.urdf == URDF and got.model_id == chunks[0]['modelId']
+    assert assembler.completed == 1 and not assembler.drops
+    assert reason_of(ModelAssembler().add_decoded, decoded[0], 1.0, '10.0.0.1') == \
+        'remote_source'
 
 
 @pytest.mark.parametrize('source', ['127.0.0.1', '127.9.8.7', ('127.0.0.1', 1),
