@@ -66,7 +66,9 @@ class Traffic:
     def __init__(self) -> None:
         """Prepare one session's envelope and a scan's ranges."""
         import bridge_datagrams as bd
+        from pylon_protocol import camera
         self.bd = bd
+        self.chunk_bytes = camera.DEFAULT_CHUNK_BYTES    # as the mod chunks by default
         self.ut = bd.UT
         self.heartbeats = 0
         rng = np.random.default_rng(1)
@@ -97,7 +99,7 @@ class Traffic:
         self.ut += dt
         return self.bd.camera_chunks(self.frame, CAMERA_WIDTH, CAMERA_HEIGHT,
                                      sequence=sequence, ut=self.ut, sensor='camera_bench',
-                                     chunk_bytes=12000)
+                                     chunk_bytes=self.chunk_bytes)
 
 
 def child_paced(port: int, kind: str, seconds: float) -> None:

@@ -8,7 +8,7 @@ reachable, positive mass and a positive-definite inertia about the centre of mas
 from pathlib import Path
 
 import numpy as np
-from pylon_protocol.model import validate_urdf
+from pylon_protocol.urdf import validate_urdf
 from pylon_sim import proxy_model
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vessel import part_masses

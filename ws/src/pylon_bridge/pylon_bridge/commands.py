@@ -29,10 +29,15 @@ from typing import Any
 
 from pylon_interfaces.msg import ControlAuthorityCommand, DockingPortCommand, MotorCommand
 from pylon_protocol import packets
+from pylon_protocol.packets import (
+    MAX_COMMAND_TIMEOUT_SEC,
+    MAX_LEASE_SEC,
+    MIN_COMMAND_TIMEOUT_SEC,
+    MIN_LEASE_SEC,
+)
+from pylon_protocol.schema import INT64_MAX
 
 BASE_LINK = 'base_link'
-MIN_TIMEOUT_SEC, MAX_TIMEOUT_SEC = 0.05, 10.0
-MAX_SEQUENCE = 2 ** 63 - 1
 
 AUTHORITY_ACTIONS = {
     ControlAuthorityCommand.ACTION_ACQUIRE: 'acquire',
@@ -81,7 +86,7 @@ def _identity(msg: Any) -> dict[str, Any]:
     for name in ('vessel_id', 'controller_id', 'lease_id'):
         if not getattr(msg, name).strip():
             raise CommandError('invalid_lease', f'{name} is empty')
-    if not 1 <= msg.sequence <= MAX_SEQUENCE:
+    if not 1 <= msg.sequence <= INT64_MAX:
         raise CommandError('invalid_lease', f'sequence must be 1..2^63-1, got {msg.sequence}')
     return {'vesselId': msg.vessel_id, 'controllerId': msg.controller_id,
             'leaseId': msg.lease_id, 'sequence': int(msg.sequence)}
@@ -92,8 +97,9 @@ def _timeout(value: float, default: float | None, reason: str = 'invalid_command
         return default
     if not math.isfinite(value):
         raise CommandError('non_finite_command', f'timeout_sec is {value}')
-    if not MIN_TIMEOUT_SEC <= value <= MAX_TIMEOUT_SEC:
-        raise CommandError(reason, f'timeout_sec must be {MIN_TIMEOUT_SEC}–{MAX_TIMEOUT_SEC} s'
+    if not MIN_COMMAND_TIMEOUT_SEC <= value <= MAX_COMMAND_TIMEOUT_SEC:
+        raise CommandError(reason, f'timeout_sec must be {MIN_COMMAND_TIMEOUT_SEC}–'
+                           f'{MAX_COMMAND_TIMEOUT_SEC} s'
                            f'{" (or 0 for the default)" if default is not None else ""}, '
                            f'got {value}')
     return float(value)
@@ -108,9 +114,9 @@ def authority_command(msg: ControlAuthorityCommand) -> Outgoing:
               'suppressSas': bool(msg.suppress_sas)}
     if action in ('acquire', 'renew'):
         _finite({'lease_duration_sec': msg.lease_duration_sec}, 'invalid_lease')
-        if not 0.1 <= msg.lease_duration_sec <= 10.0:
-            raise CommandError('invalid_lease', 'lease_duration_sec must be 0.1–10 s, got '
-                               f'{msg.lease_duration_sec}')
+        if not MIN_LEASE_SEC <= msg.lease_duration_sec <= MAX_LEASE_SEC:
+            raise CommandError('invalid_lease', f'lease_duration_sec must be {MIN_LEASE_SEC:g}–'
+                               f'{MAX_LEASE_SEC:g} s, got {msg.lease_duration_sec}')
         fields['leaseDurationSeconds'] = float(msg.lease_duration_sec)
     return Outgoing('pylon_control_authority_command', fields)
 

@@ -28,7 +28,13 @@ from typing import Any, TYPE_CHECKING
 
 from pylon_common import topics
 from pylon_common.parameters import checked, coerce, declare, Parameter, TYPE_NAMES
-from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
+from pylon_protocol.packets import (
+    COMMAND_PORT,
+    MAX_COMMAND_TIMEOUT_SEC,
+    MAX_DATAGRAM_BYTES,
+    MIN_COMMAND_TIMEOUT_SEC,
+    STATE_PORT,
+)
 
 if TYPE_CHECKING:
     from rclpy.node import Node
@@ -77,16 +83,17 @@ OPTIONS: tuple[Parameter, ...] = (
     _transport('command_port', COMMAND_PORT,
                "UDP port commands are sent to (the mod's PYLON_TRANSPORT.commandPort)",
                **PORT),
-    _transport('max_datagram_bytes', 65535,
+    _transport('max_datagram_bytes', MAX_DATAGRAM_BYTES,
                'receive buffer per datagram; a longer datagram is cut and then dropped',
-               minimum=512, maximum=65535, metavar='BYTES'),
+               minimum=512, maximum=MAX_DATAGRAM_BYTES, metavar='BYTES'),
     _behaviour('topic_timeout_sec', 3.0,
                'silence after which the session turns STALE and a sensor topic is removed',
                **POSITIVE_SECONDS),
     _behaviour('vehicle_command_timeout_sec', 0.5,
                'timeoutSeconds of typed actuator commands that give none: the mod stops the '
                'actuator when no newer command arrives within it',
-               minimum=0.05, maximum=10.0, metavar='SEC'),
+               minimum=MIN_COMMAND_TIMEOUT_SEC, maximum=MAX_COMMAND_TIMEOUT_SEC,
+               metavar='SEC'),
     _behaviour('disable_ground_truth', False,
                'publish no ground truth topics and no world TF; VesselLifecycle.world_frame '
                'is empty'),

@@ -36,7 +36,7 @@ from pylon_interfaces.msg import (
     WrenchFeedback,
 )
 from pylon_protocol import frames
-from pylon_protocol.model import Model
+from pylon_protocol.model_chunks import Model
 from sensor_msgs.msg import Imu, JointState
 
 MAX_TF_EXTRAPOLATION_SEC = 0.1

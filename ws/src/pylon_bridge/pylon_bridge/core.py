@@ -21,7 +21,7 @@ from pylon_interfaces.msg import VesselLifecycle
 from pylon_protocol import frames, packets, wire
 from pylon_protocol.camera import FrameAssembler
 from pylon_protocol.errors import ProtocolError
-from pylon_protocol.model import ModelAssembler
+from pylon_protocol.model_chunks import ModelAssembler
 from pylon_protocol.session import SessionTracker, UtClock
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -95,7 +95,7 @@ class CoreConfig:
     allow_remote_models: bool = False
     allow_servo_joints: bool = False
     publish_proxy_static_tf: bool = True
-    max_datagram_bytes: int = 65535
+    max_datagram_bytes: int = wire.MAX_DATAGRAM_BYTES
     world_frame: str = 'pylon_ground_truth_enu'
     body_frame: str = 'base_link'
     reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
@@ -466,7 +466,7 @@ class BridgeCore:
         if self.paused:
             return self._drop('paused', 'pylon_camera_frame_chunk while paused')
         try:
-            frame = self.camera_frames.add(packet, now)
+            frame = self.camera_frames.add_decoded(packet, now)
         except ProtocolError as exc:
             return self._drop(f'camera_{exc.reason}', f'pylon_camera_frame_chunk: {exc}')
         if frame is None:
@@ -558,7 +558,7 @@ class BridgeCore:
     def _model_chunk(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         address = source[0] if isinstance(source, tuple) else source
         try:
-            model = self.models.add(packet, now, address)
+            model = self.models.add_decoded(packet, now, address)
         except ProtocolError as exc:
             return self._drop(exc.reason, f'pylon_vessel_urdf_chunk: {exc}')
         if model is None:

@@ -8,13 +8,13 @@ PROTOCOL.md §5.9–§5.12 facts this module applies:
   (``sensor_frame``) and sends it on ``/tf_static`` under the part's link; a camera's
   images are in the REP-103 optical frame ``<sensor frame>_optical`` (z forward, x right,
   y down). A docking-port camera's frame is ``pylon_<vid8>_<port name>_camera``.
-- 2D LiDAR: ray ``i`` is at ``-fov/2 + fov * i / N`` for a full circle (fov >= 359.9°),
-  else ``-fov/2 + fov * i / (N - 1)``, counter-clockwise about +Z. Ranges that are not
-  finite, negative or beyond ``maxDistance`` become +Inf; missing ones are padded with +Inf.
+- 2D LiDAR: the rays follow the ``vertical-major`` layout (``pylon_protocol.lidar``).
+  Ranges that are not finite, negative or beyond ``maxDistance`` become +Inf; missing ones
+  are padded with +Inf.
 - 3D LiDAR: points are the packet's ``points`` when given, else ``directions * range``,
-  else the Fibonacci hemisphere layout (``f = (i + 0.5) / N``, ``r = sqrt(1 - f²)``,
-  ``a = 2.3999632 i``: direction ``(f, -cos(a) r, sin(a) r)``) times the range; invalid
-  ranges are omitted. The cloud is ``x, y, z`` float32, unorganised (height 1), dense.
+  else the ``fibonacci-hemisphere`` layout's directions (``pylon_protocol.lidar``) times
+  the range; invalid ranges are omitted. The cloud is ``x, y, z`` float32, unorganised
+  (height 1), dense.
 - Camera: ``rgb8`` rows top-down; pinhole intrinsics from the vertical FOV:
   ``f = height / (2 tan(vfov / 2))``, ``cx = (width - 1) / 2``, ``cy = (height - 1) / 2``,
   ``plumb_bob`` with zero distortion.
@@ -28,12 +28,11 @@ import math
 import numpy as np
 from pylon_protocol import frames
 from pylon_protocol.camera import Frame
+from pylon_protocol.lidar import angle_increment_2d, fibonacci_hemisphere_directions, LAYOUT_3D
 from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2, PointField
 
 from pylon_bridge.convert import to_time
 
-FULL_CIRCLE_DEG = 359.9
-GOLDEN_ANGLE_RAD = 2.3999632
 OPTICAL_SUFFIX = '_optical'
 _XYZ_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
                for i, name in enumerate('xyz')]
@@ -73,9 +72,9 @@ def ray_count(packet: Mapping) -> int:
 def laser_scan(packet: Mapping, stamp: float, frame_id: str) -> LaserScan:
     """Return the LaserScan of a 2D ``pylon_lidar_scan``."""
     count = ray_count(packet)
-    fov = math.radians(float(packet.get('horizontalFovDeg') or 0.0))
-    full = math.degrees(fov) >= FULL_CIRCLE_DEG
-    increment = fov / count if full else (fov / (count - 1) if count > 1 else 0.0)
+    fov_deg = float(packet.get('horizontalFovDeg') or 0.0)
+    fov = math.radians(fov_deg)
+    increment = angle_increment_2d(count, fov_deg)
     msg = _stamp(LaserScan(), stamp, frame_id)
     msg.angle_min = -fov / 2.0
     msg.angle_max = msg.angle_min + increment * max(count - 1, 0)
@@ -87,17 +86,6 @@ def laser_scan(packet: Mapping, stamp: float, frame_id: str) -> LaserScan:
     msg.range_max = float(packet.get('maxDistance') or np.inf)
     msg.ranges = clean_ranges(packet, count).astype(np.float32)
     return msg
-
-
-def fibonacci_directions(count: int) -> np.ndarray:
-    """Return the N × 3 unit directions of the ``fibonacci-hemisphere`` layout."""
-    if count == 1:
-        return np.array([[1.0, 0.0, 0.0]])
-    i = np.arange(count, dtype=float)
-    f = (i + 0.5) / count
-    r = np.sqrt(1.0 - f * f)
-    a = i * GOLDEN_ANGLE_RAD
-    return np.stack([f, -np.cos(a) * r, np.sin(a) * r], axis=1)
 
 
 def scan_points(packet: Mapping) -> np.ndarray:
@@ -123,12 +111,11 @@ def scan_points(packet: Mapping) -> np.ndarray:
         given = np.asarray(directions, dtype=float).reshape(-1, 3)[:count]
         unit[:given.shape[0]] = given
         hit &= np.all(np.isfinite(unit), axis=1)
-    elif packet.get('coordinateFrame') == 'ros_sensor' \
-            and packet.get('layout') == 'fibonacci-hemisphere':
-        unit = fibonacci_directions(count)
+    elif packet.get('coordinateFrame') == 'ros_sensor' and packet.get('layout') == LAYOUT_3D:
+        unit = fibonacci_hemisphere_directions(count)
     else:
-        raise ValueError('a 3D scan without points or directions needs the '
-                         'fibonacci-hemisphere layout in ros_sensor')
+        raise ValueError(f'a 3D scan without points or directions needs the {LAYOUT_3D} '
+                         'layout in ros_sensor')
     return unit[hit] * ranges[hit, None]
 
 

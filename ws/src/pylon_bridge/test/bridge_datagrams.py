@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pylon_protocol import model, packets, wire
+from pylon_protocol import packets, wire
+from pylon_protocol.bundle import build_bundle
 from pylon_protocol.envelope import Envelope
+from pylon_protocol.model_chunks import chunk_model
+from pylon_protocol.urdf import build_proxy_urdf, link_name, ProxyPart
 
 VESSEL = '5f3c2a1b9d8e4f7a6b5c4d3e2f1a0b9c'
 OTHER = '0a1b2c3d4e5f60718293a4b5c6d7e8f9'
@@ -75,17 +78,17 @@ def motor(name: str = 'arm_hinge', position: float = 0.5, ut: float = UT,
 def model_chunks(vessel: str = VESSEL, session_id: str = 'ef' * 16, env: Envelope = ENV,
                  parts: int = 3) -> list[bytes]:
     """Return the ``pylon_vessel_urdf_chunk`` datagrams of a small box model of ``vessel``."""
-    proxy = [model.ProxyPart(None, (1.0, 1.0, 2.0), 100.0)]
-    proxy += [model.ProxyPart(i - 1, (0.5, 0.5, 0.5), 10.0, xyz=(0.0, 0.0, 1.5),
-                              rpy=(0.0, 0.0, 0.3)) for i in range(1, parts)]
-    urdf = model.build_proxy_urdf(vessel, proxy)
-    frames = [(4000 + i, f'pylon_{vessel[:8]}_link_{i:04d}') for i in range(parts)]
-    bundle = model.build_bundle(session_id=session_id, vessel_id=vessel, urdf=urdf,
-                                base_to_root_position=[0.0, 0.0, -0.4],
-                                base_to_root_rotation=[0.0, 0.0, 0.0, 1.0], part_frames=frames)
+    proxy = [ProxyPart(None, (1.0, 1.0, 2.0), 100.0)]
+    proxy += [ProxyPart(i - 1, (0.5, 0.5, 0.5), 10.0, xyz=(0.0, 0.0, 1.5),
+                        rpy=(0.0, 0.0, 0.3)) for i in range(1, parts)]
+    urdf = build_proxy_urdf(vessel, proxy)
+    frames = [(4000 + i, link_name(vessel, i)) for i in range(parts)]
+    bundle = build_bundle(session_id=session_id, vessel_id=vessel, urdf=urdf,
+                          base_to_root_position=[0.0, 0.0, -0.4],
+                          base_to_root_rotation=[0.0, 0.0, 0.0, 1.0], part_frames=frames)
     return [encode('pylon_vessel_urdf_chunk', env, **chunk)
-            for chunk in model.chunk_model(bundle, session_id=session_id, sent_at_ut=UT,
-                                           chunk_bytes=256)]
+            for chunk in chunk_model(bundle, session_id=session_id, sent_at_ut=UT,
+                                     chunk_bytes=256)]
 
 
 def model_clear(session_id: str = 'ef' * 16, env: Envelope = ENV) -> bytes:

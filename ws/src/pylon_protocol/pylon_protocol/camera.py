@@ -12,12 +12,16 @@ frame. At most ``max_pending`` frames are assembled at once (the one started fir
 evicted) and a frame expires ``timeout`` seconds after its last chunk. A complete frame
 must have exactly ``frameBytes`` bytes and the announced SHA-256, and its universal time
 must exceed the last delivered frame's of the same ``(source, sensorId, partFlightId)``.
+
+The chunk fields are checked once, by the packet schema (``packets.CAMERA_FRAME_CHUNK``,
+which also holds the receiver limits): ``FrameAssembler.add_decoded`` takes packets
+``packets.decode_state`` returned, and ``FrameAssembler.add`` runs the same schema on a
+bare chunk payload first.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,36 +31,29 @@ import numbers
 
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.frames import quat, quat_normalize, sensor_to_optical, vec3
-from pylon_protocol.names import HEX32_RE, HEX64_RE
-
-CHUNK_TYPE = 'pylon_camera_frame_chunk'
-ENCODING = 'rgb8'
-COORDINATE_FRAME = 'ros_sensor'
-SOURCES = ('rgb_camera', 'docking_port')
-DEFAULT_SOURCE = 'rgb_camera'
+from pylon_protocol.names import HEX32_RE
+from pylon_protocol.packets import (
+    CAMERA_ENCODING,
+    CAMERA_FRAME_CHUNK,
+    CAMERA_SOURCES,
+    MAX_CAMERA_CHUNKS,
+    MAX_CAMERA_DIMENSION,
+    MAX_CAMERA_FRAME_BYTES,
+    ROS_SENSOR,
+)
+from pylon_protocol.schema import INT64_MAX, UINT64_MAX
 
 # Sender settings and their clamps.
 DEFAULT_CHUNK_BYTES = 12000
 MIN_CHUNK_BYTES = 512
 MAX_CHUNK_BYTES = 36000
 DEFAULT_MAX_CHUNKS = 512
-MAX_MAX_CHUNKS = 1024
-DEFAULT_MAX_FRAME_BYTES = 4_194_304
+DEFAULT_MAX_FRAME_BYTES = MAX_CAMERA_FRAME_BYTES   # the mod's default is the bridge's limit
 DEFAULT_VERTICAL_FOV_DEG = 60.0
 MIN_VERTICAL_FOV_DEG = 20.0
 MAX_VERTICAL_FOV_DEG = 120.0
 
-# Receiver limits.
-MAX_CHUNK_COUNT = 1024
-MAX_DECODED_CHUNK_BYTES = 65536
-MAX_DATA_CHARS = 4 * ((MAX_DECODED_CHUNK_BYTES + 2) // 3)
-MAX_FRAME_BYTES = 4 * 1024 * 1024
-MAX_DIMENSION = 4096
-MAX_STEP = 65536
-MAX_SEQUENCE = 2**63 - 1
-MAX_PART_FLIGHT_ID = 2**64 - 1
-MAX_SENSOR_ID_CHARS = 1024
-MAX_VESSEL_CHARS = 1024
+# Receiver settings (the limits of the chunk fields are the packet schema's).
 DEFAULT_MAX_PENDING = 16
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_MAX_STREAMS = 256
@@ -83,33 +80,8 @@ def _is_int(value: object) -> bool:
     return type(value) is int
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _finite(value: object) -> bool:
-    return _is_number(value) and math.isfinite(value)
-
-
-def _bad(detail: str, field: str) -> ProtocolError:
-    return ProtocolError('bad_chunk', detail, field)
-
-
-def _int_field(
-    chunk: Mapping, field: str, low: int, high: int, default: int | None = None
-) -> int:
-    value = chunk.get(field, default)
-    if not _is_int(value) or not low <= value <= high:
-        raise _bad(f'expected an integer {low}..{high}', field)
-    return value
-
-
-def _numbers(value: object, size: int, field: str) -> tuple[float, ...]:
-    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)) or len(value) != size:
-        raise _bad(f'expected {size} numbers', field)
-    if not all(_finite(v) for v in value):
-        raise _bad('expected finite numbers', field)
-    return tuple(float(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _sender_int(value: object) -> object:
@@ -118,26 +90,52 @@ def _sender_int(value: object) -> object:
     return value
 
 
-def decode_base64_strict(data: object, field: str = 'data', max_chars: int | None = None) -> bytes:
-    """
-    Decode standard, padded, canonical base64 or raise ProtocolError(``bad_chunk``).
+def _bad_frame(detail: str, field: str) -> ProtocolError:
+    return ProtocolError('bad_frame', detail, field)
 
-    Whitespace, the URL-safe alphabet, missing padding and non-zero pad bits are all
-    rejected. ``max_chars`` bounds the text length before anything is decoded.
-    """
-    if not isinstance(data, str):
-        raise _bad('expected a base64 string', field)
-    if max_chars is not None and len(data) > max_chars:
-        raise _bad(f'longer than {max_chars} characters', field)
-    if len(data) % 4:
-        raise _bad('base64 length is not a multiple of 4', field)
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as error:
-        raise _bad(f'invalid base64 ({error})', field) from None
-    if base64.b64encode(raw).decode('ascii') != data:
-        raise _bad('non-canonical base64', field)
-    return raw
+
+def _check_image(raw: object, width: object, height: object, max_frame_bytes: object) -> bytes:
+    """Return the raw ``rgb8`` bytes of a ``width`` x ``height`` frame the sender may send."""
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise _bad_frame('raw must be bytes', 'raw')
+    data = bytes(raw)
+    for name, value in (('width', width), ('height', height)):
+        if not _is_int(value) or not 1 <= value <= MAX_CAMERA_DIMENSION:
+            raise _bad_frame(f'{name} must be 1..{MAX_CAMERA_DIMENSION}', name)
+    frame_bytes = width * 3 * height
+    if len(data) != frame_bytes:
+        raise _bad_frame(f'expected {frame_bytes} bytes, got {len(data)}', 'raw')
+    if not _is_int(max_frame_bytes) or frame_bytes > min(max_frame_bytes,
+                                                         MAX_CAMERA_FRAME_BYTES):
+        raise ProtocolError('frame_too_large', 'frame exceeds the frame size limit', 'raw')
+    return data
+
+
+def _check_identity(session_id: object, sequence: object, sensor_id: object, source: object,
+                    part_flight_id: object) -> None:
+    """Check the fields that name a frame and its stream."""
+    if not isinstance(session_id, str) or not HEX32_RE.fullmatch(session_id):
+        raise _bad_frame('expected 32 lowercase hex digits', 'sessionId')
+    if not _is_int(sequence) or not 1 <= sequence <= INT64_MAX:
+        raise _bad_frame('expected 1..2^63-1', 'sequence')
+    if not isinstance(sensor_id, str) or not sensor_id.strip():
+        raise _bad_frame('expected a non-blank string', 'sensorId')
+    if source not in CAMERA_SOURCES:
+        raise _bad_frame(f'expected one of {CAMERA_SOURCES}', 'source')
+    if not _is_int(part_flight_id) or not 0 <= part_flight_id <= UINT64_MAX:
+        raise _bad_frame('expected 0..2^64-1', 'partFlightId')
+
+
+def _pieces(frame_bytes: int, chunk_bytes: object, max_chunks: object) -> tuple[int, int]:
+    """Return (bytes per chunk, chunk count) under the sender clamps."""
+    if not _is_int(chunk_bytes) or not _is_int(max_chunks):
+        raise ProtocolError('bad_limit', 'chunk_bytes and max_chunks must be integers')
+    piece = int(_clamp(chunk_bytes, MIN_CHUNK_BYTES, MAX_CHUNK_BYTES))
+    limit = int(_clamp(max_chunks, 1, MAX_CAMERA_CHUNKS))
+    count = (frame_bytes + piece - 1) // piece
+    if count > limit:
+        raise ProtocolError('too_many_chunks', f'{count} chunks exceed {limit}', 'chunkCount')
+    return piece, count
 
 
 def chunk_frame(
@@ -169,45 +167,20 @@ def chunk_frame(
     than ``max_chunks``, larger than ``max_frame_bytes``) or would violate a receiver
     limit.
     """
-    if not isinstance(raw, (bytes, bytearray, memoryview)):
-        raise ProtocolError('bad_frame', 'raw must be bytes', 'raw')
-    data = bytes(raw)
     width, height = _sender_int(width), _sender_int(height)
     sequence, part_flight_id = _sender_int(sequence), _sender_int(part_flight_id)
-    if not _is_int(width) or not 1 <= width <= MAX_DIMENSION:
-        raise ProtocolError('bad_frame', 'width must be 1..4096', 'width')
-    if not _is_int(height) or not 1 <= height <= MAX_DIMENSION:
-        raise ProtocolError('bad_frame', 'height must be 1..4096', 'height')
+    data = _check_image(raw, width, height, max_frame_bytes)
     step = width * 3
-    frame_bytes = step * height
-    if len(data) != frame_bytes:
-        raise ProtocolError('bad_frame', f'expected {frame_bytes} bytes, got {len(data)}', 'raw')
-    if not _is_int(max_frame_bytes) or frame_bytes > min(max_frame_bytes, MAX_FRAME_BYTES):
-        raise ProtocolError('frame_too_large', 'frame exceeds the frame size limit', 'raw')
-    if not isinstance(session_id, str) or not HEX32_RE.fullmatch(session_id):
-        raise ProtocolError('bad_frame', 'expected 32 lowercase hex digits', 'sessionId')
-    if not _is_int(sequence) or not 1 <= sequence <= MAX_SEQUENCE:
-        raise ProtocolError('bad_frame', 'expected 1..2^63-1', 'sequence')
-    if not isinstance(sensor_id, str) or not sensor_id.strip():
-        raise ProtocolError('bad_frame', 'expected a non-blank string', 'sensorId')
-    if source not in SOURCES:
-        raise ProtocolError('bad_frame', f'expected one of {SOURCES}', 'source')
-    if not _is_int(part_flight_id) or not 0 <= part_flight_id <= MAX_PART_FLIGHT_ID:
-        raise ProtocolError('bad_frame', 'expected 0..2^64-1', 'partFlightId')
+    frame_bytes = len(data)
+    _check_identity(session_id, sequence, sensor_id, source, part_flight_id)
     position = vec3(frame_position, 'framePosition')
     rotation = quat(frame_rotation, 'frameRotation')
     quat_normalize(rotation)
     if not _finite(universal_time):
-        raise ProtocolError('bad_frame', 'expected a finite number', 'universalTime')
+        raise _bad_frame('expected a finite number', 'universalTime')
     fov = float(vertical_fov_deg) if _finite(vertical_fov_deg) else DEFAULT_VERTICAL_FOV_DEG
     fov = _clamp(fov, MIN_VERTICAL_FOV_DEG, MAX_VERTICAL_FOV_DEG)
-    if not _is_int(chunk_bytes) or not _is_int(max_chunks):
-        raise ProtocolError('bad_limit', 'chunk_bytes and max_chunks must be integers')
-    piece = int(_clamp(chunk_bytes, MIN_CHUNK_BYTES, MAX_CHUNK_BYTES))
-    limit = int(_clamp(max_chunks, 1, MAX_MAX_CHUNKS))
-    count = (frame_bytes + piece - 1) // piece
-    if count > limit:
-        raise ProtocolError('too_many_chunks', f'{count} chunks exceed {limit}', 'chunkCount')
+    piece, count = _pieces(frame_bytes, chunk_bytes, max_chunks)
 
     digest = hashlib.sha256(data).hexdigest()
     chunks = []
@@ -230,9 +203,9 @@ def chunk_frame(
             width=width,
             height=height,
             step=step,
-            encoding=ENCODING,
+            encoding=CAMERA_ENCODING,
             verticalFovDeg=fov,
-            coordinateFrame=COORDINATE_FRAME,
+            coordinateFrame=ROS_SENSOR,
             framePosition=list(position),
             frameRotation=list(rotation),
             data=base64.b64encode(data[index * piece:(index + 1) * piece]).decode('ascii'),
@@ -295,65 +268,19 @@ class _Pending:
         self.touched = now
 
 
-def _parse_chunk(chunk: Mapping[str, object]) -> _Chunk:
-    """Validate one chunk's fields against the receiver limits and decode its data."""
-    if not isinstance(chunk, Mapping):
-        raise _bad('expected a JSON object', '')
-    count = _int_field(chunk, 'chunkCount', 1, MAX_CHUNK_COUNT)
-    index = _int_field(chunk, 'chunkIndex', 0, MAX_CHUNK_COUNT - 1)
-    if index >= count:
-        raise _bad('chunkIndex must be below chunkCount', 'chunkIndex')
-    frame_bytes = _int_field(chunk, 'frameBytes', 1, MAX_FRAME_BYTES)
-    width = _int_field(chunk, 'width', 1, MAX_DIMENSION)
-    height = _int_field(chunk, 'height', 1, MAX_DIMENSION)
-    step = _int_field(chunk, 'step', 1, MAX_STEP)
-    if step != width * 3 or frame_bytes != step * height:
-        raise _bad('rgb8 needs step == width*3 and frameBytes == step*height', 'step')
-    sequence = _int_field(chunk, 'sequence', 1, MAX_SEQUENCE)
-    part = _int_field(chunk, 'partFlightId', 0, MAX_PART_FLIGHT_ID, 0)
-    session = chunk.get('sessionId')
-    if not isinstance(session, str) or not HEX32_RE.fullmatch(session):
-        raise _bad('expected 32 lowercase hex digits', 'sessionId')
-    digest = chunk.get('sha256')
-    if not isinstance(digest, str) or not HEX64_RE.fullmatch(digest):
-        raise _bad('expected 64 lowercase hex digits', 'sha256')
-    if chunk.get('encoding') != ENCODING:
-        raise _bad('only rgb8 is supported', 'encoding')
-    fov = chunk.get('verticalFovDeg')
-    if not _finite(fov) or not 0.0 < fov < 180.0:
-        raise _bad('expected a number in (0, 180)', 'verticalFovDeg')
-    position = _numbers(chunk.get('framePosition'), 3, 'framePosition')
-    rotation = _numbers(chunk.get('frameRotation'), 4, 'frameRotation')
-    try:
-        quat_normalize(rotation)
-    except ProtocolError:
-        raise _bad('quaternion norm is below 1e-9', 'frameRotation') from None
-    source = chunk.get('source')
-    if source is None or source == '':
-        source = DEFAULT_SOURCE
-    if source not in SOURCES:
-        raise _bad(f'expected one of {SOURCES}', 'source')
-    sensor = chunk.get('sensorId')
-    if not isinstance(sensor, str) or not sensor.strip() or len(sensor) > MAX_SENSOR_ID_CHARS:
-        raise _bad('expected a non-blank string', 'sensorId')
-    ut = chunk.get('universalTime')
-    if not _finite(ut):
-        raise _bad('expected a finite number', 'universalTime')
-    vessel = chunk.get('vessel', '')
-    if not isinstance(vessel, str) or len(vessel) > MAX_VESSEL_CHARS:
-        raise _bad('expected a string', 'vessel')
-    frame = chunk.get('coordinateFrame', COORDINATE_FRAME)
-    if not isinstance(frame, str) or len(frame) > MAX_VESSEL_CHARS:
-        raise _bad('expected a string', 'coordinateFrame')
-    data = decode_base64_strict(chunk.get('data'), 'data', MAX_DATA_CHARS)
-    if not 1 <= len(data) <= MAX_DECODED_CHUNK_BYTES:
-        raise _bad('decoded chunk must be 1..65536 bytes', 'data')
+def _chunk_of(packet: Mapping[str, object]) -> _Chunk:
+    """Read a chunk the packet schema accepted: its frame key, metadata and data."""
+    ut = float(packet['universalTime'])
     meta = (
-        count, frame_bytes, digest, vessel, float(ut), width, height, step,
-        float(fov), frame, position, rotation,
+        packet['chunkCount'], packet['frameBytes'], packet['sha256'], packet.get('vessel', ''),
+        ut, packet['width'], packet['height'], packet['step'], float(packet['verticalFovDeg']),
+        packet.get('coordinateFrame', ROS_SENSOR), tuple(packet['framePosition']),
+        tuple(packet['frameRotation']),
     )
-    return _Chunk((session, sequence, part, source, sensor), meta, index, count, frame_bytes,
-                  float(ut), data)
+    key = (packet['sessionId'], packet['sequence'], packet['partFlightId'], packet['source'],
+           packet['sensorId'])
+    return _Chunk(key, meta, packet['chunkIndex'], packet['chunkCount'], packet['frameBytes'],
+                  ut, base64.b64decode(packet['data']))
 
 
 class FrameAssembler:
@@ -428,20 +355,27 @@ class FrameAssembler:
         return last is not None and ut <= last
 
     def add(self, chunk: Mapping[str, object], now: float) -> Frame | None:
-        """Add one chunk received at monotonic time ``now``."""
+        """Check a bare chunk payload with the packet schema, then add it (``add_decoded``)."""
         self.expire(now)
         try:
-            part = _parse_chunk(chunk)
-        except ProtocolError:
+            packet = CAMERA_FRAME_CHUNK(chunk)
+        except ProtocolError as error:
             self.drops['bad_chunk'] += 1
-            raise
+            raise ProtocolError('bad_chunk', f'{error.reason}: {error.detail}',
+                                error.field) from None
+        return self._assemble(_chunk_of(packet), now)
+
+    def add_decoded(self, packet: Mapping[str, object], now: float) -> Frame | None:
+        """Add one chunk the packet schema accepted, received at monotonic time ``now``."""
+        self.expire(now)
+        return self._assemble(_chunk_of(packet), now)
+
+    def _assemble(self, part: _Chunk, now: float) -> Frame | None:
         key = part.key
-        session, sequence, part_id, source, sensor = key
-        stream = (source, sensor, part_id)
+        stream = (key[3], key[4], key[2])
         if self._is_stale(stream, part.universal_time):
             raise self._drop('stale_frame', 'universalTime not after the last frame',
                              'universalTime', key)
-
         pending = self._pending.get(key)
         if pending is None:
             while len(self._pending) >= self.max_pending:
@@ -467,8 +401,10 @@ class FrameAssembler:
         pending.touched = now
         if len(pending.parts) < pending.count:
             return None
-
         del self._pending[key]
+        return self._complete(key, stream, pending)
+
+    def _complete(self, key: tuple, stream: tuple[str, str, int], pending: _Pending) -> Frame:
         raw = b''.join(pending.parts[i] for i in range(pending.count))
         (_, frame_bytes, digest, vessel, ut, width, height, step, fov, _frame, position,
          rotation) = pending.meta
@@ -485,6 +421,7 @@ class FrameAssembler:
         while len(self._last_ut) > self.max_streams:
             self._last_ut.popitem(last=False)
         self.completed += 1
+        session, sequence, part_id, source, sensor = key
         return Frame(
             source=source,
             sensor_id=sensor,
@@ -495,7 +432,7 @@ class FrameAssembler:
             width=width,
             height=height,
             step=step,
-            encoding=ENCODING,
+            encoding=CAMERA_ENCODING,
             vertical_fov_deg=fov,
             frame_position=position,
             frame_rotation=quat_normalize(rotation),

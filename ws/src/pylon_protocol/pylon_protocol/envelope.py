@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pylon_protocol.errors import ProtocolError
-from pylon_protocol.schema import short_int
+from pylon_protocol.schema import short_int, UINT64_MAX
 
 INSTANCE_KEY = 'runtimeInstance'
 GENERATION_KEY = 'runtimeGeneration'
@@ -26,7 +26,6 @@ EPOCH_KEY = 'runtimeEpoch'
 VESSEL_ID_KEY = 'runtimeVesselId'
 ENVELOPE_KEYS = (INSTANCE_KEY, GENERATION_KEY, EPOCH_KEY, VESSEL_ID_KEY)
 ENVELOPE_KEYS_SET = frozenset(ENVELOPE_KEYS)
-MAX_GENERATION = 2**64 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +45,7 @@ class Envelope:
         if type(generation) is not int:
             raise ProtocolError('bad_type', f'{type(generation).__name__}, not int',
                                 GENERATION_KEY)
-        if not 0 <= generation <= MAX_GENERATION:
+        if not 0 <= generation <= UINT64_MAX:
             raise ProtocolError('out_of_range', f'{short_int(generation)} not in 0..2^64-1',
                                 GENERATION_KEY)
         if type(self.runtime_vessel_id) is not str:

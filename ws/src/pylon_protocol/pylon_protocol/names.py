@@ -20,12 +20,12 @@ import re
 import uuid
 
 from pylon_protocol.errors import ProtocolError
+from pylon_protocol.schema import UINT32_MAX
 
 HEX32_RE = re.compile(r'\A[0-9a-f]{32}\Z')
 HEX64_RE = re.compile(r'\A[0-9a-f]{64}\Z')
 SENSOR_ID_MAX_LENGTH = 64
 SENSOR_ID_SUFFIX_HEX = 8
-UINT32_MAX = 2**32 - 1
 
 ACTUATOR_KINDS = ('wheel', 'engine', 'rcs')
 SEPARATION_MECHANISMS = ('decoupler', 'fairing', 'launch_clamp')

@@ -30,7 +30,15 @@ from pylon_protocol import names, wire
 from pylon_protocol import schema as sc
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
-from pylon_protocol.schema import optional, required, Schema, Variant
+from pylon_protocol.schema import (
+    INT64_MAX,
+    optional,
+    required,
+    Schema,
+    UINT32_MAX,
+    UINT64_MAX,
+    Variant,
+)
 
 # -- constants ----------------------------------------------------------------------------
 
@@ -38,8 +46,9 @@ STATE_PORT = 49010
 COMMAND_PORT = 49011
 MAX_DATAGRAM_BYTES = wire.MAX_DATAGRAM_BYTES
 PROTOCOL_VERSION = wire.PROTOCOL_VERSION
-#: The mod omits a control snapshot whose UTF-8 JSON exceeds this size.
-SNAPSHOT_MAX_BYTES = 60000
+#: The mod keeps a vessel model chunk and a control snapshot within this many UTF-8 bytes
+#: (a snapshot that would not fit is omitted, never truncated).
+MOD_MAX_DATAGRAM_BYTES = 60000
 
 #: Default send rates of the mod per second of wall time: packets, except camera frames
 #: (each split into chunks) and whole vessel models (resent every 2 s, in chunks).
@@ -71,6 +80,16 @@ SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
     'pylon_lidar_scan': (1.0, 60.0),
     'pylon_camera_frame_chunk': (1.0, 15.0),
 })
+#: ``timeoutSeconds`` of wrench and actuator commands; flight control and batch members
+#: allow at most 1 s. Where a timeout is unusable (0, negative, not finite) the mod
+#: applies 0.5 s.
+MIN_COMMAND_TIMEOUT_SEC = 0.05
+MAX_COMMAND_TIMEOUT_SEC = 10.0
+MAX_SHORT_COMMAND_TIMEOUT_SEC = 1.0
+MOD_DEFAULT_COMMAND_TIMEOUT_SEC = 0.5
+#: ``leaseDurationSeconds`` of an acquire, a renew or a batch renewal.
+MIN_LEASE_SEC = 0.1
+MAX_LEASE_SEC = 10.0
 LIDAR_FAST_RATE_HZ = 20.0          # LiDAR with streamAt20Fps
 DOCKING_CAMERA_RATE_HZ = 5.0
 SEPARATION_RESULT_REPEAT_SEC = 10.0  # results keep being sent this long after completion
@@ -132,11 +151,21 @@ MAX_DOCKING_PORTS = 256
 MAX_SNAPSHOT_ACTUATORS = 256
 MAX_BATCH_ENGINES = 16
 MAX_RESULTING_VESSELS = 4096
+#: Receiver limits of camera frame chunks; the sender's clamps are in ``camera``.
 MAX_CAMERA_CHUNKS = 1024
 MAX_CAMERA_FRAME_BYTES = 4 * 1024 * 1024
-MAX_CAMERA_CHUNK_BYTES = 65536
+MAX_CAMERA_CHUNK_BYTES = 65536          # decoded bytes of one chunk's data
+MAX_CAMERA_DIMENSION = 4096             # width and height, pixels
+MAX_CAMERA_STEP = 65536
+MAX_CAMERA_TEXT_CHARS = 1024            # sensorId, vessel and coordinateFrame
+#: Receiver limits of vessel model chunks and their reassembly; the sender's clamps are in
+#: ``model_chunks``.
 MAX_MODEL_CHUNKS = 512
 MAX_MODEL_DATA_CHARS = 8 * 1024 * 1024
+MIN_MODEL_EXPIRES_SEC = 1.0
+MAX_MODEL_EXPIRES_SEC = 120.0
+MAX_MODEL_COMPRESSED_BYTES = 4 * 1024 * 1024     # of one assembly
+MAX_MODEL_DECOMPRESSED_BYTES = 8 * 1024 * 1024   # the bundle, and so its URDF text
 
 # -- name sanitisation (uniqueness of ids) ------------------------------------------------
 
@@ -155,10 +184,6 @@ def _unique_sanitised(items: Iterable[dict], field: str) -> None:
 
 
 # -- reusable checks ----------------------------------------------------------------------
-
-UINT32_MAX = 2**32 - 1
-UINT64_MAX = 2**64 - 1
-INT64_MAX = 2**63 - 1
 
 _BOOL = sc.boolean()
 _NUM = sc.number()
@@ -437,6 +462,7 @@ LIDAR_INACTIVE = Schema('pylon_lidar_inactive', {
 })
 
 _CAMERA_SOURCE = sc.string(empty_default='rgb_camera', choices=CAMERA_SOURCES)
+_CAMERA_TEXT = sc.string(max_len=MAX_CAMERA_TEXT_CHARS)
 
 
 def _check_camera_chunk(p: dict) -> None:
@@ -458,16 +484,16 @@ CAMERA_FRAME_CHUNK = Schema('pylon_camera_frame_chunk', {
     'chunkCount': required(sc.integer(1, MAX_CAMERA_CHUNKS)),
     'frameBytes': required(sc.integer(1, MAX_CAMERA_FRAME_BYTES)),
     'sha256': required(_HEX64),
-    'sensorId': required(_ID),
-    'vessel': optional(_STR),
+    'sensorId': required(sc.string(max_len=MAX_CAMERA_TEXT_CHARS, non_blank=True)),
+    'vessel': optional(_CAMERA_TEXT),
     'partFlightId': optional(_UINT64, 0),
     'universalTime': required(_NUM),
-    'width': required(sc.integer(1, 4096)),
-    'height': required(sc.integer(1, 4096)),
-    'step': required(sc.integer(1, 65536)),
+    'width': required(sc.integer(1, MAX_CAMERA_DIMENSION)),
+    'height': required(sc.integer(1, MAX_CAMERA_DIMENSION)),
+    'step': required(sc.integer(1, MAX_CAMERA_STEP)),
     'encoding': required(sc.constant(CAMERA_ENCODING)),
     'verticalFovDeg': required(sc.number(0.0, 180.0, lo_open=True, hi_open=True)),
-    'coordinateFrame': optional(_STR),
+    'coordinateFrame': optional(_CAMERA_TEXT),
     'framePosition': required(_VEC3),
     'frameRotation': required(_QUAT),
     'data': required(sc.base64_string(min_bytes=1, max_bytes=MAX_CAMERA_CHUNK_BYTES)),
@@ -517,7 +543,7 @@ VESSEL_URDF_CHUNK = Schema('pylon_vessel_urdf_chunk', {
     'chunkCount': required(sc.integer(1, MAX_MODEL_CHUNKS)),
     'encoding': required(sc.constant(MODEL_ENCODING)),
     'sha256': required(_HEX64),
-    'expiresAfterSec': required(sc.number(1.0, 120.0)),
+    'expiresAfterSec': required(sc.number(MIN_MODEL_EXPIRES_SEC, MAX_MODEL_EXPIRES_SEC)),
     'sentAtUt': optional(_NUM),
     'data': required(sc.base64_string(min_bytes=1, max_bytes=MAX_MODEL_DATA_CHARS // 4 * 3)),
 }, [_check_chunk_index])
@@ -697,9 +723,9 @@ _IDENTITY_128 = {
               'vesselId controllerId leaseId'),
     'sequence': required(_SEQUENCE),
 }
-_TIMEOUT = sc.number(0.05, 10.0)
-_SHORT_TIMEOUT = sc.number(0.05, 1.0)
-_LEASE_DURATION = sc.number(0.1, 10.0)
+_TIMEOUT = sc.number(MIN_COMMAND_TIMEOUT_SEC, MAX_COMMAND_TIMEOUT_SEC)
+_SHORT_TIMEOUT = sc.number(MIN_COMMAND_TIMEOUT_SEC, MAX_SHORT_COMMAND_TIMEOUT_SEC)
+_LEASE_DURATION = sc.number(MIN_LEASE_SEC, MAX_LEASE_SEC)
 
 
 def _check_authority_command(p: dict) -> None:

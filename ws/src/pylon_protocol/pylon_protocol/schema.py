@@ -36,6 +36,10 @@ FIELD_REASONS = frozenset({
     'inconsistent',    # fields that contradict each other
 })
 
+#: The ranges of the integer types the wire carries (uint32/uint64 ids, int64 sequences).
+UINT32_MAX = 2**32 - 1
+UINT64_MAX = 2**64 - 1
+INT64_MAX = 2**63 - 1
 
 
 class _Missing:
@@ -188,13 +192,26 @@ def string(*, min_len: int = 0, max_len: int | None = None, pattern: str | None 
 
 
 _BASE64 = re.compile(r'[A-Za-z0-9+/]*={0,2}')
+_BASE64_VALUES = {c: i for i, c in enumerate(
+    'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/')}
+
+
+def _unused_bits_are_zero(text: str) -> bool:
+    """Tell whether the bits padding discards are 0, so the text is the canonical encoding."""
+    if text.endswith('=='):
+        return _BASE64_VALUES[text[-3]] & 0b1111 == 0
+    if text.endswith('='):
+        return _BASE64_VALUES[text[-2]] & 0b11 == 0
+    return True
 
 
 def base64_string(*, min_bytes: int = 0, max_bytes: int | None = None) -> Check:
-    """Return a check for strict, padded, standard-alphabet base64 text.
+    """Return a check for strict base64 text: padded, standard alphabet, canonical.
 
-    The decoded size must lie in ``min_bytes..max_bytes`` (``bad_length``). The text is
-    returned unchanged; ``base64_size`` gives the decoded size without decoding.
+    Whitespace, the URL-safe alphabet, missing padding and non-zero pad bits are rejected
+    (``bad_value``); the decoded size must lie in ``min_bytes..max_bytes``
+    (``bad_length``). The text is returned unchanged; ``base64_size`` gives the decoded
+    size without decoding.
     """
     high = max_bytes if max_bytes is not None else _INF
 
@@ -203,6 +220,8 @@ def base64_string(*, min_bytes: int = 0, max_bytes: int | None = None) -> Check:
             raise _bad_type(value, 'base64 string')
         if len(value) % 4 or _BASE64.fullmatch(value) is None:
             raise ProtocolError('bad_value', 'not strict padded base64')
+        if not _unused_bits_are_zero(value):
+            raise ProtocolError('bad_value', 'non-canonical base64 (non-zero pad bits)')
         size = base64_size(value)
         if not min_bytes <= size <= high:
             raise ProtocolError('bad_length', f'{size} decoded bytes not in '

@@ -193,6 +193,21 @@ def test_constants():
     assert schema.FIELD_REASONS <= packets.REASONS
 
 
+def test_base64_is_strict_and_canonical():
+    check = schema.base64_string(max_bytes=6)
+    assert check('AAEC') == 'AAEC' and check('QQ==') == 'QQ==' and check('QUI=') == 'QUI='
+    for bad in ('AAE', 'AAE=C', ' AAEC', 'AA==AA==', 'A-_A', 'QR==', 'QUJ=', 'ÄÄÄÄ'):
+        with pytest.raises(ProtocolError) as info:
+            check(bad)
+        assert info.value.reason == 'bad_value'
+    with pytest.raises(ProtocolError) as info:
+        check('AAAA' * 3)
+    assert info.value.reason == 'bad_length'
+    with pytest.raises(ProtocolError) as info:
+        check(5)
+    assert info.value.reason == 'bad_type'
+
+
 # -- rejections -----------------------------------------------------------------------------
 
 def _steps(path: str) -> list:
@@ -394,6 +409,10 @@ STATE_REJECTIONS = [
         'data'),
     row('pylon_camera_frame_chunk', 'data', '', 'bad_length'),
     row('pylon_camera_frame_chunk', 'data', 'QUJ', 'bad_value'),
+    row('pylon_camera_frame_chunk', 'data', 'QR==', 'bad_value'),
+    row('pylon_camera_frame_chunk', 'sensorId', 'c' * 1025, 'bad_length'),
+    row('pylon_camera_frame_chunk', 'vessel', 'v' * 1025, 'bad_length'),
+    row('pylon_camera_frame_chunk', 'coordinateFrame', 'f' * 1025, 'bad_length'),
     row('pylon_camera_inactive', 'source', 'infrared', 'bad_value'),
     row('pylon_camera_inactive', 'sensorId', DROP, 'missing_field'),
     # star tracker (rule 12)
@@ -424,6 +443,7 @@ STATE_REJECTIONS = [
     row('pylon_vessel_urdf_chunk', 'modelId', 'ab' * 16, 'bad_value'),
     row('pylon_vessel_urdf_chunk', 'sessionId', 'g' * 32, 'bad_value'),
     row('pylon_vessel_urdf_chunk', 'data', 'QU=J', 'bad_value'),
+    row('pylon_vessel_urdf_chunk', 'data', 'QUJ=', 'bad_value'),
     row('pylon_vessel_urdf_chunk', 'data', DROP, 'missing_field'),
     row('pylon_vessel_urdf_clear', 'sessionId', 'xyz', 'bad_value'),
     row('pylon_vessel_urdf_clear', 'sessionId', DROP, 'missing_field'),

@@ -63,15 +63,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 import math
 
+from pylon_protocol.packets import MAX_LEASE_SEC, MIN_LEASE_SEC
+from pylon_protocol.schema import INT64_MAX
+
 UNOWNED, OWNED, EMERGENCY_STOP = 0, 1, 2
 
 ACQUIRE, RENEW, RELEASE = 'acquire', 'renew', 'release'
 STOP, CLEAR_STOP = 'emergency_stop', 'clear_emergency_stop'
 ACTIONS = (ACQUIRE, RENEW, RELEASE, STOP, CLEAR_STOP)
 
-MIN_LEASE_SEC, MAX_LEASE_SEC = 0.1, 10.0
 MAX_ID_CHARS = 64
-INT64_MAX = 2 ** 63 - 1
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 MAX_IDENTITIES = 1024
 

@@ -26,6 +26,11 @@ import math
 
 import numpy as np
 from pylon_protocol import names, packets
+from pylon_protocol.packets import (
+    MAX_COMMAND_TIMEOUT_SEC,
+    MIN_COMMAND_TIMEOUT_SEC,
+    MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
+)
 
 from pylon_sim import allocation, safety
 from pylon_sim.authority import ControlAuthority
@@ -34,8 +39,6 @@ from pylon_sim.typed import ACCEPTED, TypedActuators
 from pylon_sim.vessel import mass_properties, RESOURCE_DENSITY
 from pylon_sim.world import SimVessel
 
-DEFAULT_TIMEOUT_SEC = 0.5
-MIN_TIMEOUT_SEC, MAX_TIMEOUT_SEC = 0.05, 10.0
 ZERO = np.zeros(3)
 Packet = tuple[str, dict]
 
@@ -129,8 +132,8 @@ def clamp_timeout(value: object) -> float:
     """Return a command timeout as the mod applies it: 0.05–10 s, 0.5 s if unusable."""
     if not isinstance(value, int | float) or isinstance(value, bool) \
             or not math.isfinite(value) or value <= 0.0:
-        return DEFAULT_TIMEOUT_SEC
-    return min(max(float(value), MIN_TIMEOUT_SEC), MAX_TIMEOUT_SEC)
+        return MOD_DEFAULT_COMMAND_TIMEOUT_SEC
+    return min(max(float(value), MIN_COMMAND_TIMEOUT_SEC), MAX_COMMAND_TIMEOUT_SEC)
 
 
 def wire_wrench(force, torque) -> dict:

@@ -18,13 +18,15 @@ The document starts with ``<?xml version="1.0"?>`` and one comment. With
 ``servo_joints=True`` the joint above a part with a ``servo`` module becomes a revolute or
 prismatic joint with axis and limits (``pylon_servo_joint``): an extension the mod never
 sends and the proxy allowlist rejects, for consumers that ask for it.
+
+The names, the box inertia and the bundle are the protocol's (``pylon_protocol.urdf``,
+``pylon_protocol.bundle``); only the xacro expansion and the vessel geometry are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-import hashlib
 import math
 import threading
 from typing import NamedTuple
@@ -34,21 +36,18 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 from pylon_description.paths import xacro_file
+from pylon_protocol import bundle as proxy_bundle
+from pylon_protocol.packets import MOTOR_JOINT_TYPES
+from pylon_protocol.urdf import box_inertia, joint_name, link_name, robot_name
 import xacro
 
 from pylon_sim.actuators import servo_name
 from pylon_sim.vessel import Module, rotation_matrix, VesselSpec
 
-BUNDLE_TYPE = 'pylon_active_vessel_proxy'
-BUNDLE_VERSION = 1
-GEOMETRY_POLICY = 'primitive_proxy_only'
-PERSISTENCE_POLICY = 'memory_only'
-
 MIN_MASS_KG = 0.001           # the mod's floor for a part's mass
 MIN_EXTENT_M = 0.01           # the mod's floor for primitive sizes and bounding boxes
 MASS_SIGNIFICANT_DIGITS = 6   # masses are rounded to this before building (and caching)
 CACHE_SIZE = 32
-SERVO_JOINT_TYPES = ('revolute', 'prismatic')
 # limits of a servo module that does not set them: (lower, upper, effort, velocity)
 SERVO_DEFAULT_LIMITS = {
     'revolute': (-math.pi, math.pi, 100.0, 1.0),     # rad, rad, N m, rad/s
@@ -98,31 +97,6 @@ class _ModelKey(NamedTuple):
     vessel_id: str
     parts: tuple[_PartKey, ...]   # in link order
     servo_joints: bool
-
-
-def name_prefix(vessel_id: str) -> str:
-    """Return the prefix of every name in a vessel's proxy model."""
-    return 'pylon_' + vessel_id[:8]
-
-
-def robot_name(vessel_id: str) -> str:
-    """Return the proxy URDF's robot name."""
-    return f'{name_prefix(vessel_id)}_active_vessel'
-
-
-def link_name(vessel_id: str, number: int) -> str:
-    """Return the name of link ``number`` (0 = root part)."""
-    return f'{name_prefix(vessel_id)}_link_{number:04d}'
-
-
-def joint_name(vessel_id: str, number: int) -> str:
-    """Return the name of the joint whose child is link ``number``."""
-    return f'{name_prefix(vessel_id)}_joint_{number:04d}'
-
-
-def model_id(urdf: str) -> str:
-    """Return the model id: lowercase hex SHA-256 of the URDF's UTF-8 bytes."""
-    return hashlib.sha256(urdf.encode('utf-8')).hexdigest()
 
 
 def root_index(spec: VesselSpec) -> int:
@@ -215,9 +189,9 @@ def _finite(values: Sequence[float], what: str) -> tuple[float, ...]:
 
 def _servo(part, module: Module) -> _Servo:
     joint_type = str(module.get('joint', 'revolute'))
-    if joint_type not in SERVO_JOINT_TYPES:
+    if joint_type not in MOTOR_JOINT_TYPES:
         raise ValueError(
-            f'servo joint type must be one of {SERVO_JOINT_TYPES}, got {joint_type!r}')
+            f'servo joint type must be one of {MOTOR_JOINT_TYPES}, got {joint_type!r}')
     lower, upper, effort, velocity = SERVO_DEFAULT_LIMITS[joint_type]
     axis = np.asarray(_finite(module.get('axis', (0.0, 0.0, 1.0)), 'servo axis'), dtype=float)
     norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
@@ -301,13 +275,6 @@ def _primitive(shape: str, size: tuple[float, ...]) -> tuple[str, dict[str, str]
         radius = max(MIN_EXTENT_M, abs(size[0]))
         return 'pylon_sphere', {'radius': _num(radius), 'rpy': '0 0 0'}, np.full(3, 2 * radius)
     raise ValueError(f'unknown shape {shape!r} (box, cylinder or sphere)')
-
-
-def box_inertia(mass: float, extent: Sequence[float]) -> tuple[float, float, float]:
-    """Return (ixx, iyy, izz) of a solid box of this mass and size about its centre."""
-    x, y, z = (float(v) for v in extent)
-    return (mass * (y * y + z * z) / 12.0, mass * (x * x + z * z) / 12.0,
-            mass * (x * x + y * y) / 12.0)
 
 
 def _attr(value: str) -> str:
@@ -424,32 +391,24 @@ def build_urdf(spec: VesselSpec, masses: Sequence[float], servo_joints: bool = F
     return _cached_urdf(_model_key(spec, masses, servo_joints))
 
 
-def build_bundle(spec: VesselSpec, com: np.ndarray, session_id: str, urdf: str) -> dict:
+def build_bundle(spec: VesselSpec, com: np.ndarray, session_id: str, urdf: str,
+                 servo_joints: bool = False) -> dict:
     """Return the ``pylon_active_vessel_proxy`` bundle of a URDF built by ``build_urdf``.
 
     ``com`` is the centre of mass in the vessel frame (m). ``base_link`` is the centre of
     mass with the vessel frame's axes, so the root link's pose in it is the root part's
-    vessel-frame pose shifted by minus the centre of mass.
+    vessel-frame pose shifted by minus the centre of mass. The bundle is built and
+    validated by ``pylon_protocol.bundle.build_bundle`` (ProtocolError, a ValueError, when
+    the URDF is not this vessel's); ``servo_joints`` must match ``build_urdf``'s.
     """
-    if f'<robot name="{robot_name(spec.vessel_id)}"' not in urdf:
-        raise ValueError(f'the URDF is not the proxy model of vessel {spec.vessel_id}')
     order = link_order(spec)
     root = spec.parts[order[0]]
     centre = np.asarray(_finite(np.asarray(com, dtype=float).reshape(3), 'centre of mass'))
     position = np.asarray(root.position, dtype=float) - centre
-    return {
-        'type': BUNDLE_TYPE,
-        'version': BUNDLE_VERSION,
-        'sessionId': session_id,
-        'vesselId': spec.vessel_id,
-        'modelId': model_id(urdf),
-        'geometryPolicy': GEOMETRY_POLICY,
-        'persistencePolicy': PERSISTENCE_POLICY,
-        'rootFrame': link_name(spec.vessel_id, 0),
-        'baseToRootPosition': [float(v) + 0.0 for v in position],
-        'baseToRootRotation': [float(v) + 0.0 for v in unit_quaternion(root.rotation)],
-        'urdf': urdf,
-        'partFrames': [{'partFlightId': int(spec.parts[index].flight_id),
-                        'frame': link_name(spec.vessel_id, number)}
-                       for number, index in enumerate(order)],
-    }
+    return proxy_bundle.build_bundle(
+        session_id=session_id, vessel_id=spec.vessel_id, urdf=urdf,
+        base_to_root_position=[float(v) + 0.0 for v in position],
+        base_to_root_rotation=[float(v) + 0.0 for v in unit_quaternion(root.rotation)],
+        part_frames=[(int(spec.parts[index].flight_id), link_name(spec.vessel_id, number))
+                     for number, index in enumerate(order)],
+        root_frame=link_name(spec.vessel_id, 0), allow_servo_joints=servo_joints)

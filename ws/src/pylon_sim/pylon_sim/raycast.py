@@ -20,9 +20,9 @@ a sum of a few low-order spherical waves in latitude/longitude with a fixed ampl
 bound. Terrain rays are marched inside the shell ``R + min_h .. R + max_h`` and refined by
 bisection.
 
-Ray patterns follow PROTOCOL.md §5.9 in the ``ros_sensor`` frame (+X look direction,
-+Y left, +Z up): ``vertical_major_directions`` for the 2D LiDAR and
-``fibonacci_hemisphere_directions`` for the 3D LiDAR. ``lidar_scan_fields`` builds the
+Ray patterns are the protocol's layouts (``pylon_protocol.lidar``) in the ``ros_sensor``
+frame (+X look direction, +Y left, +Z up): ``vertical_major_directions`` for the 2D LiDAR
+and ``fibonacci_hemisphere_directions`` for the 3D LiDAR. ``lidar_scan_fields`` builds the
 payload fields of ``pylon_lidar_scan`` (keys exactly as the packet schema).
 """
 
@@ -33,16 +33,11 @@ from dataclasses import dataclass, field
 import math
 
 import numpy as np
-
-GOLDEN_ANGLE_RAD = 2.3999632
-"""Angle increment of the Fibonacci hemisphere layout, exactly as the mod uses it."""
+from pylon_protocol.lidar import LAYOUT_2D, LAYOUT_3D
+from pylon_protocol.packets import ROS_SENSOR
 
 NO_HIT_VALUE = -1.0
 """Default ``ranges`` entry of a ray without a return (the mod's ``noHitValue``)."""
-
-LAYOUT_2D = 'vertical-major'
-LAYOUT_3D = 'fibonacci-hemisphere'
-COORDINATE_FRAME = 'ros_sensor'
 
 _EPS = 1e-9
 _SHAPES = ('sphere', 'box', 'cylinder')
@@ -465,77 +460,7 @@ def cast(
                      sphere_radius, terrain, exclude, want_normals=False).ranges
 
 
-# -- LiDAR ray patterns -------------------------------------------------------------------------
-
-def lidar_2d_angles(horizontal_count: int, horizontal_fov_deg: float) -> np.ndarray:
-    """
-    Return the 2D LiDAR ray angles (rad, counter-clockwise about +Z from +X).
-
-    Ray i: ``-FOV/2 + FOV*i/N`` for FOV >= 359.9 deg (no duplicate ray at +-180),
-    otherwise ``-FOV/2 + FOV*i/(N-1)``; a single ray with FOV < 359.9 deg (0/0 in that
-    formula) points straight ahead (angle 0), a simulator choice.
-    """
-    n = int(horizontal_count)
-    if n < 1:
-        raise ValueError('horizontal_count must be >= 1')
-    fov = math.radians(float(horizontal_fov_deg))
-    i = np.arange(n, dtype=float)
-    if float(horizontal_fov_deg) >= 359.9:
-        return -fov / 2.0 + fov * i / n
-    if n == 1:
-        return np.zeros(1)
-    return -fov / 2.0 + fov * i / (n - 1)
-
-
-def vertical_major_directions(
-    horizontal_count: int,
-    horizontal_fov_deg: float,
-    vertical_count: int = 1,
-    vertical_fov_deg: float = 0.0,
-) -> np.ndarray:
-    """
-    Return (N, 3) unit ray directions of the ``vertical-major`` layout in ``ros_sensor``.
-
-    The 2D LiDAR has ``vertical_count == 1``: ray i points at ``lidar_2d_angles`` i in the
-    sensor's X-Y plane, ``(cos a, sin a, 0)``. For more rows (a simulator extension the
-    protocol does not define) the row index is the major (outer) index,
-    ``i = row * horizontal_count + column``, rows spread over ``vertical_fov_deg`` from
-    bottom to top with the same end-point rule as ``-FOV/2 + FOV*j/(M-1)``.
-    """
-    az = lidar_2d_angles(horizontal_count, horizontal_fov_deg)
-    m = int(vertical_count)
-    if m < 1:
-        raise ValueError('vertical_count must be >= 1')
-    if m == 1:
-        el = np.zeros(1)
-    else:
-        vfov = math.radians(float(vertical_fov_deg))
-        el = -vfov / 2.0 + vfov * np.arange(m) / (m - 1)
-    el_g, az_g = np.meshgrid(el, az, indexing='ij')
-    el_g, az_g = el_g.ravel(), az_g.ravel()
-    return np.stack([np.cos(el_g) * np.cos(az_g), np.cos(el_g) * np.sin(az_g),
-                     np.sin(el_g)], axis=1)
-
-
-def fibonacci_hemisphere_directions(n: int) -> np.ndarray:
-    """
-    Return (n, 3) unit directions of the 3D LiDAR ``fibonacci-hemisphere`` layout.
-
-    For i in 0..n-1: ``f = (i + 0.5)/n``, ``r = sqrt(1 - f^2)``, ``a = i * 2.3999632`` and
-    the direction is ``(f, -cos(a) r, sin(a) r)`` in ``ros_sensor`` (the hemisphere in
-    front of the sensor, +X); n = 1 gives ``(1, 0, 0)``.
-    """
-    n = int(n)
-    if n < 1:
-        raise ValueError('n must be >= 1')
-    if n == 1:
-        return np.array([[1.0, 0.0, 0.0]])
-    i = np.arange(n, dtype=float)
-    f = (i + 0.5) / n
-    r = np.sqrt(1.0 - f * f)
-    a = i * GOLDEN_ANGLE_RAD
-    return np.stack([f, -np.cos(a) * r, np.sin(a) * r], axis=1)
-
+# -- LiDAR ray counts ---------------------------------------------------------------------------
 
 def hemisphere_ray_count(hemisphere_density: float, max_rays: int = 20000) -> int:
     """
@@ -598,10 +523,11 @@ def lidar_scan_fields(
 
     ``mode`` is ``'2D'`` or ``'3D'``; ``ranges`` (N,) are metres along the unit sensor-frame
     ``directions`` (N, 3) (inf / nan / > ``max_distance`` = no return); the directions must
-    be the layout's (``vertical_major_directions`` for 2D, ``fibonacci_hemisphere_directions``
-    for 3D), in ray order. Misses are sent as ``no_hit_value``; ``points`` (sensor frame,
-    ``null`` triples for misses) and ``directions`` are added only when asked for, flat.
-    Values are rounded to ``digits`` decimals to keep datagrams small.
+    be the layout's (``pylon_protocol.lidar``: ``vertical_major_directions`` for 2D,
+    ``fibonacci_hemisphere_directions`` for 3D), in ray order. Misses are sent as
+    ``no_hit_value``; ``points`` (sensor frame, ``null`` triples for misses) and
+    ``directions`` are added only when asked for, flat. Values are rounded to ``digits``
+    decimals to keep datagrams small.
     """
     mode = str(mode).upper()
     if mode not in ('2D', '3D'):
@@ -634,7 +560,7 @@ def lidar_scan_fields(
         'scanRateHz': float(scan_rate_hz),
         'maxDistance': float(max_distance),
         'layout': layout,
-        'coordinateFrame': COORDINATE_FRAME,
+        'coordinateFrame': ROS_SENSOR,
         'hitCount': int(hit.sum()),
         'origin': [0.0, 0.0, 0.0],
         'framePosition': [float(v) for v in frame_position],

@@ -22,10 +22,10 @@ import socket
 import time
 
 import numpy as np
-from pylon_protocol import model as model_codec
 from pylon_protocol import packets, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
+from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
 from pylon_sim import actuators, ksp_view, proxy_model, telemetry
@@ -336,10 +336,10 @@ class Simulator:
         self.model_key = key
         masses = part_masses(vessel.spec, vessel.resources)
         urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
-        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf)
-        for chunk in model_codec.chunk_model(bundle, session_id=self.model_session,
-                                             sent_at_ut=self.world.ut,
-                                             allow_servo_joints=self.servo_joints):
+        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf,
+                                          servo_joints=self.servo_joints)
+        for chunk in chunk_model(bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
+                                 allow_servo_joints=self.servo_joints):
             self.emit('pylon_vessel_urdf_chunk', chunk)
 
     # -- commands and admin -------------------------------------------------------------
@@ -349,7 +349,7 @@ class Simulator:
             return
         for _ in range(MAX_COMMANDS_PER_FRAME):
             try:
-                data, _ = self.command_sock.recvfrom(65535)
+                data, _ = self.command_sock.recvfrom(wire.MAX_DATAGRAM_BYTES)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:

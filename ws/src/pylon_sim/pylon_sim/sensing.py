@@ -30,7 +30,7 @@ import random
 
 import numpy as np
 from pylon_protocol import camera as camera_codec
-from pylon_protocol import names
+from pylon_protocol import lidar, names
 from pylon_protocol.errors import ProtocolError
 
 from pylon_sim import raycast, render
@@ -185,10 +185,10 @@ class Sensing:
         rate = settings.get('scan_rate_hz', settings.get('rate_hz'))
         imager = _Imager(kind, sensor_id, vessel_key, part, settings, 1.0 / rate)
         if kind == 'lidar_2d':
-            imager.directions = raycast.vertical_major_directions(
+            imager.directions = lidar.vertical_major_directions(
                 int(settings['horizontal_count']), settings['horizontal_fov_deg'])
         elif kind == 'lidar_3d':
-            imager.directions = raycast.fibonacci_hemisphere_directions(
+            imager.directions = lidar.fibonacci_hemisphere_directions(
                 raycast.hemisphere_ray_count(settings['hemisphere_density']))
         else:
             imager.session_id = names.new_guid_hex(self.ids)

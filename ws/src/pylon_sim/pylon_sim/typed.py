@@ -98,14 +98,16 @@ from dataclasses import dataclass, field
 import math
 
 from pylon_protocol import names
+from pylon_protocol.packets import (
+    MAX_COMMAND_TIMEOUT_SEC,
+    MIN_COMMAND_TIMEOUT_SEC,
+    MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
+)
 
 from pylon_sim.actuators import Actuator, actuators_of
 from pylon_sim.vessel import VesselSpec
 
 ACCEPTED = 'command_accepted'
-DEFAULT_TIMEOUT_SEC = 0.5
-MIN_TIMEOUT_SEC = 0.05
-MAX_TIMEOUT_SEC = 10.0
 EXHAUSTED = 1e-9
 MOTOR_MODES = ('position', 'velocity', 'effort')
 SELECT_CAMERA, STOP_CAMERA, RELEASE = 1, 2, 3
@@ -118,8 +120,8 @@ class _InvalidError(ValueError):
 def clamp_timeout(value: object) -> float:
     """Return a command timeout as applied: 0.05–10 s, 0.5 s if unusable."""
     if not _is_number(value) or not math.isfinite(value) or value <= 0.0:
-        return DEFAULT_TIMEOUT_SEC
-    return min(max(float(value), MIN_TIMEOUT_SEC), MAX_TIMEOUT_SEC)
+        return MOD_DEFAULT_COMMAND_TIMEOUT_SEC
+    return min(max(float(value), MIN_COMMAND_TIMEOUT_SEC), MAX_COMMAND_TIMEOUT_SEC)
 
 
 def _is_number(value: object) -> bool:

@@ -374,7 +374,8 @@ def test_thirty_parts_build_in_under_200_ms():
 
 @pytest.mark.parametrize('root_at', [0, 2])
 def test_bundle_passes_the_protocol_validator(root_at):
-    from pylon_protocol.model import validate_bundle, validate_urdf
+    from pylon_protocol.bundle import validate_bundle
+    from pylon_protocol.urdf import validate_urdf
 
     spec = make_spec(root_at)
     urdf = proxy_model.build_urdf(spec, MASSES)
@@ -386,7 +387,7 @@ def test_bundle_passes_the_protocol_validator(root_at):
 
 
 def test_servo_urdf_passes_the_validator_only_when_servo_joints_are_allowed():
-    from pylon_protocol.model import validate_urdf
+    from pylon_protocol.urdf import validate_urdf
 
     urdf = proxy_model.build_urdf(SPEC, MASSES, servo_joints=True)
     validate_urdf(urdf, vessel_id=VESSEL_ID, allow_servo_joints=True)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 from pylon_protocol import packets
 from pylon_protocol.envelope import Envelope
+from pylon_protocol.lidar import fibonacci_hemisphere_directions, vertical_major_directions
 from pylon_protocol.wire import encode_state
 from pylon_sim import raycast
 from pylon_sim.raycast import Primitive
@@ -90,39 +91,16 @@ def test_terrain_is_hit_between_its_bounds():
     assert ranges == pytest.approx(2000.0 - heights, abs=0.05)
 
 
-def test_2d_pattern_angles_and_order():
-    full = raycast.lidar_2d_angles(4, 360.0)
-    assert full == pytest.approx(np.radians([-180.0, -90.0, 0.0, 90.0]))
-    part = raycast.lidar_2d_angles(5, 180.0)
-    assert part == pytest.approx(np.radians([-90.0, -45.0, 0.0, 45.0, 90.0]))
-    dirs = raycast.vertical_major_directions(5, 180.0)
-    assert dirs.shape == (5, 3)
-    # Counter-clockwise about +Z: +45 deg is forward-left (+Y).
-    assert dirs[3] == pytest.approx([math.sqrt(0.5), math.sqrt(0.5), 0.0])
-    assert dirs[0] == pytest.approx([0.0, -1.0, 0.0], abs=1e-12)
-    multi = raycast.vertical_major_directions(3, 90.0, 2, 20.0)
-    assert multi.shape == (6, 3)
-    assert multi[0, 2] < 0.0 < multi[3, 2]
-
-
-def test_3d_fibonacci_pattern_matches_protocol_formula():
-    n = 7
-    dirs = raycast.fibonacci_hemisphere_directions(n)
-    for i in range(n):
-        f = (i + 0.5) / n
-        r = math.sqrt(1 - f * f)
-        a = i * 2.3999632
-        assert dirs[i] == pytest.approx([f, -math.cos(a) * r, math.sin(a) * r])
-    assert raycast.fibonacci_hemisphere_directions(1).tolist() == [[1.0, 0.0, 0.0]]
-    assert np.linalg.norm(raycast.fibonacci_hemisphere_directions(500), axis=1) == \
-        pytest.approx(np.ones(500))
+def test_hemisphere_ray_count_from_density():
     assert raycast.hemisphere_ray_count(100.0) == round(200 * math.pi)
+    assert raycast.hemisphere_ray_count(0.0) == raycast.hemisphere_ray_count(math.nan) == 1
+    assert raycast.hemisphere_ray_count(1e9) == 20000
 
 
 def test_scan_from_a_rotated_sensor():
     # Sensor +X pointed down (pitch +90 deg about +Y): the 3D LiDAR sees the planet.
     q = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))
-    dirs = raycast.fibonacci_hemisphere_directions(300)
+    dirs = fibonacci_hemisphere_directions(300)
     ranges = raycast.scan(dirs, (0.0, 0.0, R + 50.0), q, 200.0,
                           sphere_center=(0.0, 0.0, 0.0), sphere_radius=R)
     hit = np.isfinite(ranges)
@@ -134,9 +112,9 @@ def test_scan_from_a_rotated_sensor():
 @pytest.mark.parametrize('mode', ['2D', '3D'])
 def test_scan_fields_fit_the_packet_schema(mode):
     if mode == '2D':
-        dirs = raycast.vertical_major_directions(8, 360.0)
+        dirs = vertical_major_directions(8, 360.0)
     else:
-        dirs = raycast.fibonacci_hemisphere_directions(16)
+        dirs = fibonacci_hemisphere_directions(16)
     ranges = np.full(len(dirs), np.inf)
     ranges[::3] = 12.5
     ranges[1] = 500.0   # beyond maxDistance -> no return
