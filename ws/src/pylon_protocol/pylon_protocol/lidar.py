@@ -35,12 +35,12 @@ def is_full_circle(horizontal_fov_deg: float) -> bool:
 def angle_increment_2d(count: int, horizontal_fov_deg: float) -> float:
     """Return the angle (rad) between neighbouring rays of a ``vertical-major`` scan.
 
-    ``fov / N`` for a full circle, else ``fov / (N - 1)``; a single ray of a partial
-    field of view has no increment (0).
+    ``fov / N`` for a full circle, else ``fov / (N - 1)``; a scan of no ray, or a single
+    ray of a partial field of view, has no increment (0).
     """
     fov = math.radians(float(horizontal_fov_deg))
     if is_full_circle(horizontal_fov_deg):
-        return fov / count
+        return fov / count if count > 0 else 0.0
     return fov / (count - 1) if count > 1 else 0.0
 
 
