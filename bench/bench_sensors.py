@@ -161,7 +161,7 @@ def child_baseline(seconds: float) -> None:
     """Child: publish one prebuilt PointCloud2 of the same scan in a tight loop."""
     import bridge_datagrams as bd
     from pylon_bridge import qos as bridge_qos
-    from pylon_bridge import sensors
+    from pylon_bridge import sensor_messages as sensors
     from pylon_protocol import packets
     import rclpy
     from sensor_msgs.msg import PointCloud2

@@ -1,15 +1,20 @@
-"""Diagnostic statuses built from what the mod reports: servos and the wrench allocation.
+"""Everything ``/pylon/diagnostics`` reports, built in one place.
 
-Pure functions: packets in, ``diagnostic_msgs/DiagnosticStatus`` out. The node adds them
-to ``/pylon/diagnostics`` next to its own counters.
+Pure functions: the core's counters, the vessel session, the topic rates, the latency
+samples and what the mod reports of servos and the wrench allocation in;
+``diagnostic_msgs/DiagnosticStatus`` out. ``report`` assembles the whole array the node
+publishes every ``--diagnostics-period-sec``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import math
 
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from pylon_bridge.actions import Stats
+from pylon_bridge.vessel_session import ACTIVE, CHANGED, STATE_NAMES, VesselSessionState
 
 HARDWARE_ID = 'udp_bridge'
 MOTOR_FIELDS = ('jointType', 'position', 'velocity', 'effort', 'target', 'current',
@@ -61,3 +66,81 @@ def wrench_status(packet: Mapping | None) -> DiagnosticStatus:
         name='pylon_bridge: wrench allocation',
         message=packet.get('reason', '') or ('accepted' if packet['accepted'] else 'refused'),
         hardware_id=HARDWARE_ID, values=_values(pairs))
+
+
+def _status(name: str, message: str, values: list[KeyValue],
+            level: bytes = DiagnosticStatus.OK) -> DiagnosticStatus:
+    return DiagnosticStatus(level=level, name=f'pylon_bridge: {name}', message=message,
+                            hardware_id=HARDWARE_ID, values=values)
+
+
+def _counted(prefix: str, counts: Mapping[str, int]) -> list[KeyValue]:
+    return [KeyValue(key=f'{prefix}.{name}', value=str(count))
+            for name, count in sorted(counts.items())]
+
+
+def datagrams(stats: Stats) -> DiagnosticStatus:
+    """Return the datagram counters: received, accepted, dropped and ignored by reason."""
+    return _status(
+        'datagrams', f'{stats.received} received, {sum(stats.dropped.values())} dropped',
+        _values((('received', stats.received), ('accepted', stats.accepted)))
+        + _counted('dropped', stats.dropped) + _counted('ignored', stats.ignored)
+        + _counted('received', stats.by_type))
+
+
+def session(state: VesselSessionState, paused: bool) -> DiagnosticStatus:
+    """Return the vessel session: WARN unless it is ACTIVE or CHANGED."""
+    healthy = state.state in (ACTIVE, CHANGED)
+    return _status(
+        'session', f'{STATE_NAMES[state.state]} ({state.reason})',
+        _values((('state', STATE_NAMES[state.state]), ('vessel_id', state.vessel_id),
+                 ('vessel_name', state.vessel_name), ('generation', state.generation),
+                 ('runtime_instance', state.runtime_instance),
+                 ('runtime_generation', state.runtime_generation),
+                 ('runtime_epoch', state.runtime_epoch), ('model_ready', state.model_ready),
+                 ('paused', paused))),
+        DiagnosticStatus.OK if healthy else DiagnosticStatus.WARN)
+
+
+def topics(rates: Mapping[str, float], topic_count: int,
+           topic_name: Callable[[str], str]) -> DiagnosticStatus:
+    """Return the publication rate (Hz) of every topic key since the last report."""
+    return _status('topics', f'{topic_count} topics',
+                   [KeyValue(key=f'rate_hz.{topic_name(key)}', value=f'{rate:.1f}')
+                    for key, rate in sorted(rates.items())])
+
+
+def commands(stats: Stats) -> DiagnosticStatus:
+    """Return the commands sent by type and refused by reason."""
+    return _status('commands', f'{stats.commands_sent.total()} sent, '
+                               f'{stats.commands_rejected.total()} refused',
+                   _counted('sent', stats.commands_sent)
+                   + _counted('refused', stats.commands_rejected))
+
+
+def latency(samples: Mapping[str, Sequence[float]]) -> DiagnosticStatus:
+    """Return p50, p99, max and count of each kind's latency samples (ms)."""
+    values = []
+    for kind, taken in sorted(samples.items()):
+        ordered = sorted(taken)
+        if not ordered:
+            continue
+        for name, fraction in (('p50', 0.5), ('p99', 0.99)):
+            index = min(len(ordered) - 1, int(fraction * len(ordered)))
+            values.append(KeyValue(key=f'{kind}.{name}_ms', value=f'{ordered[index]:.3f}'))
+        values += _values(((f'{kind}.max_ms', f'{ordered[-1]:.3f}'),
+                           (f'{kind}.count', len(ordered))))
+    return _status('latency', 'datagram arrival to publish returned, since the last report '
+                              '(ms)', values)
+
+
+def report(core, rates: Mapping[str, float], topic_count: int,
+           topic_name: Callable[[str], str],
+           latency_samples: Mapping[str, Sequence[float]]) -> DiagnosticArray:
+    """Return the whole diagnostics array of a ``BridgeCore`` (header stamp left to set)."""
+    actuation = core.actuation
+    return DiagnosticArray(status=[
+        datagrams(core.stats), session(core.vessel, core.paused),
+        topics(rates, topic_count, topic_name), commands(core.stats), latency(latency_samples),
+        wrench_status(actuation.last_wrench_status),
+        *motor_statuses(actuation.motors.values())])

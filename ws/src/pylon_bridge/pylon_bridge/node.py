@@ -14,7 +14,7 @@ import struct
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
@@ -31,7 +31,6 @@ from pylon_bridge import commands, diagnostics
 from pylon_bridge import config as bridge_config
 from pylon_bridge import qos as bridge_qos
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC, Publish
-from pylon_bridge.lifecycle import ACTIVE, CHANGED, STATE_NAMES
 
 RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
@@ -195,7 +194,7 @@ class UdpBridge(Node):
     def handle_datagram(self, data: bytes, source, arrived: float, truncated: bool) -> None:
         """Process one received datagram: core, publishers, latency, throttled drop log."""
         with self.lock:
-            dropped = self.core.drop_count
+            dropped = self.core.stats.drop_count
             if truncated:
                 self.core.reject('datagram_too_large', f'longer than '
                                  f'--max-datagram-bytes {self.options.max_datagram_bytes}')
@@ -204,11 +203,11 @@ class UdpBridge(Node):
                 actions = self.core.handle(data, source, time.monotonic(), self._ros_now())
             self._apply(actions)
             self._note_latency(actions, arrived)
-            if self.core.drop_count != dropped:
-                reason, detail = self.core.recent_drops[-1]
+            if self.core.stats.drop_count != dropped:
+                reason, detail = self.core.stats.recent_drops[-1]
                 self.get_logger().warning(
                     f'dropped a datagram ({reason}): {detail} '
-                    f'[{self.core.drop_count} dropped so far]',
+                    f'[{self.core.stats.drop_count} dropped so far]',
                     throttle_duration_sec=LOG_THROTTLE_SEC)
 
     def _note_latency(self, actions: list, arrived: float) -> None:
@@ -230,74 +229,18 @@ class UdpBridge(Node):
             self._apply([Publish('diagnostics', msg)])
 
     def _diagnostics(self) -> DiagnosticArray:
-        stats = self.core.stats
+        published = self.core.stats.published
         now = time.monotonic()
         elapsed = max(1e-6, now - self._rates_at)
         rates = {key: (count - self._rates_base.get(key, 0)) / elapsed
-                 for key, count in stats.published.items()}
-        self._rates_at, self._rates_base = now, dict(stats.published)
-        life = self.core.lifecycle.current
-        datagrams = DiagnosticStatus(
-            level=DiagnosticStatus.OK, name='pylon_bridge: datagrams',
-            message=f'{stats.received} received, {sum(stats.dropped.values())} dropped',
-            hardware_id='udp_bridge',
-            values=[KeyValue(key='received', value=str(stats.received)),
-                    KeyValue(key='accepted', value=str(stats.accepted))]
-            + [KeyValue(key=f'dropped.{reason}', value=str(count))
-               for reason, count in sorted(stats.dropped.items())]
-            + [KeyValue(key=f'ignored.{kind}', value=str(count))
-               for kind, count in sorted(stats.ignored.items())]
-            + [KeyValue(key=f'received.{kind}', value=str(count))
-               for kind, count in sorted(stats.by_type.items())])
-        healthy = life.state in (ACTIVE, CHANGED)
-        session = DiagnosticStatus(
-            level=DiagnosticStatus.OK if healthy else DiagnosticStatus.WARN,
-            name='pylon_bridge: session', message=f'{STATE_NAMES[life.state]} ({life.reason})',
-            hardware_id='udp_bridge',
-            values=[KeyValue(key=k, value=str(v)) for k, v in (
-                ('state', STATE_NAMES[life.state]), ('vessel_id', life.vessel_id),
-                ('vessel_name', life.vessel_name), ('generation', life.generation),
-                ('runtime_instance', life.runtime_instance),
-                ('runtime_generation', life.runtime_generation),
-                ('runtime_epoch', life.runtime_epoch), ('model_ready', life.model_ready),
-                ('paused', self.core.paused))])
-        topics = DiagnosticStatus(
-            level=DiagnosticStatus.OK, name='pylon_bridge: topics',
-            message=f'{len(self.publishers_by_key)} topics', hardware_id='udp_bridge',
-            values=[KeyValue(key=f'rate_hz.{self.options.topic(key, id="<id>")}',
-                             value=f'{rate:.1f}')
-                    for key, rate in sorted(rates.items())])
-        sent = DiagnosticStatus(
-            level=DiagnosticStatus.OK, name='pylon_bridge: commands',
-            message=f'{stats.commands_sent.total()} sent, '
-                    f'{stats.commands_rejected.total()} refused', hardware_id='udp_bridge',
-            values=[KeyValue(key=f'sent.{kind}', value=str(count))
-                    for kind, count in sorted(stats.commands_sent.items())]
-            + [KeyValue(key=f'refused.{reason}', value=str(count))
-               for reason, count in sorted(stats.commands_rejected.items())])
-        latency = DiagnosticStatus(
-            level=DiagnosticStatus.OK, name='pylon_bridge: latency',
-            message='datagram arrival to publish returned, since the last report (ms)',
-            hardware_id='udp_bridge', values=self._latency_values())
-        msg = DiagnosticArray(status=[datagrams, session, topics, sent, latency,
-                                      diagnostics.wrench_status(self.core.last_wrench_status),
-                                      *diagnostics.motor_statuses(self.core.motors.values())])
+                 for key, count in published.items()}
+        self._rates_at, self._rates_base = now, dict(published)
+        msg = diagnostics.report(self.core, rates, len(self.publishers_by_key),
+                                 lambda key: self.options.topic(key, id='<id>'), self.latency)
+        for samples in self.latency.values():
+            samples.clear()
         msg.header.stamp = self.get_clock().now().to_msg()
         return msg
-
-    def _latency_values(self) -> list[KeyValue]:
-        values = []
-        for kind, samples in sorted(self.latency.items()):
-            ordered = sorted(samples)
-            samples.clear()
-            if not ordered:
-                continue
-            for name, fraction in (('p50', 0.5), ('p99', 0.99)):
-                index = min(len(ordered) - 1, int(fraction * len(ordered)))
-                values.append(KeyValue(key=f'{kind}.{name}_ms', value=f'{ordered[index]:.3f}'))
-            values.append(KeyValue(key=f'{kind}.max_ms', value=f'{ordered[-1]:.3f}'))
-            values.append(KeyValue(key=f'{kind}.count', value=str(len(ordered))))
-        return values
 
     def close(self) -> None:
         """Stop receiving and close the socket."""

@@ -355,7 +355,7 @@ def test_motor_and_wrench_diagnostics():
     from pylon_bridge import diagnostics
     driver = started()
     driver.feed(d.motor('mast_hinge', 0.25))
-    [status] = diagnostics.motor_statuses(driver.core.motors.values())
+    [status] = diagnostics.motor_statuses(driver.core.actuation.motors.values())
     values = {kv.key: kv.value for kv in status.values}
     assert status.name == 'pylon_bridge: motor mast_hinge' and status.level == status.OK
     assert values['position'] == '0.25' and values['powered'] == 'True'
@@ -441,7 +441,7 @@ def test_star_tracker_goes_stale_at_4_hz_then_is_removed():
     removed = [(a.key, a.topic_id) for a in late if isinstance(a, Destroy)]
     assert removed == [('star_tracker/state', 'star_tracker_main'),
                        ('star_tracker/attitude', 'star_tracker_main')]
-    assert driver.core.star_trackers == {}
+    assert driver.core.sensors.star_trackers == {}
 
 
 def test_star_tracker_sample_while_paused_is_dropped():
@@ -463,7 +463,7 @@ def _with_model(**config):
     driver = started(**config)
     driver.feed(d.imu(), d.ground_truth())
     driver.feed(*d.model_chunks())
-    assert driver.core.model is not None
+    assert driver.core.shared.description.model is not None
     return driver
 
 
@@ -481,6 +481,15 @@ def test_lidar_2d_scan_angles_ranges_and_frame():
     assert scan.range_max == 40.0 and scan.scan_time == pytest.approx(0.1)
     full, = driver.published('lidar_2d', driver.feed(d.lidar_2d(ut=d.UT + 0.2, fov=360.0)))
     assert full.angle_increment == pytest.approx(2 * math.pi / 5)     # fov / N
+
+
+def test_a_full_circle_scan_of_no_ray_is_published_empty_not_raised():
+    driver = started()
+    driver.feed(d.ground_truth())
+    actions = driver.feed(d.lidar_2d(ranges=(), fov=360.0))
+    scan, = driver.published('lidar_2d', actions)
+    assert list(scan.ranges) == [] and scan.angle_increment == 0.0
+    assert sum(driver.core.stats.dropped.values()) == 0
 
 
 def test_lidar_3d_points_from_the_fibonacci_layout():
@@ -518,7 +527,7 @@ def test_lidar_scans_out_of_order_are_dropped_and_inactive_removes_the_topic():
 
 def test_sensor_mounts_go_to_tf_static_under_the_part_link_with_the_proxy_joints():
     driver = _with_model()
-    link = driver.core.model.frame_for_part(4002)
+    link = driver.core.shared.description.model.frame_for_part(4002)
     assert link is not None
     actions = driver.feed(d.lidar_2d(ut=d.UT + 0.1, part=4002))
     static, = driver.published('tf_static', actions)

@@ -134,6 +134,16 @@ def point_cloud(points: np.ndarray, stamp: float, frame_id: str) -> PointCloud2:
     return msg
 
 
+def lidar_message(packet: Mapping, stamp: float, frame_id: str) -> LaserScan | PointCloud2:
+    """Return the LaserScan (2D) or the PointCloud2 (3D) of a ``pylon_lidar_scan``.
+
+    Raise ValueError when a 3D scan carries no geometry the bridge can reconstruct.
+    """
+    if packet['mode'] == '2D':
+        return laser_scan(packet, stamp, frame_id)
+    return point_cloud(scan_points(packet), stamp, frame_id)
+
+
 def image(frame: Frame, stamp: float, frame_id: str) -> Image:
     """Return the ``rgb8`` Image of a reassembled camera frame."""
     msg = _stamp(Image(), stamp, frame_id)

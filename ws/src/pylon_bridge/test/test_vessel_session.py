@@ -1,10 +1,11 @@
-"""Lifecycle rules: generations, CHANGED then ACTIVE, STALE and recovery, model readiness."""
+"""Vessel session rules: generations, CHANGED then ACTIVE, STALE and recovery, the model."""
 
-from pylon_bridge import lifecycle as lc
+from pylon_bridge import vessel_session as lc
+from pylon_interfaces.msg import VesselLifecycle
 from pylon_protocol.session import SessionKey
 
 ACTIVE, CHANGED, STALE, UNAVAILABLE = lc.ACTIVE, lc.CHANGED, lc.STALE, lc.UNAVAILABLE
-Lifecycle = lc.Lifecycle
+Lifecycle = lc.VesselSession
 
 A, B = 'a' * 32, 'b' * 32
 
@@ -89,3 +90,14 @@ def test_a_rewind_is_seen_against_the_newest_measurement():
     state = life.session(key(generation=1, epoch='e1'), 'Sat', True, 100.1, changed=True,
                          reopened=False)
     assert state.reason == lc.REASON_TIME_REWIND
+
+
+def test_states_are_the_message_constants_and_the_message_carries_every_field():
+    assert (UNAVAILABLE, ACTIVE, CHANGED, STALE) == (
+        VesselLifecycle.STATE_UNAVAILABLE, VesselLifecycle.STATE_ACTIVE,
+        VesselLifecycle.STATE_CHANGED, VesselLifecycle.STATE_STALE)
+    state = started().current
+    msg = lc.lifecycle_message(state, VesselLifecycle().header.stamp)
+    assert (msg.state, msg.vessel_id, msg.generation, msg.reason) == (
+        ACTIVE, A, 1, lc.REASON_MEASURING)
+    assert lc.status_text(state) == f'active: Sat ({A}) generation 1, measuring'

@@ -1,6 +1,7 @@
-"""The ROS-side vessel lifecycle: state, generation, origin sequence and model readiness.
+"""The vessel's session as ROS sees it (``VesselLifecycle``): state, generations, model.
 
-Rules (plain class, no rclpy):
+Not a ROS managed-node lifecycle: this is the seed's vessel lifecycle, the identity and
+frames of the vessel the bridge serves. Rules (plain class, no rclpy node):
 
 - ``generation`` (ROS side) goes up by one on every change of the runtime identity the
   bridge accepts: the first session, a vessel switch, a UT rewind (revert/quickload),
@@ -21,9 +22,19 @@ Rules (plain class, no rclpy):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
-UNAVAILABLE, ACTIVE, CHANGED, STALE = 0, 1, 2, 3
+from builtin_interfaces.msg import Time
+from pylon_interfaces.msg import VesselLifecycle
+from std_msgs.msg import String
+
+from pylon_bridge.actions import Publish
+from pylon_bridge.convert import to_time
+
+UNAVAILABLE = VesselLifecycle.STATE_UNAVAILABLE
+ACTIVE = VesselLifecycle.STATE_ACTIVE
+CHANGED = VesselLifecycle.STATE_CHANGED
+STALE = VesselLifecycle.STATE_STALE
 STATE_NAMES = {UNAVAILABLE: 'UNAVAILABLE', ACTIVE: 'ACTIVE', CHANGED: 'CHANGED', STALE: 'STALE'}
 
 REASON_BRIDGE_STARTED = 'bridge_started'
@@ -45,7 +56,7 @@ REASONS = (REASON_BRIDGE_STARTED, REASON_SESSION_STARTED, REASON_VESSEL_CHANGED,
 
 
 @dataclass(frozen=True)
-class LifecycleState:
+class VesselSessionState:
     """Everything a VesselLifecycle message carries, except the header."""
 
     state: int = UNAVAILABLE
@@ -63,17 +74,17 @@ class LifecycleState:
     reason: str = REASON_BRIDGE_STARTED
 
 
-class Lifecycle:
-    """Tracks the lifecycle; every method returns the new state if it changed, else None."""
+class VesselSession:
+    """Tracks the vessel session; every method returns the new state if it changed, else None."""
 
     def __init__(self, world_frame: str) -> None:
         """Start UNAVAILABLE; ``world_frame`` is '' when ground truth is disabled."""
-        self.current = LifecycleState(world_frame=world_frame)
+        self.current = VesselSessionState(world_frame=world_frame)
         self._mod_origin: int | None = None
         self._measured = False
         self._last_ut: float | None = None
 
-    def _set(self, **changes) -> LifecycleState | None:
+    def _set(self, **changes) -> VesselSessionState | None:
         new = replace(self.current, **changes)
         if new == self.current:
             return None
@@ -81,7 +92,7 @@ class Lifecycle:
         return new
 
     def session(self, key, vessel_name: str, available: bool, ut: float, changed: bool,
-                reopened: bool) -> LifecycleState | None:
+                reopened: bool) -> VesselSessionState | None:
         """Apply an accepted heartbeat of runtime ``key`` (a pylon_protocol SessionKey)."""
         previous = self.current
         if not available:
@@ -128,14 +139,14 @@ class Lifecycle:
         if self._last_ut is None or ut > self._last_ut:
             self._last_ut = ut
 
-    def measured(self) -> LifecycleState | None:
+    def measured(self) -> VesselSessionState | None:
         """Note the first measurement of the generation: CHANGED becomes ACTIVE."""
         if self._measured or self.current.state != CHANGED:
             return None
         self._measured = True
         return self._set(state=ACTIVE, reason=REASON_MEASURING)
 
-    def mod_origin(self, origin_sequence: int) -> LifecycleState | None:
+    def mod_origin(self, origin_sequence: int) -> VesselSessionState | None:
         """Note the mod's ground-truth ``originSequence``; a new one is a new origin."""
         if self._mod_origin is None:
             self._mod_origin = origin_sequence
@@ -145,17 +156,45 @@ class Lifecycle:
         self._mod_origin = origin_sequence
         return self._set(origin_sequence=self.current.origin_sequence + 1)
 
-    def model(self, model_id: str) -> LifecycleState | None:
+    def model(self, model_id: str) -> VesselSessionState | None:
         """Note a complete model of the current vessel ('' when withdrawn)."""
         reason = REASON_MODEL_READY if model_id else REASON_MODEL_CLEARED
         if model_id == self.current.model_id and bool(model_id) == self.current.model_ready:
             return None
         return self._set(model_ready=bool(model_id), model_id=model_id, reason=reason)
 
-    def stale(self) -> LifecycleState | None:
+    def stale(self) -> VesselSessionState | None:
         """Note a session timeout."""
         if self.current.state == STALE:
             return None
         self._measured = False
         return self._set(state=STALE, reason=REASON_SESSION_TIMEOUT, model_ready=False,
                          model_id='')
+
+
+def lifecycle_message(state: VesselSessionState, stamp: Time) -> VesselLifecycle:
+    """Return the ``VesselLifecycle`` message of ``state``, stamped ``stamp``."""
+    msg = VesselLifecycle(**asdict(state))
+    msg.header.stamp = stamp
+    msg.header.frame_id = state.world_frame
+    return msg
+
+
+def status_text(state: VesselSessionState) -> str:
+    """Return the bridge status line of ``state`` (``/pylon/status``)."""
+    vessel = f'{state.vessel_name or "-"} ({state.vessel_id or "-"})'
+    return (f'{STATE_NAMES[state.state].lower()}: {vessel} generation {state.generation}, '
+            f'{state.reason}')
+
+
+def changed(state: VesselSessionState | None, ros_now: float, status: bool = False) -> list:
+    """Return the actions of a changed state: the lifecycle (and the status line if asked).
+
+    ``state`` None (nothing changed) gives no action.
+    """
+    if state is None:
+        return []
+    out = [Publish('lifecycle', lifecycle_message(state, to_time(ros_now)))]
+    if status:
+        out.append(Publish('status', String(data=status_text(state))))
+    return out

@@ -1,0 +1,92 @@
+"""What the bridge's logic hands to the node: actions, counters and topic lifetimes.
+
+The core and its collaborators never touch a publisher: they return ``Publish`` and
+``Destroy`` actions, and the node applies them. ``Stats`` counts everything diagnostics
+reports (received, accepted, dropped by reason, ignored, published per topic, commands).
+``TopicLifetimes`` remembers when each topic last had data, so that a topic whose source
+fell silent for ``--topic-timeout-sec`` is removed; latched state topics never are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from pylon_common import qos, topics
+
+LATCHED_KEYS = frozenset(row.key for row in topics.BRIDGE_TOPICS
+                         if row.direction == topics.PUBLISHES
+                         and row.profile.durability == qos.TRANSIENT_LOCAL)
+"""Topics whose messages are state (Transient Local): never removed for silence."""
+
+RECENT_DROPS = 32
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Publish ``msg`` on the topic with ``key`` (and ``topic_id`` for per-sensor topics)."""
+
+    key: str
+    msg: Any
+    topic_id: str = ''
+
+
+@dataclass(frozen=True)
+class Destroy:
+    """Remove the topic with ``key`` (and ``topic_id``)."""
+
+    key: str
+    topic_id: str = ''
+
+
+@dataclass
+class Stats:
+    """Counters for diagnostics, and the latest drops for the node's throttled log."""
+
+    received: int = 0
+    accepted: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    ignored: Counter = field(default_factory=Counter)
+    published: Counter = field(default_factory=Counter)
+    by_type: Counter = field(default_factory=Counter)
+    commands_sent: Counter = field(default_factory=Counter)
+    commands_rejected: Counter = field(default_factory=Counter)
+    drop_count: int = 0
+    recent_drops: deque = field(default_factory=lambda: deque(maxlen=RECENT_DROPS))
+
+    def drop(self, reason: str, detail: str) -> list:
+        """Count a rejected datagram by ``reason``; return no actions."""
+        self.drop_count += 1
+        self.dropped[reason] += 1
+        self.recent_drops.append((reason, detail))
+        return []
+
+
+class TopicLifetimes:
+    """When each (topic key, id) last had data; publishing goes through here."""
+
+    def __init__(self, stats: Stats) -> None:
+        """Count publications in ``stats``."""
+        self.stats = stats
+        self.last_seen: dict[tuple[str, str], float] = {}
+
+    def publish(self, key: str, msg: Any, now: float, topic_id: str = '') -> Publish:
+        """Return the action publishing ``msg`` and note the topic alive at ``now``."""
+        self.last_seen[key, topic_id] = now
+        self.stats.published[key] += 1
+        return Publish(key, msg, topic_id)
+
+    def remove(self, keys: tuple[str, ...], topic_id: str) -> list:
+        """Return the removal of each of ``keys`` (of ``topic_id``) that exists."""
+        return [Destroy(key, topic_id) for key in keys
+                if self.last_seen.pop((key, topic_id), None) is not None]
+
+    def expire(self, now: float, timeout: float) -> list:
+        """Return the removal of every non-latched topic silent for more than ``timeout``."""
+        out = []
+        for (key, topic_id), seen in list(self.last_seen.items()):
+            if key not in LATCHED_KEYS and now - seen > timeout:
+                del self.last_seen[key, topic_id]
+                out.append(Destroy(key, topic_id))
+        return out

@@ -1,0 +1,115 @@
+"""Control and actuators: what the mod reports of them, and the commands the bridge sends.
+
+State (mod -> ROS): the control authority the mod confirmed (latched), the wrench status
+as ``WrenchFeedback``, the typed actuator states (wheel, engine, RCS, separation), the
+servos (``MotorState`` and ``joint_states``, and their joints on /tf for the servo-joint
+extension) and the docking ports. Commands (ROS -> mod): ``command`` puts the session's
+envelope on a validated command, ``command_rejected`` reports a refused one to its sender
+(a WrenchFeedback or an authority state with the reason).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pylon_protocol import wire
+from pylon_protocol.errors import ProtocolError
+
+from pylon_bridge import commands, convert
+from pylon_bridge.actions import Publish
+from pylon_bridge.context import Shared
+
+ACTUATOR_STATE_KEYS = {'wheel': 'actuators/wheel/state', 'engine': 'actuators/propulsion/state',
+                       'rcs': 'actuators/rcs/state', 'separation': 'actuators/separation/state'}
+"""The wire's actuator kinds and the topic keys of their state."""
+KSP_TIME_STAMPED = frozenset({'actuators/wheel/state'})
+"""Actuator states stamped with their KSP time (their message says so); others on receipt."""
+
+
+class Actuation:
+    """Authority, wrench feedback, actuator and servo states, docking ports, commands."""
+
+    def __init__(self, shared: Shared) -> None:
+        """Work on the core's shared state."""
+        self.s = shared
+        self.last_authority = None          # the last ControlAuthorityState of the mod
+        self.last_wrench_status: dict | None = None    # for diagnostics
+        self.new_session()
+
+    def new_session(self) -> None:
+        """Forget the servos of the previous session."""
+        self.motors: dict[str, dict] = {}
+
+    # -- state -----------------------------------------------------------------------------------
+    def authority_state(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish the owner the mod confirmed."""
+        msg = convert.authority_state(packet, self.s.vessel.current.generation, ros_now)
+        self.last_authority = msg
+        return [self.s.topics.publish('control/authority/state', msg, now)]
+
+    def wrench_status(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish the mod's wrench status as WrenchFeedback (stamped on receipt)."""
+        self.last_wrench_status = packet
+        return [self.s.topics.publish('control/wrench_feedback', convert.wrench_feedback(
+            packet, ros_now, self.s.config.body_frame), now)]
+
+    def actuator_state(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish a wheel, engine, RCS or separation state on its kind's topic."""
+        key = ACTUATOR_STATE_KEYS.get(packet['actuatorType'])
+        if key is None:                 # 'motor' in an actuator state: motors have their own
+            self.s.stats.ignored['pylon_actuator_state/motor'] += 1
+            return []
+        stamp = self.s.stamp(packet, ros_now) if key in KSP_TIME_STAMPED else ros_now
+        return [self.s.topics.publish(key, convert.actuator_state(
+            packet, stamp, self.s.config.body_frame), now)]
+
+    def motor(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish a servo's state, every servo's joint state and the moved joints on /tf."""
+        s = self.s
+        self.motors[packet['name']] = packet
+        stamp = s.stamp(packet, ros_now)
+        return [s.topics.publish('joint_states',
+                                 convert.joint_state(self.motors.values(), stamp), now),
+                s.topics.publish('actuators/servo/state',
+                                 convert.motor_state(packet, stamp, s.config.body_frame), now),
+                *s.transforms.servo_joints(s.description.model, self.motors, stamp, now)]
+
+    def docking_state(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish a docking port's state on its own topic (stamped on receipt)."""
+        msg = convert.docking_port_state(packet, ros_now, self.s.config.body_frame)
+        return [self.s.topics.publish('docking_port/state', msg, now, topic_id=packet['name'])]
+
+    # -- commands --------------------------------------------------------------------------------
+    def command(self, outgoing: commands.Outgoing, now: float) -> bytes:
+        """Return the datagram of a command for the current session.
+
+        Raise ``commands.CommandError`` when there is no fresh available session
+        (``control_unavailable``) or the codec refuses the packet; the caller reports it.
+        """
+        try:
+            envelope = self.s.time.command_envelope(now, self.s.config.topic_timeout_sec)
+        except ProtocolError:
+            raise commands.CommandError('control_unavailable',
+                                        'no fresh active flight session') from None
+        data = wire.encode_command(commands.validate(outgoing, envelope))
+        self.s.stats.commands_sent[outgoing.type_name] += 1
+        return data
+
+    def command_rejected(self, key: str, msg: Any, error: commands.CommandError,
+                         ros_now: float) -> list:
+        """Count a refused command and return what reports it to the sender.
+
+        A wrench command gets a WrenchFeedback with ``accepted`` false; an authority command
+        the last authority state the mod confirmed, with the reason; others diagnostics only.
+        """
+        self.s.stats.commands_rejected[error.reason] += 1
+        self.s.stats.recent_drops.append((error.reason, f'{key}: {error.detail}'))
+        if key == 'control/wrench_command':
+            feedback = convert.rejected_wrench(msg, error.reason, ros_now,
+                                               self.s.config.body_frame)
+            return [Publish('control/wrench_feedback', feedback)]
+        if key == 'control/authority/command':
+            state = convert.rejected_authority(self.last_authority, msg, error.reason,
+                                               self.s.vessel.current, ros_now)
+            return [Publish('control/authority/state', state)]
+        return []

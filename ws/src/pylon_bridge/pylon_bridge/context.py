@@ -1,0 +1,60 @@
+"""What the bridge core's collaborators share: the options, counters, session, vessel, TF.
+
+``BridgeCore`` builds one ``Shared`` and hands it to every collaborator (measurements,
+sensor streams, actuation, the proxy description), so that each can stamp a datagram,
+publish through the topic lifetimes, count a drop, or cover a sensor stamp on /tf
+without knowing how the others are wired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pylon_protocol import frames, wire
+
+from pylon_bridge.actions import Stats, TopicLifetimes
+from pylon_bridge.description import ProxyDescription
+from pylon_bridge.session_time import SessionTime
+from pylon_bridge.transforms import Transforms
+from pylon_bridge.vessel_session import VesselSession
+
+
+@dataclass
+class CoreConfig:
+    """The options the core needs (a subset of the bridge's configuration)."""
+
+    topic_timeout_sec: float = 3.0
+    disable_ground_truth: bool = False
+    allow_remote_models: bool = False
+    allow_servo_joints: bool = False
+    publish_proxy_static_tf: bool = True
+    max_datagram_bytes: int = wire.MAX_DATAGRAM_BYTES
+    world_frame: str = frames.GROUND_TRUTH_ENU
+    body_frame: str = frames.BASE_LINK
+    reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
+
+
+class Shared:
+    """The bridge's state every collaborator reads or writes, wired once."""
+
+    def __init__(self, config: CoreConfig) -> None:
+        """Start with no session: the vessel session is UNAVAILABLE, no model, no TF."""
+        self.config = config
+        self.stats = Stats()
+        self.topics = TopicLifetimes(self.stats)
+        self.time = SessionTime()
+        self.vessel = VesselSession('' if config.disable_ground_truth else config.world_frame)
+        self.description = ProxyDescription(config.allow_remote_models,
+                                            config.allow_servo_joints)
+        self.transforms = Transforms(config, self.topics)
+
+    def stamp(self, packet: dict, ros_now: float) -> float:
+        """Return the ROS stamp of a datagram: its KSP time mapped, else ``ros_now``."""
+        ut = packet.get('universalTime')
+        if ut is not None:
+            self.vessel.note_ut(ut)
+        return self.time.stamp(ut, ros_now)
+
+    def vessel_id(self) -> str:
+        """Return the id of the vessel the session serves ('' before any)."""
+        return self.vessel.current.vessel_id

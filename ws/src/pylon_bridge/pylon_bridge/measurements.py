@@ -1,0 +1,76 @@
+"""The vessel's own measurements: IMU, ground truth and nearby vessels, to ROS.
+
+- IMU (REP-145 ``imu/data_raw``): a sample whose KSP time is not newer than the last one
+  of the session is dropped (``stale_imu``); the /tf that covers its stamp goes out first.
+  With ground truth disabled, the first IMU sample of a generation makes it ACTIVE.
+- Ground truth: pose, twist (ENU and body), acceleration and the ENU frame's rate, the
+  world /tf at the pose's own stamp; a new mod origin bumps the origin sequence; the first
+  sample of a generation makes it ACTIVE.
+- Nearby vessels: only after their own ground-truth sample (same vessel and origin).
+
+The pause and disabled-ground-truth gates are the core's; these see admitted datagrams.
+"""
+
+from __future__ import annotations
+
+from pylon_bridge import convert, vessel_session
+from pylon_bridge.context import Shared
+
+
+class Measurements:
+    """IMU, ground truth and nearby vessels of the active vessel."""
+
+    def __init__(self, shared: Shared) -> None:
+        """Work on the core's shared state."""
+        self.s = shared
+        self._imu_msg = None
+        self.new_session()
+
+    def new_session(self) -> None:
+        """Forget the last IMU time of the previous session."""
+        self.last_imu_ut: float | None = None
+
+    def imu(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish an IMU sample (after the /tf covering it)."""
+        s = self.s
+        ut = packet['universalTime']
+        if self.last_imu_ut is not None and ut <= self.last_imu_ut:
+            return s.stats.drop('stale_imu', f'pylon_imu UT {ut} <= {self.last_imu_ut}')
+        self.last_imu_ut = ut
+        stamp = s.stamp(packet, ros_now)
+        out = s.transforms.cover(stamp, now, s.description.model)
+        msg = convert.imu(packet, stamp, s.config.body_frame, into=self._imu_msg)
+        if s.config.reuse_messages:
+            self._imu_msg = msg
+        out.append(s.topics.publish('imu', msg, now))
+        if s.config.disable_ground_truth:
+            out += vessel_session.changed(s.vessel.measured(), ros_now, status=True)
+        return out
+
+    def ground_truth(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish a ground-truth sample and its /tf."""
+        s = self.s
+        stamp = s.stamp(packet, ros_now)
+        out = vessel_session.changed(s.vessel.mod_origin(packet['originSequence']), ros_now)
+        gt = convert.ground_truth(packet, stamp, s.config.world_frame, s.config.body_frame)
+        out += [s.topics.publish('ground_truth/pose', gt.pose, now),
+                s.topics.publish('ground_truth/twist', gt.twist, now),
+                s.topics.publish('ground_truth/twist_body', gt.twist_body, now),
+                s.topics.publish('ground_truth/acceleration', gt.accel, now)]
+        if gt.frame_angular_velocity is not None:
+            out.append(s.topics.publish('ground_truth/frame_angular_velocity',
+                                        gt.frame_angular_velocity, now))
+        out += s.transforms.ground_truth(packet, stamp, now, s.description.model)
+        return out + vessel_session.changed(s.vessel.measured(), ros_now, status=True)
+
+    def nearby(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish the nearby vessels of the last ground-truth sample."""
+        s = self.s
+        gt = s.transforms.last_gt
+        if (gt is None or gt['vesselId'] != packet['vesselId']
+                or gt['originSequence'] != packet['originSequence']):
+            return s.stats.drop('nearby_without_ground_truth',
+                                'pylon_nearby_vessels does not follow its ground truth')
+        msg = convert.nearby(packet, s.stamp(packet, ros_now), s.config.world_frame)
+        msg.origin_sequence = s.vessel.current.origin_sequence
+        return [s.topics.publish('ground_truth/nearby_vessels', msg, now)]

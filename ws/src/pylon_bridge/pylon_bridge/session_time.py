@@ -1,0 +1,56 @@
+"""The mod's runtime session and its time, as the bridge follows them.
+
+Heartbeats (``pylon_session``) open, refresh and replace the session (PROTOCOL.md §1.4, the
+rules live in ``pylon_protocol.session.SessionTracker``); every other datagram must match
+it. KSP universal time maps to ROS time with one fixed offset per session
+(``pylon_protocol.session.UtClock``), set by the session's first sample and never
+re-based in flight, so sample intervals keep KSP's physics intervals. ``paused`` is the
+last heartbeat's pause flag: no new measurement is published while it is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pylon_protocol.session import SessionTracker, UtClock
+
+
+class SessionTime:
+    """The runtime session, the UT -> ROS clock, and whether the game is paused."""
+
+    def __init__(self) -> None:
+        """Start with no session."""
+        self.tracker = SessionTracker()
+        self.clock = UtClock()
+        self.paused = False
+
+    def heartbeat(self, packet: dict, now: float) -> Any:
+        """Apply a heartbeat (``SessionTracker.observe_heartbeat``); note the pause flag.
+
+        Raise ProtocolError for a malformed heartbeat; the result says whether it was
+        accepted and whether the session changed.
+        """
+        result = self.tracker.observe_heartbeat(packet, now)
+        if result.accepted:
+            self.paused = bool(packet.get('paused', False))
+        return result
+
+    def admit(self, packet: dict) -> None:
+        """Raise ProtocolError unless ``packet`` belongs to the current session."""
+        self.tracker.admit(packet)
+
+    def expire(self, now: float, timeout: float) -> bool:
+        """Return whether the session just timed out (no heartbeat for ``timeout``)."""
+        return self.tracker.expire(now, timeout)
+
+    def stamp(self, ut: Any, ros_now: float) -> float:
+        """Return the ROS time of KSP time ``ut`` (``ros_now`` when there is none)."""
+        return self.clock.stamp(ut, ros_now)
+
+    def new_session(self) -> None:
+        """Forget the clock's offset: the next sample of the new session sets it."""
+        self.clock.reset()
+
+    def command_envelope(self, now: float, timeout: float) -> dict:
+        """Return the envelope of a command for the current, fresh session (ProtocolError)."""
+        return self.tracker.command_envelope(now, timeout)
