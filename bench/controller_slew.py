@@ -33,6 +33,7 @@ import tempfile
 import time
 
 import numpy as np
+from pylon_protocol import rotations
 import yaml
 
 BENCH = Path(__file__).resolve().parent
@@ -163,19 +164,6 @@ class Bench:
         self.rclpy.try_shutdown(context=self.context)
 
 
-def quat_mul(a, b) -> np.ndarray:
-    """Return the Hamilton product ``a b`` (x, y, z, w)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
-
-
-def angle_deg(a, b) -> float:
-    """Return the rotation angle between two attitudes in degrees."""
-    return math.degrees(2 * math.acos(min(1.0, abs(float(np.dot(a, b))))))
-
-
 def stamp(m) -> float:
     """Return a message's header stamp in seconds."""
     return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
@@ -213,13 +201,14 @@ def phase_slew(procs: Processes, claims: list) -> dict:
                          'the lease and the estimate')
         bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 1.0, check)
         start_q = bench.attitude()
-        half = math.radians(SLEW_DEG) / 2
-        target = quat_mul(start_q, (0.0, 0.0, math.sin(half), math.cos(half)))
+        target = rotations.multiply(start_q,
+                                    rotations.from_axis_angle((0, 0, 1), math.radians(SLEW_DEG)))
         t0 = time.monotonic()
         errors: list[tuple[float, float]] = []
 
         def sample() -> bool:
-            errors.append((time.monotonic() - t0, angle_deg(bench.attitude(), target)))
+            error = math.degrees(rotations.angle_between(bench.attitude(), target))
+            errors.append((time.monotonic() - t0, error))
             t = errors[-1][0]
             return t > bound * 1.2 + 15.0
         bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, bound * 1.5 + 30.0, check,
@@ -353,7 +342,8 @@ def phase_endurance(procs: Processes, claims: list, seconds: float) -> dict:
                 'not_owned_samples': owners.count(False),
                 'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
                 if 'period_jitter_p99_ms' in diag else None,
-                'final_error_deg': round(angle_deg(bench.attitude(), target), 4),
+                'final_error_deg': round(math.degrees(rotations.angle_between(bench.attitude(),
+                                                                              target)), 4),
                 'dead_reckoning_drift_60s_m_max': round(max(drifts), 6) if drifts else None,
                 'dead_reckoning_drift_60s_m_median': round(float(np.median(drifts)), 6)
                 if drifts else None}

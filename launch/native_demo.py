@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 
+from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -195,20 +196,6 @@ class Pilot:
         self.rclpy.try_shutdown()
 
 
-def quat_mul(a, b):
-    """Return the Hamilton product ``a b`` (x, y, z, w)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
-
-
-def angle_deg(a, b) -> float:
-    """Return the rotation angle between two attitudes in degrees."""
-    dot = abs(sum(x * y for x, y in zip(a, b)))
-    return math.degrees(2.0 * math.acos(min(1.0, dot)))
-
-
 STATES = {0: 'UNAVAILABLE', 1: 'ACTIVE', 2: 'CHANGED', 3: 'STALE'}
 
 
@@ -264,7 +251,7 @@ class Flight:
             self._detumble(pilot, now)
         elif self.phase == 'slew/hold':
             pilot.send(pilot.Setpoint.MODE_ATTITUDE_HOLD, self.target)
-            self.error = angle_deg(pilot.attitude(), self.target)
+            self.error = math.degrees(rotations.angle_between(pilot.attitude(), self.target))
             self._note_settling(now)
 
     def _disarmed(self, pilot: Pilot) -> bool:
@@ -288,8 +275,8 @@ class Flight:
         rate = pilot.body_rate()
         calm = rate is not None and rate < DETUMBLE_DONE_RAD_S
         if pilot.attitude() and (calm or now - self.detumble_at > DETUMBLE_MAX_SEC):
-            half = math.radians(SLEW_DEG) / 2.0
-            self.target = quat_mul(pilot.attitude(), (0.0, 0.0, math.sin(half), math.cos(half)))
+            turn = rotations.from_axis_angle((0, 0, 1), math.radians(SLEW_DEG))
+            self.target = tuple(rotations.multiply(pilot.attitude(), turn).tolist())
             self.phase, self.slew_at = 'slew/hold', now
 
     def _note_settling(self, now: float) -> None:

@@ -35,7 +35,7 @@ from pylon_interfaces.msg import (
     WheelState,
     WrenchFeedback,
 )
-from pylon_protocol import frames
+from pylon_protocol import frames, rotations
 from pylon_protocol.model_chunks import Model
 from sensor_msgs.msg import Imu, JointState
 
@@ -126,13 +126,13 @@ def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
     The mod's ``linearVelocityBody``/``angularVelocityBody`` when present; otherwise the
     ENU vectors rotated by the inverse of ``rotation``, as the mod's protocol specifies.
     """
-    inverse = frames.quat_conjugate(frames.quat_normalize(packet['rotation']))
+    inverse = rotations.conjugate(packet['rotation'])      # rotate() normalises it
     linear = packet.get('linearVelocityBody')
     angular = packet.get('angularVelocityBody')
     if linear is None:
-        linear = frames.quat_rotate(inverse, packet['linearVelocity'])
+        linear = rotations.rotate(inverse, packet['linearVelocity'])
     if angular is None:
-        angular = frames.quat_rotate(inverse, packet['angularVelocity'])
+        angular = rotations.rotate(inverse, packet['angularVelocity'])
     return tuple(linear), tuple(angular)
 
 
@@ -141,7 +141,7 @@ def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND
     """Return pose, twist (ENU), twist_body (base_link), acceleration and frame rate."""
     pose = _header(PoseStamped(), stamp, world_frame)
     _xyz(pose.pose.position, packet['position'])
-    _xyzw(pose.pose.orientation, frames.quat_normalize(packet['rotation']))
+    _xyzw(pose.pose.orientation, rotations.normalize(packet['rotation']))
     twist = _header(TwistStamped(), stamp, world_frame)
     _xyz(twist.twist.linear, packet['linearVelocity'])
     _xyz(twist.twist.angular, packet['angularVelocity'])
@@ -159,13 +159,13 @@ def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND
     return GroundTruth(pose, twist, twist_body, accel, frame_rate)
 
 
-def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, frames.Quat]:
+def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, np.ndarray]:
     """Return the ground-truth pose carried ``dt`` seconds forward at constant velocity.
 
     Position moves with the ENU velocity; the orientation turns with the ENU angular
     velocity (``q(t + dt) = exp(ω dt / 2) q(t)``, ω in the reference frame).
     """
-    rotation = frames.quat_normalize(packet['rotation'])
+    rotation = rotations.normalize(packet['rotation'])
     position = packet['position']
     if dt == 0.0:
         return tuple(float(v) for v in position), rotation
@@ -175,8 +175,8 @@ def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, frames.Qu
     rate = frames.norm(omega)
     if rate * dt < 1e-12:
         return moved, rotation
-    turn = frames.quat_from_axis_angle(omega, rate * dt)
-    return moved, frames.quat_normalize(frames.quat_multiply(turn, rotation))
+    turn = rotations.from_axis_angle(omega, rate * dt)
+    return moved, rotations.normalize(rotations.multiply(turn, rotation))
 
 
 def world_transform(packet: Mapping, stamp: float, sample_time: float | None = None,
@@ -241,7 +241,7 @@ def joint_state(motors: Iterable[Mapping], stamp: float) -> JointState:
 
 def joint_transform(joint, stamp: float) -> TransformStamped:
     """Return the transform ``parent → child`` of a proxy joint's ``origin``."""
-    return transform(stamp, joint.parent, joint.child, joint.xyz, frames.quat_from_rpy(*joint.rpy))
+    return transform(stamp, joint.parent, joint.child, joint.xyz, rotations.from_rpy(*joint.rpy))
 
 
 def servo_joint_transform(joint, position: float, stamp: float) -> TransformStamped:
@@ -251,12 +251,11 @@ def servo_joint_transform(joint, position: float, stamp: float) -> TransformStam
     prismatic: the origin, then a translation by ``position`` m along ``axis``; as
     robot_state_publisher computes it.
     """
-    q_origin = frames.quat_from_rpy(*joint.rpy)
+    q_origin = rotations.from_rpy(*joint.rpy)
     if joint.type == 'revolute':
-        rotation = frames.quat_multiply(q_origin, frames.quat_from_axis_angle(joint.axis,
-                                                                            position))
+        rotation = rotations.multiply(q_origin, rotations.from_axis_angle(joint.axis, position))
         return transform(stamp, joint.parent, joint.child, joint.xyz, rotation)
-    m = np.array(frames.quat_to_matrix(q_origin))
+    m = rotations.to_matrix(q_origin)
     offset = np.asarray(joint.xyz) + m @ (np.asarray(joint.axis) * position)
     return transform(stamp, joint.parent, joint.child, offset, q_origin)
 
@@ -271,7 +270,7 @@ def base_to_root_transform(model: Model, stamp: float,
                            body_frame: str = frames.BASE_LINK) -> TransformStamped:
     """Return ``base_link → root link``: the root part's pose in the CoM frame."""
     return transform(stamp, body_frame, model.root_frame, model.base_to_root_position,
-                     frames.quat_normalize(model.base_to_root_rotation))
+                     rotations.normalize(model.base_to_root_rotation))
 
 
 

@@ -170,7 +170,7 @@ def camera_info(frame: Frame, stamp: float, frame_id: str) -> CameraInfo:
 
 def mount(packet_position, packet_rotation, optical: bool = False) -> tuple:
     """Return a sensor frame's (position, normalised rotation) in its part's link."""
-    rotation = frames.quat_normalize(packet_rotation)
+    rotation = frames.unit_quat(packet_rotation)
     if optical:
         rotation = frames.sensor_to_optical(rotation)
     return tuple(float(v) for v in packet_position), tuple(rotation)

@@ -16,7 +16,7 @@ from pylon_interfaces.msg import (
     WheelCommand,
     WheelState,
 )
-from pylon_protocol import frames
+from pylon_protocol import rotations
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
@@ -185,8 +185,7 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
                    since, 'the joint at 0.3 rad')
 
     rpy = [float(v) for v in joint.find('origin').get('rpy').split()]
-    expected = frames.quat_multiply(frames.quat_from_rpy(*rpy),
-                                    frames.quat_from_axis_angle(axis, 0.3))
+    expected = rotations.multiply(rotations.from_rpy(*rpy), rotations.from_axis_angle(axis, 0.3))
 
     def hinge():
         for msg in reversed(pilot.got['tf']):

@@ -7,7 +7,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, Vector3Stamped
 import numpy as np
 from pylon_interfaces.msg import NearbyVessels, VesselLifecycle
-from pylon_protocol import frames
+from pylon_protocol import frames, rotations
 from pylon_testing.recorder import stamp_of, TopicRecorder
 import pytest
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -107,7 +107,7 @@ def test_ground_truth_angular_velocity_matches_the_quaternion_difference(sim_sta
     for (t0, q0), (t1, q1) in zip(poses, poses[1:]):
         if t0 not in twists or t1 - t0 > 0.1:
             continue
-        omega = frames.angular_velocity_from_quaternions(
+        omega = rotations.angular_velocity_from_quaternions(
             (q0.x, q0.y, q0.z, q0.w), (q1.x, q1.y, q1.z, q1.w), t1 - t0)
         w = twists[t0]
         assert frames.norm(omega) > 1e-4                  # the orbit turns the ENU attitude

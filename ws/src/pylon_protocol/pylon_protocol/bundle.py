@@ -15,7 +15,7 @@ import json
 import math
 
 from pylon_protocol.errors import ProtocolError
-from pylon_protocol.frames import quat, quat_normalize, vec3
+from pylon_protocol.frames import quat, unit_quat, vec3
 from pylon_protocol.names import HEX32_RE, HEX64_RE
 from pylon_protocol.schema import UINT64_MAX
 from pylon_protocol.urdf import Urdf, validate_urdf
@@ -105,7 +105,7 @@ def _check_pose(bundle: Mapping[str, object]) -> tuple[list[float], list[float]]
     position = _floats(bundle.get('baseToRootPosition'), 3, 'baseToRootPosition')
     rotation = _floats(bundle.get('baseToRootRotation'), 4, 'baseToRootRotation')
     try:
-        rotation = list(quat_normalize(rotation))
+        rotation = list(unit_quat(rotation))
     except ProtocolError:
         raise _bad_bundle('quaternion norm is below 1e-9', 'baseToRootRotation') from None
     return position, rotation

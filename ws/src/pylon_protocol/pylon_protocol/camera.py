@@ -30,7 +30,7 @@ import math
 import numbers
 
 from pylon_protocol.errors import ProtocolError
-from pylon_protocol.frames import quat, quat_normalize, sensor_to_optical, vec3
+from pylon_protocol.frames import quat, sensor_to_optical, unit_quat, vec3
 from pylon_protocol.names import HEX32_RE
 from pylon_protocol.packets import (
     CAMERA_ENCODING,
@@ -175,7 +175,7 @@ def chunk_frame(
     _check_identity(session_id, sequence, sensor_id, source, part_flight_id)
     position = vec3(frame_position, 'framePosition')
     rotation = quat(frame_rotation, 'frameRotation')
-    quat_normalize(rotation)
+    unit_quat(rotation)
     if not _finite(universal_time):
         raise _bad_frame('expected a finite number', 'universalTime')
     fov = float(vertical_fov_deg) if _finite(vertical_fov_deg) else DEFAULT_VERTICAL_FOV_DEG
@@ -435,7 +435,7 @@ class FrameAssembler:
             encoding=CAMERA_ENCODING,
             vertical_fov_deg=fov,
             frame_position=position,
-            frame_rotation=quat_normalize(rotation),
+            frame_rotation=unit_quat(rotation),
             vessel=vessel,
             sha256=digest,
             data=raw,

@@ -70,11 +70,11 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-from pylon_protocol import names
+from pylon_protocol import names, rotations
 from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 
-from pylon_sim.vessel import rotation_matrix, VesselSpec
+from pylon_sim.vessel import VesselSpec
 
 CHANNELS = ('+pitch', '-pitch', '+yaw', '-yaw', '+roll', '-roll',
             '+x', '-x', '+y', '-y', '+z', '-z')
@@ -174,7 +174,7 @@ def geometry(spec: VesselSpec, com: Sequence[float] | np.ndarray,
     engines: list[Engine] = []
     wheels: list[Wheel] = []
     for part in spec.parts:
-        rot = rotation_matrix(part.rotation)
+        rot = rotations.to_matrix(part.rotation)
         position = np.asarray(part.position, dtype=float) - com
         for module in part.modules:
             if module.kind not in ('rcs', 'engine', 'reaction_wheel'):

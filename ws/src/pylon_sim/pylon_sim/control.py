@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-from pylon_protocol import names, packets
+from pylon_protocol import names, packets, rotations
 from pylon_protocol.packets import (
     MAX_COMMAND_TIMEOUT_SEC,
     MIN_COMMAND_TIMEOUT_SEC,
@@ -41,14 +41,6 @@ from pylon_sim.world import SimVessel
 
 ZERO = np.zeros(3)
 Packet = tuple[str, dict]
-
-
-def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Return the rotation matrix of ``angle`` (rad) about the unit ``axis``."""
-    x, y, z = axis
-    c, s = math.cos(angle), math.sin(angle)
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
 
 
 @dataclass(frozen=True)
@@ -339,8 +331,9 @@ class VehicleControl:
                 continue
             pitch, yaw, _ = gimbals.get(engine.id, (0.0, 0.0, 0.0))
             span = math.radians(engine.gimbal_range_deg)
-            turn = _rotation(np.array([0.0, 1.0, 0.0]), pitch * span) @ \
-                _rotation(np.array([0.0, 0.0, 1.0]), yaw * span)
+            turn = rotations.to_matrix(rotations.multiply(
+                rotations.from_axis_angle((0.0, 1.0, 0.0), pitch * span),
+                rotations.from_axis_angle((0.0, 0.0, 1.0), yaw * span)))
             applied = value * (turn @ engine.direction)
             force += applied
             torque += np.cross(engine.position, applied)

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pylon_protocol import rotations
 
 from pylon_sim.bodies import Body, body_fixed_rotation
 from pylon_sim.physics import altitude
-from pylon_sim.vessel import rotation_matrix
 from pylon_sim.world import SimVessel
 
 
@@ -62,7 +62,7 @@ def observe(vessel: SimVessel, ut: float) -> KspView:
     state = vessel.state
     rotating = altitude(body, state.position) < body.rotating_frame_altitude
     world = body_fixed_rotation(body, ut) if rotating else np.eye(3)
-    body_to_inertial = rotation_matrix(state.attitude)
+    body_to_inertial = rotations.to_matrix(state.attitude)
     axes = world @ body_to_inertial                 # columns: base_link axes in world
     spin = body.spin_vector()
     rate = state.body_rate - (body_to_inertial.T @ spin if rotating else 0.0)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 
 from pylon_sim.bodies import Body, body_fixed_rotation
-from pylon_sim.vessel import rotation_matrix
 
 
 @dataclass(frozen=True)
@@ -57,49 +57,6 @@ class Inputs:
         return np.zeros(3) if self.torque is None else self.torque
 
 
-def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return the Hamilton product a * b of quaternions (x, y, z, w)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
-def quat_from_rotvec(v: np.ndarray) -> np.ndarray:
-    """Return the quaternion of the rotation vector ``v`` (axis * angle, rad)."""
-    angle = math.sqrt(float(v @ v))
-    if angle < 1e-12:
-        half = 0.5 * v
-        q = np.array([half[0], half[1], half[2], 1.0])
-        return q / np.linalg.norm(q)
-    s = math.sin(angle / 2) / angle
-    return np.array([v[0] * s, v[1] * s, v[2] * s, math.cos(angle / 2)])
-
-
-def quat_from_matrix(m: np.ndarray) -> np.ndarray:
-    """Return the unit quaternion (x, y, z, w, w >= 0) of a rotation matrix."""
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, s / 4]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = [s / 4, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = [(m[0, 1] + m[1, 0]) / s, s / 4, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, s / 4, (m[1, 0] - m[0, 1]) / s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
-
-
 def gravity(body: Body, position: np.ndarray) -> np.ndarray:
     """Return the gravitational acceleration at ``position`` (inertial), m/s^2."""
     r2 = float(position @ position)
@@ -125,7 +82,7 @@ def step(state: RigidState, inputs: Inputs, dt: float, body: Body) -> tuple[Rigi
     """
     if state.landed:
         return _step_landed(state, inputs, dt, body)
-    rot = rotation_matrix(state.attitude)
+    rot = rotations.to_matrix(state.attitude)
     force_inertial = rot @ inputs.force_body()
     accel_applied = force_inertial / inputs.mass
 
@@ -156,8 +113,8 @@ def step(state: RigidState, inputs: Inputs, dt: float, body: Body) -> tuple[Rigi
     else:
         rate = w0
     mid_rate = 0.5 * (w0 + rate)
-    attitude = quat_multiply(state.attitude, quat_from_rotvec(mid_rate * dt))
-    attitude /= np.linalg.norm(attitude)
+    attitude = rotations.normalize(rotations.multiply(state.attitude,
+                                                      rotations.from_rotvec(mid_rate * dt)))
 
     new = replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                   attitude=attitude, body_rate=rate)
@@ -182,7 +139,7 @@ def touch_down(state: RigidState, body: Body) -> RigidState:
     spin = body.spin_vector()
     up = state.position / np.linalg.norm(state.position)
     position = up * (body.radius + state.rest_altitude)
-    rot = rotation_matrix(state.attitude)
+    rot = rotations.to_matrix(state.attitude)
     return replace(state, position=position, velocity=np.cross(spin, position),
                    body_rate=rot.T @ spin, landed=True)
 
@@ -193,9 +150,9 @@ def _step_landed(state: RigidState, inputs: Inputs, dt: float,
     # the vessel is fixed in the body-fixed frame: rotate position and attitude with it
     turn = body_fixed_rotation(body, state.ut + dt).T @ body_fixed_rotation(body, state.ut)
     position = turn @ state.position
-    attitude = quat_multiply(quat_from_matrix(turn), state.attitude)
-    attitude /= np.linalg.norm(attitude)
-    rot = rotation_matrix(attitude)
+    attitude = rotations.normalize(rotations.multiply(rotations.from_matrix(turn),
+                                                      state.attitude))
+    rot = rotations.to_matrix(attitude)
     needed = np.cross(spin, np.cross(spin, position))          # centripetal acceleration
     applied = rot @ inputs.force_body() / inputs.mass
     contact = needed - gravity(body, position) - applied

@@ -37,12 +37,13 @@ from xml.sax.saxutils import escape
 import numpy as np
 from pylon_description.paths import xacro_file
 from pylon_protocol import bundle as proxy_bundle
+from pylon_protocol import rotations
 from pylon_protocol.packets import MOTOR_JOINT_TYPES
 from pylon_protocol.urdf import box_inertia, joint_name, link_name, robot_name
 import xacro
 
 from pylon_sim.actuators import servo_name
-from pylon_sim.vessel import Module, rotation_matrix, VesselSpec
+from pylon_sim.vessel import Module, VesselSpec
 
 MIN_MASS_KG = 0.001           # the mod's floor for a part's mass
 MIN_EXTENT_M = 0.01           # the mod's floor for primitive sizes and bounding boxes
@@ -129,15 +130,6 @@ def parent_index(spec: VesselSpec, index: int, root: int | None = None) -> int |
     return parent
 
 
-def unit_quaternion(q: Sequence[float]) -> np.ndarray:
-    """Return the quaternion (x, y, z, w) normalised; raise ValueError if zero or not finite."""
-    array = np.asarray(q, dtype=float).reshape(4)
-    norm = float(np.linalg.norm(array))
-    if not math.isfinite(norm) or norm < 1e-9:
-        raise ValueError(f'invalid quaternion {list(array)}')
-    return array / norm
-
-
 def relative_pose(parent_position: Sequence[float], parent_rotation: Sequence[float],
                   child_position: Sequence[float],
                   child_rotation: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +138,8 @@ def relative_pose(parent_position: Sequence[float], parent_rotation: Sequence[fl
     Both poses are given in one common frame (the vessel frame), rotations as
     quaternions (x, y, z, w) from the part frame to that frame.
     """
-    r_parent = rotation_matrix(unit_quaternion(parent_rotation))
-    r_child = rotation_matrix(unit_quaternion(child_rotation))
+    r_parent = rotations.to_matrix(parent_rotation)
+    r_child = rotations.to_matrix(child_rotation)
     offset = np.asarray(child_position, dtype=float) - np.asarray(parent_position, dtype=float)
     return r_parent.T @ offset, r_parent.T @ r_child
 
@@ -231,7 +223,7 @@ def _model_key(spec: VesselSpec, masses: Sequence[float], servo_joints: bool) ->
             flight_id=int(part.flight_id),
             parent_link=None if parent is None else number_of[parent],
             position=_finite(part.position, f'position of part {index}'),
-            rotation=tuple(float(v) for v in unit_quaternion(part.rotation)),
+            rotation=tuple(rotations.normalize(part.rotation).tolist()),
             shape=part.shape.kind,
             size=_finite(part.shape.size, f'shape size of part {index}'),
             mass=_round_mass(masses[index]),
@@ -408,7 +400,7 @@ def build_bundle(spec: VesselSpec, com: np.ndarray, session_id: str, urdf: str,
     return proxy_bundle.build_bundle(
         session_id=session_id, vessel_id=spec.vessel_id, urdf=urdf,
         base_to_root_position=[float(v) + 0.0 for v in position],
-        base_to_root_rotation=[float(v) + 0.0 for v in unit_quaternion(root.rotation)],
+        base_to_root_rotation=[v + 0.0 for v in rotations.normalize(root.rotation).tolist()],
         part_frames=[(int(spec.parts[index].flight_id), link_name(spec.vessel_id, number))
                      for number, index in enumerate(order)],
         root_frame=link_name(spec.vessel_id, 0), allow_servo_joints=servo_joints)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 from pylon_protocol.lidar import LAYOUT_2D, LAYOUT_3D
 from pylon_protocol.packets import ROS_SENSOR
 
@@ -83,20 +84,6 @@ class Primitive:
         return math.hypot(r, 0.5 * length)
 
 
-def quaternion_matrix(q: Sequence[float]) -> np.ndarray:
-    """Return the rotation matrix of a quaternion (x, y, z, w), normalising it first."""
-    x, y, z, w = (float(v) for v in q)
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    if n < 1e-12:
-        raise ValueError('zero quaternion')
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def vessel_primitives(
     parts: Iterable,
     position: Sequence[float],
@@ -113,11 +100,11 @@ def vessel_primitives(
     matrix). Each primitive's ``owner`` is ``(vessel_key, part.flight_id)``.
     """
     rot = np.asarray(rotation, dtype=float)
-    rot = quaternion_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
+    rot = rotations.to_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
     origin = np.asarray(position, dtype=float).reshape(3)
     out = []
     for part in parts:
-        part_rot = rot @ quaternion_matrix(part.rotation)
+        part_rot = rot @ rotations.to_matrix(part.rotation)
         center = origin + rot @ np.asarray(part.position, dtype=float)
         out.append(Primitive(part.shape.kind, tuple(part.shape.size), center, part_rot,
                              (vessel_key, part.flight_id), color))
@@ -486,7 +473,7 @@ def sensor_rays_world(
     ``part_to_world * frameRotation``. Returns ``(origins (N, 3), directions (N, 3))``.
     """
     rot = np.asarray(sensor_rotation, dtype=float)
-    rot = quaternion_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
+    rot = rotations.to_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
     d = np.asarray(directions_sensor, dtype=float).reshape(-1, 3) @ rot.T
     o = np.broadcast_to(np.asarray(sensor_position, dtype=float).reshape(3), d.shape)
     return o, d

@@ -22,6 +22,7 @@ from functools import lru_cache
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 
 from pylon_sim import raycast
 
@@ -132,7 +133,7 @@ def _cast_screen(o, d, rot, width, height, vertical_fov_deg, max_range, primitiv
 
 def _rotation(rotation: Sequence[float] | np.ndarray) -> np.ndarray:
     rot = np.asarray(rotation, dtype=float)
-    return raycast.quaternion_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
+    return rotations.to_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
 
 
 def render(

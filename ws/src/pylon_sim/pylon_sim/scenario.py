@@ -16,7 +16,7 @@ import random
 import re
 from typing import Any
 
-from pylon_protocol.frames import quat_from_rpy
+from pylon_protocol import rotations
 import yaml
 
 from pylon_sim.bodies import BODIES, Body
@@ -289,8 +289,9 @@ def _part(reader: _Reader, count: int, rng: random.Random, sensor_ids: set[str])
         persistent_id=reader.integer('persistent_id', low=1),
         flight_id=reader.integer('flight_id', low=1),
         parent=parent, position=reader.vector('position', 3, (0.0, 0.0, 0.0)),
-        rotation=quat_from_rpy(roll, pitch, yaw), dry_mass=reader.number('mass', positive=True),
-        shape=_shape(reader), resources=resources, capacity=capacity, modules=modules)
+        rotation=tuple(rotations.from_rpy(roll, pitch, yaw).tolist()),
+        dry_mass=reader.number('mass', positive=True), shape=_shape(reader),
+        resources=resources, capacity=capacity, modules=modules)
 
 
 def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStart:

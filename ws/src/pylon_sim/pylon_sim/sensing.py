@@ -30,13 +30,13 @@ import random
 
 import numpy as np
 from pylon_protocol import camera as camera_codec
-from pylon_protocol import lidar, names
+from pylon_protocol import lidar, names, rotations
 from pylon_protocol.errors import ProtocolError
 
 from pylon_sim import raycast, render
 from pylon_sim import star_tracker as st
 from pylon_sim.bodies import KERBIN, MUN, mun_position, sun_position
-from pylon_sim.vessel import Part, rotation_matrix
+from pylon_sim.vessel import Part
 from pylon_sim.world import SimVessel, World
 
 #: module settings of the imaging sensors and their defaults (scenario keys, snake case)
@@ -259,7 +259,7 @@ class Sensing:
         primitives: list[raycast.Primitive] = []
         origins = {}
         for vessel in self.world.vessels.values():
-            rot = rotation_matrix(vessel.state.attitude)
+            rot = rotations.to_matrix(vessel.state.attitude)
             origin = vessel.state.position + body_offset(vessel, ut) - rot @ vessel.mass.com
             origins[vessel.key] = (origin, rot)
             primitives += raycast.vessel_primitives(vessel.spec.parts, origin, rot, vessel.key)
@@ -273,10 +273,10 @@ class Sensing:
     def _pose(scene: dict, vessel_key: str, part: Part, frame_position, frame_rotation):
         """Return the world position and rotation of a sensor frame on a part."""
         origin, rot = scene['origins'][vessel_key]
-        part_rot = rot @ rotation_matrix(part.rotation)
+        part_rot = rot @ rotations.to_matrix(part.rotation)
         position = origin + rot @ np.asarray(part.position, dtype=float) \
             + part_rot @ np.asarray(frame_position, dtype=float)
-        return position, part_rot @ rotation_matrix(frame_rotation)
+        return position, part_rot @ rotations.to_matrix(frame_rotation)
 
     @staticmethod
     def _seen(scene: dict, vessel: SimVessel, part: Part, position: np.ndarray) -> tuple:

@@ -44,11 +44,11 @@ import math
 import random
 
 import numpy as np
+from pylon_protocol import rotations
 from pylon_protocol.frames import BASE_LINK, KERBOL_INERTIAL
 from pylon_protocol.names import new_guid_hex, sensor_id
 
-from pylon_sim.physics import quat_from_matrix, quat_from_rotvec, quat_multiply
-from pylon_sim.vessel import Module, Part, rotation_matrix, Shape
+from pylon_sim.vessel import Module, Part, Shape
 
 KIND = 'star_tracker'
 ARCSEC = math.pi / (180.0 * 3600.0)
@@ -127,7 +127,7 @@ class StarTrackerConfig:
     @property
     def boresight_vessel(self) -> np.ndarray:
         """Return the optical axis in the vessel (= base_link) axes."""
-        return rotation_matrix(self.mount_rotation) @ BORESIGHT_PART
+        return rotations.to_matrix(self.mount_rotation) @ BORESIGHT_PART
 
     @classmethod
     def from_part(cls, part: Part, module: Module | None = None,
@@ -196,13 +196,14 @@ def vessel_primitives(parts: Sequence[Part], position: np.ndarray,
     ``position`` is the vessel's centre of mass (inertial), ``attitude`` the quaternion
     base_link -> inertial and ``com`` the centre of mass in the vessel frame.
     """
-    rot = rotation_matrix(attitude)
+    rot = rotations.to_matrix(attitude)
     com = np.zeros(3) if com is None else np.asarray(com, dtype=float)
     out = []
     for part in parts:
         centre = np.asarray(position, dtype=float) + rot @ (np.asarray(part.position) - com)
-        out.append(Primitive.from_shape(part.shape, centre, rot @ rotation_matrix(part.rotation),
-                                        vessel_id, part.persistent_id or part.flight_id))
+        part_rot = rot @ rotations.to_matrix(part.rotation)
+        out.append(Primitive.from_shape(part.shape, centre, part_rot, vessel_id,
+                                        part.persistent_id or part.flight_id))
     return out
 
 
@@ -412,14 +413,6 @@ def _unit_attitude(q: object) -> np.ndarray | None:
     return arr / n if n > 1e-9 else None
 
 
-def _rotation_angle(q: np.ndarray) -> float:
-    return 2.0 * math.atan2(float(np.linalg.norm(q[:3])), abs(float(q[3])))
-
-
-def _conj(q: np.ndarray) -> np.ndarray:
-    return np.array([-q[0], -q[1], -q[2], q[3]])
-
-
 def _occluded(config: StarTrackerConfig, inputs: Inputs, aperture: np.ndarray,
               rays: np.ndarray) -> bool:
     own = [p for p in inputs.occluders
@@ -502,11 +495,9 @@ def noisy_orientation(attitude: np.ndarray, kerbol_from_inertial: np.ndarray, si
     The error is applied on the right (``q_true * exp(dtheta / 2)``), so ``dtheta`` is a
     small rotation about base_link axes; the result has w >= 0.
     """
-    frame = quat_from_matrix(np.asarray(kerbol_from_inertial, dtype=float))
-    true = quat_multiply(frame, attitude)
-    q = quat_multiply(true, quat_from_rotvec(rng.normal(0.0, sigma, 3)))
-    q = q / np.linalg.norm(q)
-    return -q if q[3] < 0 else q
+    true = rotations.multiply(rotations.from_matrix(kerbol_from_inertial), attitude)
+    error = rotations.from_rotvec(rng.normal(0.0, sigma, 3))
+    return rotations.canonical(rotations.multiply(true, error))
 
 
 def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: float,
@@ -533,15 +524,14 @@ def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: flo
 
     attitude = _unit_attitude(inputs.attitude)
     mount = np.asarray(config.mount_rotation, dtype=float)
-    head = None if attitude is None else quat_multiply(attitude, mount)
+    head = None if attitude is None else rotations.multiply(attitude, mount)
     # optical head rate: given, else from the previous head attitude
     rate_rad: float | None = None
     if inputs.body_rate is not None and _finite(inputs.body_rate):
         rate_rad = float(np.linalg.norm(np.asarray(inputs.body_rate, dtype=float)))
     elif (head is not None and not restart and state.head_attitude is not None
           and state.head_ut is not None and ut > state.head_ut):
-        delta = quat_multiply(_conj(state.head_attitude), head)
-        rate_rad = _rotation_angle(delta) / (ut - state.head_ut)
+        rate_rad = rotations.angle_between(state.head_attitude, head) / (ut - state.head_ut)
     rate_deg = None if rate_rad is None else math.degrees(rate_rad)
 
     # power: drawn while switched on and unpacked
@@ -569,12 +559,12 @@ def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: flo
     elif not powered:
         reason = NO_POWER
     else:
-        head_rot = rotation_matrix(head)
+        head_rot = rotations.to_matrix(head)
         com = np.zeros(3) if inputs.com is None else np.asarray(inputs.com, dtype=float)
-        mount_rot = rotation_matrix(mount)
+        mount_rot = rotations.to_matrix(mount)
         local = (np.asarray(config.mount_position, dtype=float) - com
                  + mount_rot @ np.asarray(config.aperture_offset, dtype=float))
-        aperture = np.asarray(inputs.position, dtype=float) + rotation_matrix(attitude) @ local
+        aperture = np.asarray(inputs.position, dtype=float) + rotations.to_matrix(attitude) @ local
         reason = _blocking_reason(config, inputs, head_rot, aperture, rate_deg)
 
     clear_since = state.clear_since

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import math
 
 import numpy as np
-from pylon_protocol import frames
+from pylon_protocol import frames, rotations
 
 from pylon_sim.bodies import body_fixed_rotation, enu_rotation, geodetic_from_fixed
 from pylon_sim.ksp_view import KspView
-from pylon_sim.physics import altitude, quat_from_matrix
+from pylon_sim.physics import altitude
 from pylon_sim.world import SimVessel, World
 
 NEARBY_RANGE_M = 2500.0
@@ -97,7 +97,7 @@ def ground_truth(anchor: GroundTruthAnchor, view: KspView, vessel: SimVessel,
     enu = enu_axes_unity(anchor, view, vessel, ut)
     axes = base_axes(view)
     matrix = np.array([[_dot(e, b) for b in axes] for e in enu])
-    rotation = quat_from_matrix(matrix)
+    rotation = rotations.from_matrix(matrix)
     velocity = np.array([_dot(view.srf_velocity, e) for e in enu])
     body_rate = np.array(frames.vessel_angular_velocity_to_body(view.angular_velocity_local))
     spin_body = np.array(frames.world_to_base_link_axial(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from pylon_protocol import rotations
 
 # kg per unit of each KSP resource
 RESOURCE_DENSITY = {
@@ -120,16 +121,6 @@ class VesselSpec:
         return h
 
 
-def rotation_matrix(q: tuple[float, float, float, float] | np.ndarray) -> np.ndarray:
-    """Return the rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = (float(v) for v in q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 @dataclass(frozen=True)
 class MassProperties:
     """Mass, centre of mass (vessel frame) and inertia about the centre of mass."""
@@ -161,7 +152,7 @@ def mass_properties(spec: VesselSpec,
     com = (masses[:, None] * positions).sum(axis=0) / total
     inertia = np.zeros((3, 3))
     for part, mass, position in zip(spec.parts, masses, positions):
-        rot = rotation_matrix(part.rotation)
+        rot = rotations.to_matrix(part.rotation)
         local = rot @ part.shape.inertia(float(mass)) @ rot.T
         d = position - com
         inertia += local + mass * (float(d @ d) * np.eye(3) - np.outer(d, d))

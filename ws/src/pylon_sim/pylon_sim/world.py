@@ -16,18 +16,13 @@ from dataclasses import dataclass, field, replace
 import math
 
 import numpy as np
-from pylon_protocol.frames import quat_from_rpy
+from pylon_protocol import rotations
 
 from pylon_sim import kepler, physics
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
-from pylon_sim.vessel import (
-    mass_properties,
-    MassProperties,
-    rotation_matrix,
-    VesselSpec,
-)
+from pylon_sim.vessel import mass_properties, MassProperties, VesselSpec
 
 PHYSICS_WARP_RATES = (1.0, 2.0, 3.0, 4.0)
 RAILS_WARP_RATES = (1.0, 5.0, 10.0, 50.0, 100.0, 1000.0, 10000.0, 100000.0)
@@ -56,7 +51,7 @@ class SimVessel:
 def initial_state(start: VesselStart, body: Body, ut: float) -> RigidState:
     """Return the scenario start of one vessel as truth at ``ut``."""
     roll, pitch, yaw = (math.radians(v) for v in start.attitude_rpy)
-    local = rotation_matrix(quat_from_rpy(roll, pitch, yaw))
+    local = rotations.to_matrix(rotations.from_rpy(roll, pitch, yaw))
     rate = np.array(start.angular_velocity, dtype=float)
     where = start.start
     if isinstance(where, OrbitStart):
@@ -71,15 +66,15 @@ def initial_state(start: VesselStart, body: Body, ut: float) -> RigidState:
         y /= np.linalg.norm(y)
         x = np.cross(y, z)
         reference = np.column_stack([x, y, z])   # prograde, orbit normal, radial out
-        attitude = physics.quat_from_matrix(reference @ local)
+        attitude = rotations.from_matrix(reference @ local)
         return RigidState(ut, position, velocity, attitude, rate)
     assert isinstance(where, SurfaceStart)
     to_inertial = body_fixed_rotation(body, ut).T
     position = to_inertial @ fixed_from_geodetic(body, where.latitude, where.longitude,
                                                  where.altitude)
     reference = to_inertial @ enu_rotation(where.latitude, where.longitude).T
-    attitude = physics.quat_from_matrix(reference @ local)
-    rot = rotation_matrix(attitude)
+    attitude = rotations.from_matrix(reference @ local)
+    rot = rotations.to_matrix(attitude)
     spin = body.spin_vector()
     return RigidState(ut, position, np.cross(spin, position), attitude, rot.T @ spin,
                       landed=True, rest_altitude=where.altitude)
@@ -159,8 +154,7 @@ class World:
             inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
             return physics.step(state, inputs, dt, vessel.body)
         position, velocity = kepler.propagate(vessel.body, state.position, state.velocity, dt)
-        attitude = physics.quat_multiply(state.attitude,
-                                         physics.quat_from_rotvec(state.body_rate * dt))
-        attitude /= np.linalg.norm(attitude)
+        attitude = rotations.normalize(rotations.multiply(
+            state.attitude, rotations.from_rotvec(state.body_rate * dt)))
         return replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                        attitude=attitude), np.zeros(3)

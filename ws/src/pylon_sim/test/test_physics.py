@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 from pylon_sim import kepler, physics
 from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN
 from pylon_sim.physics import Inputs, RigidState
@@ -54,7 +55,7 @@ def test_torque_free_asymmetric_body_conserves_angular_momentum_and_energy():
     inputs = Inputs(1000.0, inertia)
 
     def momentum(s):
-        return physics_rotation(s.attitude) @ (inertia @ s.body_rate)
+        return rotations.to_matrix(s.attitude) @ (inertia @ s.body_rate)
 
     h0, e0 = momentum(state), state.body_rate @ inertia @ state.body_rate
     for _ in range(2000):
@@ -62,10 +63,6 @@ def test_torque_free_asymmetric_body_conserves_angular_momentum_and_energy():
     assert np.allclose(momentum(state), h0, rtol=1e-6, atol=1e-9)
     assert state.body_rate @ inertia @ state.body_rate == pytest.approx(e0, rel=1e-7)
 
-
-def physics_rotation(q):
-    from pylon_sim.vessel import rotation_matrix
-    return rotation_matrix(q)
 
 
 def test_kepler_propagation_matches_integration():
@@ -101,7 +98,7 @@ def test_landed_vessel_turns_with_the_planet_and_feels_gravity_minus_centrifugal
 
 def test_landed_vessel_lifts_off_when_thrust_exceeds_weight_and_lands_again():
     state = landed_state(0.0, 0.0, 70.0)
-    up_body = physics_rotation(state.attitude).T @ (state.position
+    up_body = rotations.to_matrix(state.attitude).T @ (state.position
                                                     / np.linalg.norm(state.position))
     thrust = Inputs(1000.0, np.eye(3) * 100, 20_000.0 * up_body)
     state, _ = physics.step(state, thrust, STEP, KERBIN)

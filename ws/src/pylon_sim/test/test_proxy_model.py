@@ -9,14 +9,13 @@ import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
-from pylon_protocol.frames import quat_from_rpy
+from pylon_protocol import rotations
 from pylon_sim import proxy_model
 from pylon_sim.vessel import (
     mass_properties,
     Module,
     Part,
     part_masses,
-    rotation_matrix,
     Shape,
     VesselSpec,
 )
@@ -38,7 +37,7 @@ ALLOWED = {
 def part(index, parent, position, rpy, mass, shape, modules=()):
     return Part(name=f'part.{index}', title=f'Part {index}', persistent_id=4000 + index,
                 flight_id=9000 + index, parent=parent, position=position,
-                rotation=quat_from_rpy(*rpy), dry_mass=mass, shape=shape,
+                rotation=tuple(rotations.from_rpy(*rpy).tolist()), dry_mass=mass, shape=shape,
                 modules=tuple(modules))
 
 
@@ -111,7 +110,7 @@ def transform(xyz, rotation) -> np.ndarray:
 
 
 def part_transform(p: Part) -> np.ndarray:
-    return transform(p.position, rotation_matrix(p.rotation))
+    return transform(p.position, rotations.to_matrix(p.rotation))
 
 
 def test_urdf_is_a_declared_xml_document_with_the_mod_names():

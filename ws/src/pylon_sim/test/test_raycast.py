@@ -4,7 +4,7 @@ import json
 import math
 
 import numpy as np
-from pylon_protocol import packets
+from pylon_protocol import packets, rotations
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.lidar import fibonacci_hemisphere_directions, vertical_major_directions
 from pylon_protocol.wire import encode_state
@@ -46,7 +46,7 @@ def test_planet_beyond_max_range_or_behind_is_no_hit():
 
 
 def test_box_sphere_and_cylinder_at_known_distances():
-    rot = raycast.quaternion_matrix((0.0, 0.0, math.sin(0.3), math.cos(0.3)))
+    rot = rotations.to_matrix((0.0, 0.0, math.sin(0.3), math.cos(0.3)))
     box = Primitive('box', (2.0, 4.0, 6.0), (10.0, 0.0, 0.0), owner=('v', 1))
     turned = Primitive('box', (2.0, 2.0, 2.0), (0.0, 20.0, 0.0), rot, owner=('v', 2))
     ball = Primitive('sphere', (1.5,), (0.0, 0.0, -30.0), owner=('v', 3))

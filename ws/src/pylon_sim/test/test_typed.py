@@ -2,7 +2,6 @@
 
 import math
 
-from pylon_protocol.frames import quat_from_rpy
 from pylon_sim.scenario import load_scenario
 from pylon_sim.typed import clamp_timeout, TypedActuators
 from pylon_sim.vessel import Module, Part, Shape, VesselSpec
@@ -31,7 +30,7 @@ COLD = 'engine_114_0'        # cannot restart, not ignited at start
 def part(pid, *modules):
     return Part(name=f'part.{pid}', title=f'Part {pid}', persistent_id=pid,
                 flight_id=9000 + pid, parent=0 if pid > 100 else None,
-                position=(0.0, 0.0, 0.0), rotation=quat_from_rpy(0.0, 0.0, 0.0),
+                position=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0),
                 dry_mass=10.0, shape=Shape('box', (0.5, 0.5, 0.5)), modules=tuple(modules))
 
 

@@ -64,72 +64,12 @@ from dataclasses import dataclass, field, fields, replace
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 
 from pylon_vehicle_control import parameters
 
 MODE_IDLE, MODE_DETUMBLE, MODE_ATTITUDE_HOLD, MODE_SIX_DOF = 0, 1, 2, 3
 MODES = (MODE_IDLE, MODE_DETUMBLE, MODE_ATTITUDE_HOLD, MODE_SIX_DOF)
-_EPS = 1e-12
-
-
-# -- quaternion helpers (x, y, z, w) -------------------------------------------------------
-def quat_multiply(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-    """Return the Hamilton product ``a ⊗ b`` of two (x, y, z, w) quaternions."""
-    ax, ay, az, aw = (float(v) for v in a)
-    bx, by, bz, bw = (float(v) for v in b)
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
-def quat_conjugate(q: Sequence[float]) -> np.ndarray:
-    """Return the conjugate (inverse of a unit quaternion)."""
-    x, y, z, w = (float(v) for v in q)
-    return np.array([-x, -y, -z, w])
-
-
-def quat_normalize(q: Sequence[float]) -> np.ndarray:
-    """Return ``q`` scaled to unit norm (ValueError for a zero or non-finite one)."""
-    q = np.asarray(q, dtype=float)
-    n = float(np.linalg.norm(q))
-    if not math.isfinite(n) or n < _EPS:
-        raise ValueError(f'not a usable quaternion: {q.tolist()}')
-    return q / n
-
-
-def quat_from_rotvec(v: Sequence[float]) -> np.ndarray:
-    """Return the quaternion of the rotation vector ``v`` (rad)."""
-    v = np.asarray(v, dtype=float)
-    angle = float(np.linalg.norm(v))
-    if angle < _EPS:
-        return np.array([0.5 * v[0], 0.5 * v[1], 0.5 * v[2], 1.0])
-    s = math.sin(0.5 * angle) / angle
-    return np.array([v[0] * s, v[1] * s, v[2] * s, math.cos(0.5 * angle)])
-
-
-def quat_to_rotvec(q: Sequence[float]) -> np.ndarray:
-    """Return the rotation vector (rad, shortest way, angle <= pi) of ``q``."""
-    q = quat_normalize(q)
-    if q[3] < 0.0:
-        q = -q
-    s = float(np.linalg.norm(q[:3]))
-    if s < _EPS:
-        return 2.0 * q[:3]
-    angle = 2.0 * math.atan2(s, q[3])
-    return q[:3] * (angle / s)
-
-
-def rotation_matrix(q: Sequence[float]) -> np.ndarray:
-    """Return the rotation matrix of the unit quaternion ``q`` (x, y, z, w)."""
-    x, y, z, w = (float(v) for v in quat_normalize(q))
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def attitude_error(current: Sequence[float], target: Sequence[float]) -> np.ndarray:
@@ -137,7 +77,7 @@ def attitude_error(current: Sequence[float], target: Sequence[float]) -> np.ndar
 
     Both are rotations base_link -> the same reference frame.
     """
-    return quat_to_rotvec(quat_multiply(quat_conjugate(current), target))
+    return rotations.to_rotvec(rotations.multiply(rotations.conjugate(current), target))
 
 
 # -- parameters -------------------------------------------------------------------------------
@@ -426,10 +366,10 @@ class SetpointControlLaw:
         p = self.params
         sp = inputs.setpoint
         mode = int(sp.mode)
-        q = quat_normalize(inputs.orientation)
+        q = rotations.normalize(inputs.orientation)
         w_sp = _vec3(sp.angular_velocity)
-        target = quat_multiply(quat_normalize(sp.orientation),
-                               quat_from_rotvec(w_sp * state.elapsed_sec))
+        target = rotations.multiply(rotations.normalize(sp.orientation),
+                                    rotations.from_rotvec(w_sp * state.elapsed_sec))
         err = attitude_error(q, target)
         angle = float(np.linalg.norm(err))
         rate_err_abs = float(np.linalg.norm(omega - w_sp))
@@ -499,7 +439,7 @@ class SetpointControlLaw:
             accel = bounded_acceleration(v_ref - v_now, gain, mass * np.eye(3), force_limit,
                                          p.slew_margin * p.max_force_slew_n_s, dt)
             force_ref = mass * accel
-            force_target = _clip_norm(rotation_matrix(q).T @ force_ref, force_limit)
+            force_target = _clip_norm(rotations.to_matrix(q).T @ force_ref, force_limit)
 
         torque, slewed_t = self._slew(state.torque, torque_target, p.max_torque_slew_nm_s, dt)
         force, slewed_f = self._slew(state.force, force_target, p.max_force_slew_n_s, dt)

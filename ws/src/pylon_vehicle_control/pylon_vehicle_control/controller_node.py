@@ -37,6 +37,7 @@ from pylon_interfaces.msg import (
     VesselLifecycle,
     WrenchFeedback,
 )
+from pylon_protocol import rotations
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
@@ -211,7 +212,7 @@ class ControllerNode(Node):
             rate = _xyz(est.twist.twist.angular)
             position = _xyz(est.pose.pose.position)
             body_v = np.array(_xyz(est.twist.twist.linear))
-            velocity = tuple(control_law.rotation_matrix(orientation) @ body_v)
+            velocity = tuple(rotations.to_matrix(orientation) @ body_v)
         inputs = control_law.ControlInputs(
             setpoint=setpoint, setpoint_serial=serial, orientation=orientation,
             body_rate=rate, position=position, velocity=velocity, inertia=self.inertia,

@@ -98,6 +98,7 @@ import math
 from typing import Any
 
 import numpy as np
+from pylon_protocol import rotations
 
 ARCSEC = math.pi / (180.0 * 3600.0)
 """One arc second in radians."""
@@ -207,89 +208,6 @@ def validate_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# Quaternion helpers ([x, y, z, w], Hamilton).
-# --------------------------------------------------------------------------------------------
-
-
-def quat_normalize(q: Sequence[float]) -> np.ndarray:
-    """Return ``q / |q|`` with ``w >= 0``; raises ``ValueError`` for a (near) zero quaternion."""
-    q = np.asarray(q, dtype=float)
-    n = float(np.linalg.norm(q))
-    if not math.isfinite(n) or n < 1e-12:
-        raise ValueError('cannot normalise a zero or non-finite quaternion')
-    q = q / n
-    return -q if q[3] < 0.0 else q
-
-
-def quat_multiply(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-    """Return the Hamilton product ``a ⊗ b`` (apply ``b`` first, then ``a``)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
-def quat_conjugate(q: Sequence[float]) -> np.ndarray:
-    """Return the conjugate (the inverse of a unit quaternion)."""
-    return np.array([-q[0], -q[1], -q[2], q[3]], dtype=float)
-
-
-def quat_exp(rotvec: Sequence[float]) -> np.ndarray:
-    """Return the unit quaternion of the rotation vector ``rotvec`` (rad, axis * angle)."""
-    v = np.asarray(rotvec, dtype=float)
-    angle = float(np.linalg.norm(v))
-    half = 0.5 * angle
-    if angle < 1e-8:
-        s = 0.5 - angle * angle / 48.0  # sin(a/2)/a
-    else:
-        s = math.sin(half) / angle
-    return np.array([s * v[0], s * v[1], s * v[2], math.cos(half)])
-
-
-def quat_log(q: Sequence[float]) -> np.ndarray:
-    """Return the rotation vector (rad) of the unit quaternion ``q``, angle in ``[0, π]``."""
-    q = np.asarray(q, dtype=float)
-    if q[3] < 0.0:
-        q = -q
-    vec = q[:3]
-    s = float(np.linalg.norm(vec))
-    if s < 1e-12:
-        return 2.0 * vec
-    angle = 2.0 * math.atan2(s, float(q[3]))
-    return vec * (angle / s)
-
-
-def quat_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """Return the 3x3 rotation matrix of the unit quaternion ``q``."""
-    x, y, z, w = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def quat_rotate(q: Sequence[float], v: Sequence[float]) -> np.ndarray:
-    """Rotate the vector ``v`` by ``q`` (``R(q) v``)."""
-    return quat_to_matrix(q) @ np.asarray(v, dtype=float)
-
-
-def quat_slerp(a: Sequence[float], b: Sequence[float], fraction: float) -> np.ndarray:
-    """Interpolate from ``a`` (0) to ``b`` (1) along the shortest body-axis rotation."""
-    delta = quat_log(quat_multiply(quat_conjugate(a), b))
-    return quat_multiply(a, quat_exp(fraction * delta))
-
-
-def skew(v: Sequence[float]) -> np.ndarray:
-    """Return the cross-product matrix ``[v ×]``."""
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
-# --------------------------------------------------------------------------------------------
 # MEKF core (pure functions on an immutable state).
 # --------------------------------------------------------------------------------------------
 
@@ -325,7 +243,7 @@ def initial_state(q_measured: Sequence[float], attitude_cov: np.ndarray,
     cov = np.zeros((6, 6))
     cov[:3, :3] = np.asarray(attitude_cov, dtype=float)
     cov[3:, 3:] = np.eye(3) * bias_sigma ** 2
-    return MekfState(q=quat_normalize(q_measured), bias=np.zeros(3), P=cov)
+    return MekfState(q=rotations.canonical(q_measured), bias=np.zeros(3), P=cov)
 
 
 def propagate(state: MekfState, gyro_rad_s: Sequence[float], dt: float,
@@ -338,9 +256,9 @@ def propagate(state: MekfState, gyro_rad_s: Sequence[float], dt: float,
         raise ValueError('dt must not be negative')
     omega = np.asarray(gyro_rad_s, dtype=float) - state.bias
     phi = omega * dt
-    q = quat_normalize(quat_multiply(state.q, quat_exp(phi)))
+    q = rotations.canonical(rotations.multiply(state.q, rotations.from_rotvec(phi)))
     transition = np.eye(6)
-    transition[:3, :3] = quat_to_matrix(quat_exp(phi)).T
+    transition[:3, :3] = rotations.to_matrix(rotations.from_rotvec(phi)).T
     transition[:3, 3:] = -np.eye(3) * dt
     sg2 = noise.gyro_noise_density ** 2
     sb2 = noise.bias_random_walk ** 2
@@ -376,7 +294,8 @@ def update(state: MekfState, q_measured: Sequence[float],
     ``sigma_rad`` is the per-axis 1-sigma (rad) or a 3x3 covariance (rad², body axes).
     """
     r_cov = measurement_covariance(sigma_rad)
-    r = quat_log(quat_multiply(quat_conjugate(state.q), quat_normalize(q_measured)))
+    r = rotations.to_rotvec(rotations.multiply(rotations.conjugate(state.q),
+                                               rotations.canonical(q_measured)))
     h = np.zeros((3, 6))
     h[:, :3] = np.eye(3)
     s_inv = np.linalg.inv(h @ state.P @ h.T + r_cov)
@@ -386,9 +305,9 @@ def update(state: MekfState, q_measured: Sequence[float],
     ikh = np.eye(6) - gain @ h
     cov = ikh @ state.P @ ikh.T + gain @ r_cov @ gain.T
     reset = np.eye(6)
-    reset[:3, :3] = np.eye(3) - skew(0.5 * dx[:3])
+    reset[:3, :3] = np.eye(3) - rotations.skew(0.5 * dx[:3])
     cov = reset @ cov @ reset.T
-    q = quat_normalize(quat_multiply(state.q, quat_exp(dx[:3])))
+    q = rotations.canonical(rotations.multiply(state.q, rotations.from_rotvec(dx[:3])))
     new = MekfState(q=q, bias=state.bias + dx[3:], P=0.5 * (cov + cov.T))
     return UpdateResult(state=new, residual=r, mahalanobis2=d2)
 
@@ -503,7 +422,8 @@ class AttitudeEstimator:
         if dt <= 0.0:
             return
         bias = self._state.bias if self._state is not None else np.zeros(3)
-        self._delta = quat_normalize(quat_multiply(self._delta, quat_exp((rate - bias) * dt)))
+        step = rotations.from_rotvec((rate - bias) * dt)
+        self._delta = rotations.canonical(rotations.multiply(self._delta, step))
         if self._state is not None:
             self._state = propagate(self._state, rate, dt, self.noise)
         self._time = t
@@ -520,7 +440,7 @@ class AttitudeEstimator:
         for (t0, d0), (t1, d1) in zip(list(hist)[:-1], list(hist)[1:]):
             if t0 <= t <= t1:
                 frac = 0.0 if t1 <= t0 else (t - t0) / (t1 - t0)
-                return quat_slerp(d0, d1, frac)
+                return rotations.slerp(d0, d1, frac)
         return hist[-1][1]
 
     def _initialize(self, q: np.ndarray, cov: np.ndarray) -> None:
@@ -562,7 +482,7 @@ class AttitudeEstimator:
         if self._state is None or force is None or self._dr_position is None:
             self._dr_accel = None
             return
-        accel = quat_rotate(self._state.q, force)
+        accel = rotations.rotate(self._state.q, force)
         if self._dr_reference is None:
             self._dr_reference = t1
         elif self._dr_accel is not None and t0 is not None and t1 > t0:
@@ -621,7 +541,7 @@ class AttitudeEstimator:
         if self._time is not None and self._time - stamp > self.params['tracker_max_age_sec']:
             return TrackerResult('stale')
         r_cov = self.tracker_covariance(covariance)
-        q_m = quat_normalize(quaternion)
+        q_m = rotations.canonical(quaternion)
         if self._time is None or stamp >= self._time:
             if (self._time is not None
                     and stamp - self._time > self.params['max_extrapolation_sec']):
@@ -638,8 +558,8 @@ class AttitudeEstimator:
             d_then = self._delta_at(stamp)
             if d_then is None:
                 return TrackerResult('stale')
-            transport = quat_multiply(quat_conjugate(d_then), self._delta)
-            q_m = quat_normalize(quat_multiply(q_m, transport))
+            transport = rotations.multiply(rotations.conjugate(d_then), self._delta)
+            q_m = rotations.canonical(rotations.multiply(q_m, transport))
             r_cov = r_cov + np.eye(3) * self.noise.gyro_noise_density ** 2 * (self._time - stamp)
         if self._state is None:
             self._initialize(q_m, r_cov)
@@ -665,7 +585,7 @@ class AttitudeEstimator:
         self._dr_accel = None
         if self._state is not None and self._force is not None:
             # Zero-order hold of the last specific force up to the next IMU sample.
-            self._dr_accel = quat_rotate(self._state.q, self._force)
+            self._dr_accel = rotations.rotate(self._state.q, self._force)
 
     # ---- output -----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_interfaces.msg import StarTrackerState, VesselLifecycle
+from pylon_protocol import rotations
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
@@ -54,7 +55,7 @@ def odometry(out: estimator.EstimatorOutput, stamp, odom_frame: str,
     msg.pose.covariance = [float(v) for v in cov.ravel()]
     p = msg.pose.pose.position
     p.x, p.y, p.z = (float(v) for v in position)
-    body_velocity = estimator.quat_rotate(estimator.quat_conjugate(q), velocity)
+    body_velocity = rotations.rotate(rotations.conjugate(q), velocity)
     t = msg.twist.twist
     t.linear.x, t.linear.y, t.linear.z = (float(v) for v in body_velocity)
     t.angular.x, t.angular.y, t.angular.z = (float(v) for v in out.angular_velocity)

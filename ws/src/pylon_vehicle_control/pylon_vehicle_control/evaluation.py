@@ -44,18 +44,11 @@ import math
 from pathlib import Path
 
 import numpy as np
+from pylon_protocol import rotations
 
 from pylon_vehicle_control import png_plot
 
-from .estimator import (
-    ARCSEC,
-    quat_conjugate,
-    quat_exp,
-    quat_log,
-    quat_multiply,
-    quat_normalize,
-    quat_rotate,
-)
+from .estimator import ARCSEC
 
 __all__ = [
     'ARCSEC', 'EnuInertialAlignment', 'attitude_error_angle', 'attitude_error_arcsec',
@@ -71,8 +64,7 @@ __all__ = [
 
 def attitude_error_angle(q_a: Sequence[float], q_b: Sequence[float]) -> float:
     """Return the rotation angle (rad, in [0, π]) between two attitudes (xyzw, same frames)."""
-    return float(np.linalg.norm(quat_log(quat_multiply(quat_conjugate(quat_normalize(q_b)),
-                                                       quat_normalize(q_a)))))
+    return rotations.angle_between(q_b, q_a)
 
 
 def attitude_error_deg(q_a: Sequence[float], q_b: Sequence[float]) -> float:
@@ -91,7 +83,7 @@ def body_axis_error(q_est: Sequence[float], q_ref: Sequence[float]) -> np.ndarra
     ``q_est = q_ref ⊗ exp(e)``: for small errors the components are the per-axis angle errors
     about base_link X, Y, Z (the same axes as the star tracker covariance).
     """
-    return quat_log(quat_multiply(quat_conjugate(quat_normalize(q_ref)), quat_normalize(q_est)))
+    return rotations.to_rotvec(rotations.multiply(rotations.conjugate(q_ref), q_est))
 
 
 def average_quaternions(quats: Sequence[Sequence[float]],
@@ -101,7 +93,7 @@ def average_quaternions(quats: Sequence[Sequence[float]],
     w = np.ones(len(q)) if weights is None else np.asarray(weights, dtype=float)
     m = (q * w[:, None]).T @ q
     _, vectors = np.linalg.eigh(m)
-    return quat_normalize(vectors[:, -1])
+    return rotations.canonical(vectors[:, -1])
 
 
 # ---- ENU <-> inertial alignment ---------------------------------------------------------------
@@ -110,15 +102,15 @@ def average_quaternions(quats: Sequence[Sequence[float]],
 def alignment_from_pair(q_inertial_body: Sequence[float],
                         q_enu_body: Sequence[float]) -> np.ndarray:
     """Return ``q_I_E = q_I_B ⊗ q_E_B^-1`` (ENU -> kerbol_inertial) from one synchronised pair."""
-    return quat_normalize(quat_multiply(quat_normalize(q_inertial_body),
-                                        quat_conjugate(quat_normalize(q_enu_body))))
+    return rotations.canonical(rotations.multiply(q_inertial_body,
+                                                  rotations.conjugate(q_enu_body)))
 
 
 def propagate_alignment(q_inertial_enu: Sequence[float], omega_frame_enu: Sequence[float],
                         dt: float) -> np.ndarray:
     """Carry ``q_I_E`` over ``dt`` s with the ENU frame rate ``ω_f`` (rad/s, ENU axes)."""
-    step = quat_exp(np.asarray(omega_frame_enu, dtype=float) * dt)
-    return quat_normalize(quat_multiply(q_inertial_enu, step))
+    step = rotations.from_rotvec(np.asarray(omega_frame_enu, dtype=float) * dt)
+    return rotations.canonical(rotations.multiply(q_inertial_enu, step))
 
 
 class EnuInertialAlignment:
@@ -126,7 +118,7 @@ class EnuInertialAlignment:
 
     def __init__(self, q_inertial_enu: Sequence[float], stamp: float,
                  omega_frame_enu: Sequence[float] | None = None) -> None:
-        self.q = quat_normalize(q_inertial_enu)
+        self.q = rotations.canonical(q_inertial_enu)
         self.stamp = float(stamp)
         self.omega = (np.zeros(3) if omega_frame_enu is None
                       else np.asarray(omega_frame_enu, dtype=float).copy())
@@ -161,12 +153,12 @@ class EnuInertialAlignment:
                              stamp: float | None = None) -> np.ndarray:
         """Return the true attitude ``q_I_B = q_I_E ⊗ q_E_B`` (at ``stamp``, default now)."""
         q_ie = self.q if stamp is None else self.at(stamp)
-        return quat_normalize(quat_multiply(q_ie, quat_normalize(q_enu_body)))
+        return rotations.canonical(rotations.multiply(q_ie, q_enu_body))
 
     def vector_to_inertial(self, v_enu: Sequence[float], stamp: float | None = None) -> np.ndarray:
         """Rotate a vector from ENU axes into kerbol_inertial axes (no transport term)."""
         q_ie = self.q if stamp is None else self.at(stamp)
-        return quat_rotate(q_ie, v_enu)
+        return rotations.rotate(q_ie, v_enu)
 
 
 def transport_velocity(v_enu: Sequence[float], r_enu: Sequence[float],
@@ -179,14 +171,15 @@ def transport_velocity(v_enu: Sequence[float], r_enu: Sequence[float],
     """
     v = np.asarray(v_enu, float) + np.cross(np.asarray(omega_frame_enu, float),
                                              np.asarray(r_enu, float))
-    return v if q_inertial_enu is None else quat_rotate(q_inertial_enu, v)
+    return v if q_inertial_enu is None else rotations.rotate(q_inertial_enu, v)
 
 
 def relative_inertial_position(r_enu: Sequence[float], q_inertial_enu: Sequence[float],
                                r_enu_ref: Sequence[float],
                                q_inertial_enu_ref: Sequence[float]) -> np.ndarray:
     """Return the inertial-axes displacement since a reference (planet-centred ``r`` in m)."""
-    return quat_rotate(q_inertial_enu, r_enu) - quat_rotate(q_inertial_enu_ref, r_enu_ref)
+    return (rotations.rotate(q_inertial_enu, r_enu)
+            - rotations.rotate(q_inertial_enu_ref, r_enu_ref))
 
 
 # ---- time series ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+from pylon_protocol import rotations
 from pylon_sim import safety
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vessel import mass_properties
@@ -23,12 +24,6 @@ SUBSTEPS = 5   # physics at 0.01 s, the KSP safety filter applied at every physi
 def sat_mass_properties():
     vessel = load_scenario('orbit').vessel('sat')
     return mass_properties(vessel.spec, vessel.spec.initial_resources())
-
-
-def quat_axis_angle(axis, angle):
-    axis = np.asarray(axis, dtype=float)
-    axis = axis / np.linalg.norm(axis)
-    return cl.quat_from_rotvec(axis * angle)
 
 
 class RigidBody:
@@ -58,9 +53,9 @@ class RigidBody:
             f = cl._clip_norm(result.force, self.force_limit)
             wdot = self.inertia_inv @ (tau - np.cross(self.omega, self.inertia @ self.omega))
             self.omega = self.omega + wdot * h
-            self.q = cl.quat_normalize(
-                cl.quat_multiply(self.q, cl.quat_from_rotvec(self.omega * h)))
-            accel = cl.rotation_matrix(self.q) @ f / self.mass
+            self.q = rotations.normalize(
+                rotations.multiply(self.q, rotations.from_rotvec(self.omega * h)))
+            accel = rotations.to_matrix(self.q) @ f / self.mass
             self.velocity = self.velocity + accel * h
             self.position = self.position + self.velocity * h
 
@@ -94,7 +89,7 @@ def test_attitude_hold_90_deg_slew(axis, torque_limit):
     mp = sat_mass_properties()
     law = SetpointControlLaw()
     w_max = math.radians(law.params.attitude_hold_rate_limit_deg_s)
-    target = quat_axis_angle(axis, math.radians(90.0))
+    target = rotations.from_axis_angle(axis, math.radians(90.0))
     body = RigidBody(mp.inertia, mp.mass, (0.0, 0.0, 0.0, 1.0), np.zeros(3), torque_limit)
     unit = np.asarray(axis) / np.linalg.norm(axis)
     alpha = torque_limit / float(np.linalg.norm(mp.inertia @ unit))
@@ -128,7 +123,7 @@ def test_attitude_hold_overshoot_along_axis():
     """The rotation never passes the target along the slew axis by 0.5 deg or more."""
     mp = sat_mass_properties()
     law = SetpointControlLaw()
-    target = quat_axis_angle((0, 0, 1), math.radians(90.0))
+    target = rotations.from_axis_angle((0, 0, 1), math.radians(90.0))
     body = RigidBody(mp.inertia, mp.mass, (0.0, 0.0, 0.0, 1.0), np.zeros(3), 5000.0)
     beyond = []
 
@@ -165,8 +160,8 @@ def test_detumble_from_0_3_rad_s():
 def test_long_hold_gives_exact_zeros_and_never_trips():
     mp = sat_mass_properties()
     law = SetpointControlLaw()
-    q0 = quat_axis_angle((0.2, 1.0, 0.0), 0.3)
-    target = quat_axis_angle((0.2, 1.0, 0.0), 0.3 + math.radians(0.5))
+    q0 = rotations.from_axis_angle((0.2, 1.0, 0.0), 0.3)
+    target = rotations.from_axis_angle((0.2, 1.0, 0.0), 0.3 + math.radians(0.5))
     body = RigidBody(mp.inertia, mp.mass, q0, np.zeros(3), 500.0)
     setpoint = Setpoint(mode=cl.MODE_ATTITUDE_HOLD, orientation=tuple(target))
     errors = []
@@ -192,7 +187,7 @@ def test_long_hold_gives_exact_zeros_and_never_trips():
 
 def test_hold_at_target_is_exact_zero():
     law = SetpointControlLaw()
-    q = quat_axis_angle((1, 2, 3), 1.0)
+    q = rotations.from_axis_angle((1, 2, 3), 1.0)
     inp = ControlInputs(Setpoint(mode=cl.MODE_ATTITUDE_HOLD, orientation=tuple(q)), 1,
                         tuple(q), (0.0, 0.0, 0.0), inertia=np.eye(3) * 500)
     state = law.initial_state()
@@ -206,7 +201,7 @@ def test_noisy_hold_never_trips_the_ksp_continuous_limit():
     mp = sat_mass_properties()
     law = SetpointControlLaw()
     rng = np.random.default_rng(3)
-    q0 = quat_axis_angle((0.0, 0.0, 1.0), 0.2)
+    q0 = rotations.from_axis_angle((0.0, 0.0, 1.0), 0.2)
     body = RigidBody(mp.inertia, mp.mass, q0, np.zeros(3), 500.0)
     setpoint = Setpoint(mode=cl.MODE_ATTITUDE_HOLD, orientation=tuple(q0))
     state = law.initial_state()
@@ -261,7 +256,7 @@ def test_limits_and_slew_stay_inside_control_safety():
 def test_accelerating_torque_removed_above_rate_limit():
     law = SetpointControlLaw()
     # spinning about +Z faster than the attitude rate limit, target further along +Z
-    target = quat_axis_angle((0, 0, 1), math.radians(60.0))
+    target = rotations.from_axis_angle((0, 0, 1), math.radians(60.0))
     inp = ControlInputs(Setpoint(mode=cl.MODE_ATTITUDE_HOLD, orientation=tuple(target)), 1,
                         (0, 0, 0, 1), (0.0, 0.0, 0.1), inertia=np.eye(3) * 100)
     state = law.initial_state()
@@ -306,7 +301,7 @@ def test_saturation_lowers_the_request_without_windup():
 def test_six_dof_moves_to_the_relative_position():
     mp = sat_mass_properties()
     law = SetpointControlLaw()
-    q0 = quat_axis_angle((0, 0, 1), math.radians(30.0))
+    q0 = rotations.from_axis_angle((0, 0, 1), math.radians(30.0))
     body = RigidBody(mp.inertia, mp.mass, q0, np.zeros(3), 500.0)
     body.force_limit = 2000.0
     setpoint = Setpoint(mode=cl.MODE_SIX_DOF, position=(2.0, -1.0, 0.5),
@@ -332,8 +327,8 @@ def test_step_rejects_bad_dt_and_mode():
 
 
 def test_attitude_error_is_shortest_way():
-    a = quat_axis_angle((0, 0, 1), math.radians(170.0))
-    b = quat_axis_angle((0, 0, 1), math.radians(-170.0))
+    a = rotations.from_axis_angle((0, 0, 1), math.radians(170.0))
+    b = rotations.from_axis_angle((0, 0, 1), math.radians(-170.0))
     err = cl.attitude_error(a, b)
     np.testing.assert_allclose(err, [0.0, 0.0, math.radians(20.0)], atol=1e-9)
     err = cl.attitude_error(a, -b)      # the sign of a quaternion does not matter

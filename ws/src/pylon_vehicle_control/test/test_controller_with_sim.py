@@ -11,7 +11,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
 from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint, WrenchFeedback
-from pylon_protocol import frames
+from pylon_protocol import rotations
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.wait import subscriptions_of
 import pytest
@@ -28,11 +28,6 @@ SETPOINT = '/setpoint_controller/setpoint'
 def attitude_of(odom):
     o = odom.pose.pose.orientation
     return (o.x, o.y, o.z, o.w)
-
-
-def angle_deg(a, b):
-    dot = abs(sum(x * y for x, y in zip(a, b)))
-    return math.degrees(2 * math.acos(min(1.0, dot)))
 
 
 def rate_of(twist):
@@ -116,13 +111,14 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     # slew 10 degrees about the body z axis, rate limited to 1.5 deg/s, for 16 s of KSP time
     start_q = user.attitude()
     step = math.radians(10.0)
-    target = frames.quat_multiply(start_q, (0.0, 0.0, math.sin(step / 2), math.cos(step / 2)))
+    turn = rotations.from_axis_angle((0.0, 0.0, 1.0), step)
+    target = tuple(rotations.multiply(start_q, turn).tolist())
     user.arm()
     since = user.mark()
     t0 = stamp_of(user.last('odom'))
 
     def errors():
-        return [(stamp_of(m) - t0, angle_deg(attitude_of(m), target))
+        return [(stamp_of(m) - t0, math.degrees(rotations.angle_between(attitude_of(m), target)))
                 for m in user.messages('odom', since)]
     user.fly(ControlSetpoint.MODE_ATTITUDE_HOLD, target,
              lambda: stamp_of(user.last('odom')) - t0 >= 16.0, '16 s of the slew')

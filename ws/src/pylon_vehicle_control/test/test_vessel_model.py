@@ -1,6 +1,7 @@
 """The controller's mass properties from the proxy URDF, against the simulator's own."""
 
 import numpy as np
+from pylon_protocol import rotations
 from pylon_sim import proxy_model
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vessel import mass_properties as sim_mass_properties
@@ -24,8 +25,7 @@ def test_mass_properties_match_the_simulator(scenario, key):
     assert got.mass == pytest.approx(truth.mass, rel=1e-5)
     root = spec.parts[proxy_model.link_order(spec)[0]]
     # the URDF is in the root link's frame: compare in the vessel frame's axes
-    from pylon_sim.vessel import rotation_matrix
-    rot = rotation_matrix(root.rotation)
+    rot = rotations.to_matrix(root.rotation)
     com_vessel = np.asarray(root.position) + rot @ got.com
     np.testing.assert_allclose(com_vessel, truth.com, atol=1e-4)
     # the proxy draws every part as a box (a cylinder as its bounding box): its moments
