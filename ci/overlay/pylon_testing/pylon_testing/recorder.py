@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pylon_common.stamps import to_seconds
 from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -26,11 +27,8 @@ machine running two copies of the suite must not trip it."""
 Mark = Mapping[str, int]
 
 
-def stamp_of(message: Any) -> float:
-    """Return a message's header stamp (or a ``builtin_interfaces/Time``) in seconds."""
-    stamp = getattr(message, 'header', message)
-    stamp = getattr(stamp, 'stamp', stamp)
-    return stamp.sec + stamp.nanosec * 1e-9
+stamp_of = to_seconds
+"""Return a message's header stamp (or a ``builtin_interfaces/Time``) in seconds."""
 
 
 class TopicRecorder:

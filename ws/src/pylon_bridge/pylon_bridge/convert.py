@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import (
     AccelStamped,
     PoseStamped,
@@ -21,6 +20,7 @@ from geometry_msgs.msg import (
     Vector3Stamped,
 )
 import numpy as np
+from pylon_common.stamps import to_nanoseconds, to_time
 from pylon_interfaces.msg import (
     ControlAuthorityState,
     DockingPortState,
@@ -48,22 +48,6 @@ UNKNOWN_COVARIANCE = [0.0] * 9
 NO_ORIENTATION_COVARIANCE = [-1.0] + [0.0] * 8
 """sensor_msgs/Imu: element 0 = -1 means "no orientation estimate" (data_raw)."""
 NO_ORIENTATION_COVARIANCE_ARRAY = np.array(NO_ORIENTATION_COVARIANCE)
-
-
-def to_nanoseconds(seconds: float) -> int:
-    """Return ``seconds`` (>= 0) in whole nanoseconds, as a message stamp holds it."""
-    return max(0, round(seconds * 1e9))
-
-
-def to_time(seconds: float) -> Time:
-    """Return ``seconds`` (>= 0) as a ``builtin_interfaces/Time``, rounded to 1 ns."""
-    total = to_nanoseconds(seconds)
-    return Time(sec=total // 1_000_000_000, nanosec=total % 1_000_000_000)
-
-
-def to_seconds(stamp: Time) -> float:
-    """Return a ``builtin_interfaces/Time`` in seconds."""
-    return stamp.sec + stamp.nanosec * 1e-9
 
 
 def _xyz(target, values: Sequence[float]):

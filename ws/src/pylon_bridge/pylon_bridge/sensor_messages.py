@@ -26,12 +26,11 @@ from collections.abc import Mapping
 import math
 
 import numpy as np
+from pylon_common.stamps import to_time
 from pylon_protocol import frames
 from pylon_protocol.camera import Frame
 from pylon_protocol.lidar import angle_increment_2d, fibonacci_hemisphere_directions, LAYOUT_3D
 from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2, PointField
-
-from pylon_bridge.convert import to_time
 
 OPTICAL_SUFFIX = '_optical'
 _XYZ_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)

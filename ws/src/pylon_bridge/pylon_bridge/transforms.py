@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pylon_common import stamps
 from pylon_protocol import frames
 from pylon_protocol.errors import ProtocolError
 from tf2_msgs.msg import TFMessage
@@ -44,7 +45,7 @@ class Transforms:
 
     def _claim(self, stamp: float) -> bool:
         """Return whether ``stamp`` is newer than every stamp on /tf so far (and take it)."""
-        stamp_ns = convert.to_nanoseconds(stamp)
+        stamp_ns = stamps.to_nanoseconds(stamp)
         if self.last_tf_ns is not None and stamp_ns <= self.last_tf_ns:
             return False
         self.last_tf_ns = stamp_ns
@@ -77,7 +78,7 @@ class Transforms:
         tf = convert.world_transform(self.last_gt, self.last_gt_stamp, stamp,
                                      world_frame=self.config.world_frame,
                                      body_frame=self.config.body_frame)
-        covered = convert.to_seconds(tf.header.stamp)
+        covered = stamps.to_seconds(tf.header.stamp)
         if not self._claim(covered):
             return []                # capped at a stamp already sent: nothing new
         return [self.topics.publish('tf', self._message(tf, covered, model), now)]

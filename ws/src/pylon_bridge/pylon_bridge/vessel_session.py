@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from builtin_interfaces.msg import Time
+from pylon_common.stamps import to_time
 from pylon_interfaces.msg import VesselLifecycle
 from std_msgs.msg import String
 
 from pylon_bridge.actions import Publish
-from pylon_bridge.convert import to_time
 
 UNAVAILABLE = VesselLifecycle.STATE_UNAVAILABLE
 ACTIVE = VesselLifecycle.STATE_ACTIVE

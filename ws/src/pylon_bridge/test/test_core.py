@@ -4,8 +4,8 @@ import math
 
 import bridge_datagrams as d
 import numpy as np
-from pylon_bridge.convert import to_seconds
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, Publish
+from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import VesselLifecycle
 import pytest
 
