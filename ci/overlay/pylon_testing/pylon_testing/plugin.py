@@ -25,7 +25,7 @@ from pylon_protocol.threads import limit_threads
 import pytest
 
 from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
-from pylon_testing.processes import RosProcess
+from pylon_testing.processes import RosProcess, stop_all
 from pylon_testing.stack import SimStack, start_stack
 
 _PROCESSES = pytest.StashKey[list]()
@@ -64,8 +64,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION, None)
     if session is None:
         return
-    for process in reversed(session['processes']):
-        process.stop()
+    stop_all(list(reversed(session['processes'])))
     for claim in session['claims']:
         claim.release()
 
@@ -115,8 +114,7 @@ def ros_process(request: pytest.FixtureRequest,
         return process
 
     yield start
-    for process in reversed(started):
-        process.stop()
+    stop_all(list(reversed(started)))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -89,30 +89,46 @@ class RosProcess:
 
     def stop(self) -> int:
         """End the process group: SIGINT, then SIGTERM, then SIGKILL; return the exit status."""
-        if self.stopped:
-            return self.popen.returncode
-        for sig, grace in ((signal.SIGINT, SIGINT_GRACE_SEC),
-                           (signal.SIGTERM, SIGTERM_GRACE_SEC),
-                           (signal.SIGKILL, None)):
-            if self.popen.poll() is None:
-                self._signal_group(sig)
-                try:
-                    self.popen.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    continue
-            # the leader is gone; end anything it left in its group
-            self._signal_group(signal.SIGKILL)
-            break
+        stop_all([self])
+        return self.popen.returncode
+
+    def _finish(self) -> None:
+        """End what the (gone) leader left in its group; close the log."""
+        self._signal_group(signal.SIGKILL)
         self.popen.wait()
         self._log.close()
         self.stopped = True
-        return self.popen.returncode
 
     def _signal_group(self, sig: int) -> None:
         try:
             os.killpg(self.pid, sig)
         except ProcessLookupError:
             pass
+
+
+def stop_all(processes: Sequence[RosProcess]) -> None:
+    """End several processes at once, as Ctrl-C ends a launch.
+
+    SIGINT to all, then SIGTERM, then SIGKILL to those still running, each step waiting up
+    to its grace period for all of them together.
+    """
+    running = [p for p in processes if not p.stopped]
+    for sig, grace in ((signal.SIGINT, SIGINT_GRACE_SEC),
+                       (signal.SIGTERM, SIGTERM_GRACE_SEC), (signal.SIGKILL, None)):
+        alive = [p for p in running if p.popen.poll() is None]
+        for process in alive:
+            process._signal_group(sig)
+        deadline = time.monotonic() + (grace or 0.0)
+        for process in alive:
+            try:
+                process.popen.wait(timeout=max(0.0, deadline - time.monotonic())
+                                   if grace is not None else None)
+            except subprocess.TimeoutExpired:
+                pass
+        if all(p.popen.poll() is not None for p in running):
+            break
+    for process in running:
+        process._finish()
 
 
 def group_alive(pgid: int) -> bool:

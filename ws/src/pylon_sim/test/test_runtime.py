@@ -1,6 +1,7 @@
 """The simulator as the bridge sees it: datagrams, rates, runtime session and admin events."""
 
 from collections import Counter
+import functools
 import json
 from pathlib import Path
 import socket
@@ -35,10 +36,18 @@ def simulator(name: str = 'orbit', **kwargs) -> tuple[Simulator, Capture]:
     return Simulator(load_scenario(name, seed=2), send=capture, seed=2, **kwargs), capture
 
 
-@pytest.mark.parametrize('name', ['orbit', 'surface', 'launchpad'])
-def test_every_datagram_validates_and_fits(name):
+@functools.cache
+def flown(name: str, duration: float) -> tuple[Simulator, Capture]:
+    """Return a simulator run lock-stepped for ``duration`` s and what it sent (shared)."""
     sim, capture = simulator(name)
-    sim.run(rate=0, duration=10.0)
+    sim.run(rate=0, duration=duration)
+    return sim, capture
+
+
+@pytest.mark.parametrize('name, duration', [('orbit', 20.0), ('surface', 10.0),
+                                            ('launchpad', 10.0)])
+def test_every_datagram_validates_and_fits(name, duration):
+    sim, capture = flown(name, duration)
     assert capture.packets
     assert max(capture.sizes) <= 65000
     types = Counter(p['type'] for p in capture.packets)
@@ -53,8 +62,7 @@ def test_every_datagram_validates_and_fits(name):
 
 
 def test_send_rates_follow_the_mod():
-    sim, capture = simulator()
-    sim.run(rate=0, duration=20.0)
+    sim, capture = flown('orbit', 20.0)          # the same 20 s as the validation test
     types = Counter(p['type'] for p in capture.packets)
     assert types['pylon_session'] == pytest.approx(200, abs=2)
     assert types['pylon_imu'] == pytest.approx(600, abs=3)          # first sample skipped
