@@ -29,12 +29,13 @@ def _md(text: str) -> str:
 def topic_contract() -> str:
     """Return every topic and service of the contract: owner, users, type and QoS."""
     from pylon_common import topics
-    lines = ['| Topic (default name) | Key | Owner | Dir. | Type | QoS | Used by |',
-             '|---|---|---|---|---|---|---|']
+    lines = ['| Topic (default name) | Key | Owner | Dir. | Type | QoS | Read by | Written by |',
+             '|---|---|---|---|---|---|---|---|']
     for row in topics.TOPICS.values():
         profile = f'{row.qos}: {row.profile.title}' if row.profile else 'service'
         lines.append(f'| `{row.default_name()}` | `{row.key}` | {row.owner} | {row.direction} '
-                     f'| `{row.type}` | {profile} | {", ".join(row.users) or "–"} |')
+                     f'| `{row.type}` | {profile} | {", ".join(row.readers) or "–"} '
+                     f'| {", ".join(row.writers) or "–"} |')
     return '\n'.join(lines)
 
 
@@ -97,6 +98,12 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     'topic-contract': ('ws/src/pylon_common/README.md', topic_contract),
     'bridge-options': ('ws/src/pylon_bridge/README.md', bridge_options),
     'bridge-topics': ('ws/src/pylon_bridge/README.md', bridge_topics),
+    'controller-parameters': ('ws/src/pylon_vehicle_control/README.md',
+                              _node_parameters('pylon_vehicle_control.controller_params')),
+    'estimator-parameters': ('ws/src/pylon_vehicle_control/README.md',
+                             _node_parameters('pylon_vehicle_control.estimator_params')),
+    'evaluator-parameters': ('ws/src/pylon_vehicle_control/README.md',
+                             _node_parameters('pylon_vehicle_control.evaluator_node')),
 }
 
 

@@ -12,7 +12,7 @@ from pylon_protocol.urdf import validate_urdf
 from pylon_sim import proxy_model
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vessel import part_masses
-from pylon_vehicle_control.vessel_model import mass_properties
+from pylon_vehicle_control.mass_properties import mass_properties
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -80,8 +80,10 @@ class Parameter:
         """Return the allowed range in words, or ``''`` when any value of the type goes."""
         if self.minimum is None and self.maximum is None:
             return ''
-        low = '' if self.minimum is None else f'{self.minimum:g}'
-        high = '' if self.maximum is None else f'{self.maximum:g}'
+        def text(value: float) -> str:
+            return str(int(value)) if self.type is int else f'{value:g}'
+        low = '' if self.minimum is None else text(self.minimum)
+        high = '' if self.maximum is None else text(self.maximum)
         if self.maximum is None:
             return f'> {low}' if self.exclusive_minimum else f'>= {low}'
         if self.minimum is None:

@@ -3,9 +3,10 @@
 A row (``Topic``) says what a topic is: its name relative to its namespace, its message
 type, its QoS profile (``pylon_common.qos``), the node that owns it and in which direction
 (the bridge publishes ``imu``, subscribes to ``control/wrench_command``), the other nodes
-of the workspace that use it, and why its QoS is what it is. The bridge, the controller,
-the estimator, the evaluator, the relays, the native runner and the benchmarks all take
-their names, types and QoS from here; the README's topic table is generated from it.
+of the workspace that read it or write to it, and why its QoS is what it is. The bridge,
+the controller, the estimator, the evaluator, the relays, the native runner and the
+benchmarks all take their names, types and QoS from here; the README's topic table is
+generated from it.
 
 Namespaces. The active vessel's topics live under ``topic_prefix`` (default
 ``/ksp_vessel``), the bridge's own under ``bridge_prefix`` (default ``/pylon``): every node
@@ -74,7 +75,13 @@ class Topic:
     direction: str
     namespace: str
     why: str
-    users: tuple[str, ...] = ()
+    readers: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        """Return the other nodes of the workspace that read or write the topic."""
+        return self.readers + self.writers
 
     @property
     def profile(self) -> profiles.Profile | None:
@@ -103,8 +110,9 @@ _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
 
 
 def _bridge(key: str, name: str, kind: str, qos: str, why: str, direction: str = PUBLISHES,
-            namespace: str = VESSEL, users: tuple[str, ...] = ()) -> Topic:
-    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, users)
+            namespace: str = VESSEL, readers: tuple[str, ...] = (),
+            writers: tuple[str, ...] = ()) -> Topic:
+    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, readers, writers)
 
 
 _MSG = 'pylon_interfaces/msg/'
@@ -115,12 +123,12 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
     _bridge('diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
             'DEFAULT_STREAM', NO_SPEC, namespace=BRIDGE),
     _bridge('lifecycle', 'lifecycle', _MSG + 'VesselLifecycle', 'LATCHED',
-            f'{SPECIFIED}; {LATE_JOINER}', users=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
+            f'{SPECIFIED}; {LATE_JOINER}', readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',
             f'{SPECIFIED}; newest sample wins (up to 30 Hz)',
-            users=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
+            readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
     _bridge('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
-            'GROUND_TRUTH', NEWEST, users=(ATTITUDE_EVALUATOR,)),
+            'GROUND_TRUTH', NEWEST, readers=(ATTITUDE_EVALUATOR,)),
     _bridge('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
             'GROUND_TRUTH', NEWEST),
     _bridge('ground_truth/twist_body', 'ground_truth/twist_body',
@@ -129,35 +137,35 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
     _bridge('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
             'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
-            users=(ATTITUDE_EVALUATOR,)),
+            readers=(ATTITUDE_EVALUATOR,)),
     _bridge('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
-            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, users=(NEARBY_MARKERS,)),
+            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS,)),
     _bridge('joint_states', 'joint_states', 'sensor_msgs/msg/JointState', 'DEFAULT_STREAM',
-            f'{NO_SPEC} (robot_state_publisher, RViz)', users=(ROBOT_STATE_PUBLISHER,)),
+            f'{NO_SPEC} (robot_state_publisher, RViz)', readers=(ROBOT_STATE_PUBLISHER,)),
     _bridge('robot_description', 'robot_description', 'std_msgs/msg/String', 'LATCHED',
             f'{SPECIFIED}; robot_state_publisher and RViz may start later',
-            users=(SETPOINT_CONTROLLER, DESCRIPTION_RELAY)),
+            readers=(SETPOINT_CONTROLLER, DESCRIPTION_RELAY)),
     _bridge('root_frame', 'root_frame', 'std_msgs/msg/String', 'LATCHED',
             f'{SPECIFIED}; {LATE_JOINER}'),
     _bridge('tf', '/tf', 'tf2_msgs/msg/TFMessage', 'TF',
             "tf2's broadcaster QoS; durability fixed", namespace=GLOBAL,
-            users=(ATTITUDE_ESTIMATOR, ROBOT_STATE_PUBLISHER)),
+            writers=(ATTITUDE_ESTIMATOR, ROBOT_STATE_PUBLISHER)),
     _bridge('tf_static', '/tf_static', 'tf2_msgs/msg/TFMessage', 'TF_STATIC',
             "tf2's static broadcaster QoS, all transforms in one message; "
-            'durability fixed', namespace=GLOBAL, users=(ROBOT_STATE_PUBLISHER,)),
+            'durability fixed', namespace=GLOBAL, writers=(ROBOT_STATE_PUBLISHER,)),
     _bridge('control/authority/command', 'control/authority/command',
             _MSG + 'ControlAuthorityCommand', 'COMMAND', NO_REPLAY, SUBSCRIBES,
-            users=_CONTROL),
+            writers=_CONTROL),
     _bridge('control/authority/state', 'control/authority/state',
             _MSG + 'ControlAuthorityState', 'LATCHED',
-            f'{SPECIFIED}; a controller started later sees the owner', users=_CONTROL),
+            f'{SPECIFIED}; a controller started later sees the owner', readers=_CONTROL),
     _bridge('control/wrench_command', 'control/wrench_command', _MSG + 'BodyWrenchCommand',
-            'COMMAND', NO_REPLAY, SUBSCRIBES, users=_CONTROL),
+            'COMMAND', NO_REPLAY, SUBSCRIBES, writers=_CONTROL),
     _bridge('control/wrench_feedback', 'control/wrench_feedback', _MSG + 'WrenchFeedback',
-            'DEFAULT_STREAM', NO_SPEC, users=_CONTROL),
+            'DEFAULT_STREAM', NO_SPEC, readers=_CONTROL),
     _bridge('star_tracker/state', 'star_tracker/{id}/state', _MSG + 'StarTrackerState',
             'STAR_TRACKER', f'{SPECIFIED}; invalid and stale states must arrive',
-            users=(ATTITUDE_ESTIMATOR,)),
+            readers=(ATTITUDE_ESTIMATOR,)),
     _bridge('star_tracker/attitude', 'star_tracker/{id}/attitude',
             'geometry_msgs/msg/QuaternionStamped', 'STAR_TRACKER', SPECIFIED),
     _bridge('lidar_2d', 'lidar_2d/{id}/scan', 'sensor_msgs/msg/LaserScan',
@@ -239,6 +247,32 @@ def name(key: str, topic_prefix: str = DEFAULT_TOPIC_PREFIX,
     else:
         resolved = row.name
     return resolved.replace('{id}', id) if id else resolved
+
+
+def resolved(key: str, node: str, namespace: str = '/', topic_prefix: str = DEFAULT_TOPIC_PREFIX,
+             bridge_prefix: str = DEFAULT_BRIDGE_PREFIX, id: str = '') -> str:
+    """Return the fully qualified name ROS gives ``name(key, ...)`` in node ``node``.
+
+    ``namespace`` is the node's namespace; a relative name goes under it, a private one
+    (``~/...``) under the node's own name in it, as rcl resolves them.
+    """
+    relative = name(key, topic_prefix, bridge_prefix, id)
+    base = namespace.rstrip('/')
+    if relative.startswith('~/'):
+        return f'{base}/{node}/{relative[2:]}'
+    return relative if relative.startswith('/') else f'{base}/{relative}'
+
+
+def subscribed_by(node: str) -> tuple[str, ...]:
+    """Return the keys of the topics ``node`` subscribes to (as owner or as a reader)."""
+    return tuple(key for key, row in TOPICS.items() if row.direction != SERVES and (
+        (row.owner == node and row.direction == SUBSCRIBES) or node in row.readers))
+
+
+def published_by(node: str) -> tuple[str, ...]:
+    """Return the keys of the topics ``node`` publishes (as owner or as a writer)."""
+    return tuple(key for key, row in TOPICS.items() if row.direction != SERVES and (
+        (row.owner == node and row.direction == PUBLISHES) or node in row.writers))
 
 
 def message_class(key: str) -> type:

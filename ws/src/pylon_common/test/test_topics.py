@@ -76,3 +76,26 @@ def test_the_seed_topics_and_qos():
     for key, (name, profile) in specified.items():
         row = topics.topic(key)
         assert (row.default_name(), row.profile) == (name, profile), key
+
+
+def test_who_publishes_and_subscribes_what():
+    assert set(topics.subscribed_by(topics.SETPOINT_CONTROLLER)) == {
+        'lifecycle', 'imu', 'robot_description', 'control/authority/state',
+        'control/wrench_feedback', 'setpoint', 'odometry'}
+    assert set(topics.published_by(topics.SETPOINT_CONTROLLER)) == {
+        'control/authority/command', 'control/wrench_command', 'controller/diagnostics'}
+    assert set(topics.subscribed_by(topics.ATTITUDE_ESTIMATOR)) == {
+        'lifecycle', 'imu', 'star_tracker/state'}
+    assert set(topics.published_by(topics.ATTITUDE_ESTIMATOR)) == {'odometry', 'tf'}
+
+
+def test_resolved_names_follow_rcl_in_a_namespace():
+    node = topics.SETPOINT_CONTROLLER
+    assert topics.resolved('setpoint', node) == '/setpoint_controller/setpoint'
+    assert topics.resolved('setpoint', node, '/vehicle_2') == \
+        '/vehicle_2/setpoint_controller/setpoint'
+    assert topics.resolved('imu', node, '/vehicle_2', 'ksp_vessel') == \
+        '/vehicle_2/ksp_vessel/imu/data_raw'
+    assert topics.resolved('imu', node, '/vehicle_2') == '/ksp_vessel/imu/data_raw'
+    assert topics.resolved('odometry', node, '/vehicle_2') == '/vehicle_2/pylon_estimator/odometry'
+    assert topics.resolved('tf', node, '/vehicle_2', 'ksp_vessel') == '/tf'

@@ -64,11 +64,16 @@ from dataclasses import dataclass, field, fields, replace
 import math
 
 import numpy as np
+from pylon_common.parameters import resolve
+from pylon_interfaces.msg import ControlSetpoint
 from pylon_protocol import rotations
 
-from pylon_vehicle_control import parameters
+from pylon_vehicle_control.controller_params import LAW_PARAMETERS
 
-MODE_IDLE, MODE_DETUMBLE, MODE_ATTITUDE_HOLD, MODE_SIX_DOF = 0, 1, 2, 3
+MODE_IDLE = ControlSetpoint.MODE_IDLE
+MODE_DETUMBLE = ControlSetpoint.MODE_DETUMBLE
+MODE_ATTITUDE_HOLD = ControlSetpoint.MODE_ATTITUDE_HOLD
+MODE_SIX_DOF = ControlSetpoint.MODE_SIX_DOF
 MODES = (MODE_IDLE, MODE_DETUMBLE, MODE_ATTITUDE_HOLD, MODE_SIX_DOF)
 
 
@@ -83,7 +88,7 @@ def attitude_error(current: Sequence[float], target: Sequence[float]) -> np.ndar
 # -- parameters -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ControlParams:
-    """The ``scope='control'`` rows of ``parameters.PARAMETERS`` (same names, units)."""
+    """The rows of ``controller_params.LAW_PARAMETERS`` (same names, units)."""
 
     attitude_hold_rate_limit_deg_s: float
     attitude_gain: float
@@ -117,12 +122,14 @@ class ControlParams:
 
     @classmethod
     def from_values(cls, values: Mapping[str, object] | None = None) -> ControlParams:
-        """Build from parameter values (unknown control names or bad values: ValueError).
+        """Build from parameter values over the table's defaults (bad values: ValueError).
 
-        Names of other scopes (node-level ones) are accepted and ignored.
+        Names that are not the law's (the node's own parameters) are ignored.
         """
-        resolved = parameters.resolve(values)
-        return cls(**{f.name: float(resolved[f.name]) for f in fields(cls)})
+        names = {f.name for f in fields(cls)}
+        resolved = resolve(LAW_PARAMETERS, {k: v for k, v in (values or {}).items()
+                                            if k in names})
+        return cls(**{name: float(resolved[name]) for name in names})
 
 
 # -- inputs and outputs ---------------------------------------------------------------------

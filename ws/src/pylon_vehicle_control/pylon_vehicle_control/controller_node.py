@@ -7,15 +7,15 @@ generation change and authority loss disarm it; only a MODE_IDLE re-arms) and
 ``control_law.SetpointControlLaw`` (IDLE, DETUMBLE, ATTITUDE_HOLD, SIX_DOF). This node
 wires them to topics and a timer of ``command_period_sec``:
 
-- inputs: ``/ksp_vessel/lifecycle``, ``/ksp_vessel/control/authority/state``,
-  ``/ksp_vessel/control/wrench_feedback`` (only feedback on our own lease),
-  ``setpoint_topic`` (ControlSetpoint), the state estimate ``state_topic`` (Odometry; the
-  demo estimator's by default), the IMU (DETUMBLE needs only the body rate, so it works
-  before the estimate exists, e.g. while spinning too fast for the star tracker) and
-  ``/ksp_vessel/robot_description`` (mass and inertia, ``vessel_model``). Never a
+- inputs (names from the topic contract, the vessel's under ``topic_prefix``): the
+  lifecycle, the authority state, the wrench feedback (only feedback on our own lease),
+  ``~/setpoint`` (ControlSetpoint), the state estimate ``pylon_estimator/odometry``
+  (Odometry; remap it to use another estimator), the IMU (DETUMBLE needs only the body
+  rate, so it works before the estimate exists, e.g. while spinning too fast for the star
+  tracker) and ``robot_description`` (mass and inertia, ``mass_properties``). Never a
   ground-truth topic.
 - outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
-  (exact zeros when disarmed or IDLE), and ``/setpoint_controller/diagnostics``.
+  (exact zeros when disarmed or IDLE), and ``~/diagnostics``.
 
 A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
 frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
@@ -29,6 +29,8 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 import numpy as np
+from pylon_common import node_main, topics
+from pylon_common.parameters import declare
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
@@ -37,21 +39,18 @@ from pylon_interfaces.msg import (
     VesselLifecycle,
     WrenchFeedback,
 )
-from pylon_protocol import rotations
+from pylon_protocol import frames, rotations
 import rclpy
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
 from std_msgs.msg import String
 
-from pylon_vehicle_control import control_law, lease, node_main, parameters, ros_params, supervisor
-from pylon_vehicle_control.vessel_model import mass_properties
+from pylon_vehicle_control import control_law, controller_params, lease, supervisor
+from pylon_vehicle_control.mass_properties import mass_properties
 
-COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
-DEFAULT_STATE_TOPIC = '/pylon_estimator/odometry'
-INERTIAL_FRAMES = ('', 'kerbol_inertial')
+INERTIAL_FRAMES = ('', frames.KERBOL_INERTIAL)
+DIAGNOSTICS_PERIOD_SEC = 1.0
+RELEASE_GRACE_SEC = 0.3
 
 
 def _xyz(v) -> tuple[float, float, float]:
@@ -62,10 +61,9 @@ class ControllerNode(Node):
     """setpoint_controller's ROS plumbing."""
 
     def __init__(self) -> None:
-        """Declare the parameters of ``parameters.PARAMETERS`` and wire everything."""
-        super().__init__('setpoint_controller')
-        self.params = parameters.resolve(ros_params.declare(self, parameters.PARAMETERS))
-        p = self.params
+        """Declare the parameters of ``controller_params.PARAMETERS``; wire everything."""
+        super().__init__(topics.SETPOINT_CONTROLLER)
+        self.params = p = declare(self, controller_params.PARAMETERS, controller_params.RETIRED)
         self.law = control_law.SetpointControlLaw(control_law.ControlParams.from_values(p))
         self.state = self.law.initial_state()
         self.lease = lease.LeaseClient(p['controller_id'], priority=p['priority'],
@@ -84,30 +82,29 @@ class ControllerNode(Node):
         self.last_refusal = ''
         self.last_period: float | None = None
         self.periods: list[float] = []
-        self.authority_pub = self.create_publisher(
-            ControlAuthorityCommand, '/ksp_vessel/control/authority/command', COMMAND)
-        self.wrench_pub = self.create_publisher(
-            BodyWrenchCommand, '/ksp_vessel/control/wrench_command', COMMAND)
-        self.diag_pub = self.create_publisher(DiagnosticArray,
-                                              '/setpoint_controller/diagnostics', COMMAND)
-        state_topic = p['state_topic'] or DEFAULT_STATE_TOPIC
-        self.subs = [
-            self.create_subscription(VesselLifecycle, '/ksp_vessel/lifecycle',
-                                     self._on_lifecycle, LATCHED),
-            self.create_subscription(ControlAuthorityState,
-                                     '/ksp_vessel/control/authority/state',
-                                     self._on_authority, LATCHED),
-            self.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
-                                     self._on_feedback, COMMAND),
-            self.create_subscription(ControlSetpoint, p['setpoint_topic'], self._on_setpoint,
-                                     COMMAND),
-            self.create_subscription(Odometry, state_topic, self._on_state, COMMAND),
-            self.create_subscription(Imu, p['imu_topic'], self._on_imu,
-                                     qos_profile_sensor_data),
-            self.create_subscription(String, '/ksp_vessel/robot_description',
-                                     self._on_model, LATCHED)]
+        self._wire(p['topic_prefix'])
         self.timer = self.create_timer(p['command_period_sec'], self._tick)
-        self.diag_timer = self.create_timer(1.0, self._diagnostics)
+        self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics)
+
+    def _wire(self, prefix: str) -> None:
+        """Create the publishers and subscriptions, names and QoS from the topic contract."""
+        def publisher(msg_type, key):
+            return self.create_publisher(msg_type, topics.name(key, prefix), topics.qos(key))
+
+        def subscription(msg_type, key, callback):
+            return self.create_subscription(msg_type, topics.name(key, prefix), callback,
+                                            topics.qos(key, reader=True))
+        self.authority_pub = publisher(ControlAuthorityCommand, 'control/authority/command')
+        self.wrench_pub = publisher(BodyWrenchCommand, 'control/wrench_command')
+        self.diag_pub = publisher(DiagnosticArray, 'controller/diagnostics')
+        self.subs = [
+            subscription(VesselLifecycle, 'lifecycle', self._on_lifecycle),
+            subscription(ControlAuthorityState, 'control/authority/state', self._on_authority),
+            subscription(WrenchFeedback, 'control/wrench_feedback', self._on_feedback),
+            subscription(ControlSetpoint, 'setpoint', self._on_setpoint),
+            subscription(Odometry, 'odometry', self._on_state),
+            subscription(Imu, 'imu', self._on_imu),
+            subscription(String, 'robot_description', self._on_model)]
 
     # -- inputs ------------------------------------------------------------------------
     def _send_lease(self, update: lease.LeaseUpdate) -> None:
@@ -226,7 +223,7 @@ class ControllerNode(Node):
                                 sequence=self.lease.next_sequence(),
                                 timeout_sec=self.params['wrench_timeout_sec'])
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = 'base_link'
+        msg.header.frame_id = frames.BASE_LINK
         msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = \
             (float(v) for v in out.force)
         msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = \
@@ -265,7 +262,7 @@ class ControllerNode(Node):
 def _release(node: ControllerNode) -> None:
     if rclpy.ok():
         node.release()
-        end = time.monotonic() + 0.3            # let the release go out
+        end = time.monotonic() + RELEASE_GRACE_SEC       # let the release go out
         while time.monotonic() < end:
             rclpy.spin_once(node, timeout_sec=0.05)
 

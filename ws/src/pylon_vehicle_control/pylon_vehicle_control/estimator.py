@@ -98,110 +98,25 @@ import math
 from typing import Any
 
 import numpy as np
+from pylon_common.parameters import resolve
 from pylon_protocol import rotations
+
+from pylon_vehicle_control.estimator_params import FILTER_PARAMETERS
 
 ARCSEC = math.pi / (180.0 * 3600.0)
 """One arc second in radians."""
 
 
-# --------------------------------------------------------------------------------------------
-# Parameters: the single table of the estimator node's parameters.
-# --------------------------------------------------------------------------------------------
+def filter_parameters(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return the filter's parameters: ``FILTER_PARAMETERS`` defaults under ``values``.
 
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """One node parameter: name, default (its type is the ROS type), description and range."""
-
-    name: str
-    default: Any
-    description: str
-    min: float | None = None
-    max: float | None = None
-
-
-PARAMETERS: tuple[ParameterSpec, ...] = (
-    ParameterSpec('imu_topic', '/ksp_vessel/imu/data_raw',
-                  'sensor_msgs/Imu input: inertial body rate and specific force in base_link'),
-    ParameterSpec('star_tracker_topic', '/ksp_vessel/star_tracker/star_tracker_main/state',
-                  'pylon_interfaces/StarTrackerState input (state, not attitude: it has valid)'),
-    ParameterSpec('lifecycle_topic', '/ksp_vessel/lifecycle',
-                  'VesselLifecycle input; a generation change resets the estimator'),
-    ParameterSpec('odometry_topic', '/pylon_estimator/odometry',
-                  'nav_msgs/Odometry output: attitude, body rate, dead-reckoned position'),
-    ParameterSpec('odom_frame_id', 'pylon_estimate_inertial',
-                  'Odometry header.frame_id: kerbol_inertial axes, origin at the DR reference'),
-    ParameterSpec('base_frame_id', 'pylon_estimate_base_link',
-                  'Odometry child_frame_id (base_link axes)'),
-    ParameterSpec('publish_tf', True, 'Broadcast odom_frame_id -> base_frame_id on /tf'),
-    ParameterSpec('tracker_max_age_sec', 0.5,
-                  'Ignore tracker samples older than this relative to the filter time (s)',
-                  0.0, 10.0),
-    ParameterSpec('max_extrapolation_sec', 0.5,
-                  'A tracker sample newer than the filter time by more than this re-initialises '
-                  'the attitude instead of extrapolating on the held gyro rate (s)', 0.0, 10.0),
-    ParameterSpec('tracker_sigma_arcsec', 20.0,
-                  'Tracker 1-sigma per axis, used when the message covariance is not usable '
-                  'or use_tracker_covariance is false (arcsec)', 0.01, 36000.0),
-    ParameterSpec('use_tracker_covariance', True,
-                  'Use StarTrackerState.orientation_covariance as the measurement covariance'),
-    ParameterSpec('gyro_noise_density', 2.0e-5,
-                  'Gyro angle random walk, rad/s/sqrt(Hz); models rate sampling only, the KSP '
-                  'IMU adds no noise', 0.0, 1.0),
-    ParameterSpec('estimate_gyro_bias', False,
-                  'Estimate a gyro bias (the KSP IMU has none, so off by default)'),
-    ParameterSpec('gyro_bias_random_walk', 1.0e-7,
-                  'Gyro bias random walk, rad/s^2/sqrt(Hz)', 0.0, 1.0),
-    ParameterSpec('gyro_bias_initial_sigma', 1.0e-4,
-                  'Initial gyro bias 1-sigma when estimate_gyro_bias (rad/s)', 0.0, 1.0),
-    ParameterSpec('innovation_gate_chi2', 100.0,
-                  'Reject a tracker sample whose squared Mahalanobis residual exceeds this',
-                  1.0, 1.0e12),
-    ParameterSpec('max_consecutive_rejections', 3,
-                  'Re-initialise from the tracker after this many gated samples in a row',
-                  1, 1000),
-    ParameterSpec('history_sec', 2.0,
-                  'Length of the gyro rotation history used to carry older tracker samples '
-                  'forward (s); must be >= tracker_max_age_sec', 0.0, 60.0),
-)
-"""The estimator node's parameters.  config/attitude_estimator.yaml must match these defaults."""
-
-
-def default_parameters() -> dict[str, Any]:
-    """Return ``{name: default}`` for every entry of :data:`PARAMETERS`."""
-    return {spec.name: spec.default for spec in PARAMETERS}
-
-
-def validate_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``values`` over the defaults and check names, types and ranges.
-
-    Raises ``ValueError`` for an unknown name, a wrong type or a value out of range.
+    Names that are not the filter's (the node's own parameters) are ignored. Raise
+    ValueError for a wrong type, a value out of range, or a history shorter than the
+    oldest tracker sample it must carry forward.
     """
-    specs = {spec.name: spec for spec in PARAMETERS}
-    merged = default_parameters()
-    for name, value in values.items():
-        if name not in specs:
-            raise ValueError(f'unknown estimator parameter {name!r}')
-        spec = specs[name]
-        if isinstance(spec.default, bool):
-            if not isinstance(value, bool):
-                raise ValueError(f'{name} must be a bool, got {value!r}')
-        elif isinstance(spec.default, int):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f'{name} must be an int, got {value!r}')
-        elif isinstance(spec.default, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f'{name} must be a number, got {value!r}')
-            value = float(value)
-            if not math.isfinite(value):
-                raise ValueError(f'{name} must be finite')
-        elif not isinstance(value, type(spec.default)):
-            raise ValueError(f'{name} must be {type(spec.default).__name__}, got {value!r}')
-        if spec.min is not None and value < spec.min:
-            raise ValueError(f'{name}={value} is below {spec.min}')
-        if spec.max is not None and value > spec.max:
-            raise ValueError(f'{name}={value} is above {spec.max}')
-        merged[name] = value
+    names = {row.name for row in FILTER_PARAMETERS}
+    merged = resolve(FILTER_PARAMETERS, {k: v for k, v in (values or {}).items()
+                                         if k in names})
     if merged['history_sec'] < merged['tracker_max_age_sec']:
         raise ValueError('history_sec must be >= tracker_max_age_sec')
     return merged
@@ -363,7 +278,7 @@ class AttitudeEstimator:
     """Time-stamped MEKF + dead reckoning; see the module docstring for the rules."""
 
     def __init__(self, parameters: Mapping[str, Any] | None = None) -> None:
-        self.params = validate_parameters(parameters or {})
+        self.params = filter_parameters(parameters)
         self.noise = NoiseModel(
             gyro_noise_density=self.params['gyro_noise_density'],
             bias_random_walk=(self.params['gyro_bias_random_walk']

@@ -1,9 +1,11 @@
 """``attitude_estimator``: the demo MEKF (``estimator.py``) as a ROS node.
 
-Inputs: the IMU (``sensor_msgs/Imu``, inertial body rate and specific force), one star
-tracker's ``StarTrackerState`` (only valid samples that are fresh by their stamp are
+Inputs (names from the topic contract under ``topic_prefix``): the IMU
+(``sensor_msgs/Imu``, inertial body rate and specific force), the ``StarTrackerState`` of
+the tracker ``star_tracker_id`` (only valid samples that are fresh by their stamp are
 used) and the vessel lifecycle (a generation change resets the filter). It never reads
-ground truth. Output: ``nav_msgs/Odometry`` on each IMU sample once the attitude is known:
+ground truth. Parameters: ``estimator_params.PARAMETERS``. Output: ``nav_msgs/Odometry``
+on ``pylon_estimator/odometry`` on each IMU sample once the attitude is known:
 ``header.frame_id`` = ``odom_frame_id`` (``pylon_estimate_inertial``: kerbol_inertial axes,
 origin where dead reckoning started), ``child_frame_id`` = ``base_frame_id``
 (``pylon_estimate_base_link``); pose = dead-reckoned position and the attitude with its
@@ -17,23 +19,16 @@ from __future__ import annotations
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 import numpy as np
+from pylon_common import node_main, topics
+from pylon_common.parameters import declare
+from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import StarTrackerState, VesselLifecycle
 from pylon_protocol import rotations
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
 from tf2_msgs.msg import TFMessage
 
-from pylon_vehicle_control import estimator, node_main, ros_params
-
-RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-def seconds(stamp) -> float:
-    """Return a ``builtin_interfaces/Time`` in seconds."""
-    return stamp.sec + stamp.nanosec * 1e-9
+from pylon_vehicle_control import estimator, estimator_params
 
 
 def odometry(out: estimator.EstimatorOutput, stamp, odom_frame: str,
@@ -66,21 +61,24 @@ class EstimatorNode(Node):
     """The estimator's ROS plumbing."""
 
     def __init__(self) -> None:
-        """Declare the parameters of ``estimator.PARAMETERS``; wire the topics."""
-        super().__init__('attitude_estimator')
-        self.params = ros_params.declare(self, estimator.PARAMETERS)
-        self.filter = estimator.AttitudeEstimator(self.params)
+        """Declare the parameters of ``estimator_params.PARAMETERS``; wire the topics."""
+        super().__init__(topics.ATTITUDE_ESTIMATOR)
+        self.params = p = declare(self, estimator_params.PARAMETERS, estimator_params.RETIRED)
+        self.filter = estimator.AttitudeEstimator(p)
         self.generation: int | None = None
-        self.odom_pub = self.create_publisher(Odometry, self.params['odometry_topic'], 10)
-        self.tf_pub = self.create_publisher(TFMessage, '/tf', 100) \
-            if self.params['publish_tf'] else None
+        prefix = p['topic_prefix']
+        self.odom_pub = self.create_publisher(Odometry, topics.name('odometry'),
+                                              topics.qos('odometry'))
+        self.tf_pub = self.create_publisher(TFMessage, topics.name('tf'), topics.qos('tf')) \
+            if p['publish_tf'] else None
+        tracker = topics.name('star_tracker/state', prefix, id=p['star_tracker_id'])
         self.subs = [
-            self.create_subscription(Imu, self.params['imu_topic'], self._on_imu,
-                                     qos_profile_sensor_data),
-            self.create_subscription(StarTrackerState, self.params['star_tracker_topic'],
-                                     self._on_tracker, RELIABLE),
-            self.create_subscription(VesselLifecycle, self.params['lifecycle_topic'],
-                                     self._on_lifecycle, LATCHED)]
+            self.create_subscription(Imu, topics.name('imu', prefix), self._on_imu,
+                                     topics.qos('imu', reader=True)),
+            self.create_subscription(StarTrackerState, tracker, self._on_tracker,
+                                     topics.qos('star_tracker/state', reader=True)),
+            self.create_subscription(VesselLifecycle, topics.name('lifecycle', prefix),
+                                     self._on_lifecycle, topics.qos('lifecycle', reader=True))]
 
     def _on_lifecycle(self, msg: VesselLifecycle) -> None:
         if self.generation is not None and msg.generation != self.generation:
@@ -91,7 +89,7 @@ class EstimatorNode(Node):
     def _on_tracker(self, msg: StarTrackerState) -> None:
         q = msg.orientation
         result = self.filter.add_star_tracker(
-            seconds(msg.header.stamp), (q.x, q.y, q.z, q.w), list(msg.orientation_covariance),
+            to_seconds(msg.header.stamp), (q.x, q.y, q.z, q.w), list(msg.orientation_covariance),
             msg.valid, msg.reason)
         if result.status in ('gated', 'reinitialized'):
             self.get_logger().warning(f'star tracker sample {result.status}',
@@ -99,7 +97,7 @@ class EstimatorNode(Node):
 
     def _on_imu(self, msg: Imu) -> None:
         w, a = msg.angular_velocity, msg.linear_acceleration
-        if not self.filter.add_imu(seconds(msg.header.stamp), (w.x, w.y, w.z),
+        if not self.filter.add_imu(to_seconds(msg.header.stamp), (w.x, w.y, w.z),
                                    (a.x, a.y, a.z)):
             return
         out = self.filter.output()

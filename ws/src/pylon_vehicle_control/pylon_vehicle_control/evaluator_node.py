@@ -24,17 +24,30 @@ import time
 from geometry_msgs.msg import PoseStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 import numpy as np
+from pylon_common import node_main, topics
+from pylon_common.parameters import declare, Parameter, Retired
+from pylon_common.stamps import to_seconds as _t
 from pylon_interfaces.msg import ControlSetpoint
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 
-from pylon_vehicle_control import evaluation, node_main
+from pylon_vehicle_control import evaluation
 
-RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-
-
-def _t(msg) -> float:
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+PARAMETERS: tuple[Parameter, ...] = (
+    topics.TOPIC_PREFIX,
+    Parameter('duration_sec', 0.0, 's, stop and write the results after this long (0: at '
+                                   'Ctrl-C)', 0.0, 1e9),
+    Parameter('print_period_sec', 2.0, 's, period of the printed errors (0: never)', 0.0, 3600.0),
+    Parameter('output_dir', '.', 'where attitude_errors.csv and attitude_errors.png go'),
+    Parameter('align_samples', 100, 'estimate/truth pairs that fix the ENU -> inertial '
+                                    'alignment', 1, 100000),
+)
+RETIRED = (
+    Retired('estimate_topic', 'the estimate is pylon_estimator/odometry; remap it with '
+                              '--ros-args -r /pylon_estimator/odometry:=<yours>'),
+    Retired('setpoint_topic', "the setpoints are the controller's "
+                              '(/setpoint_controller/setpoint); remap with --ros-args -r'),
+)
+READER_DEPTH = 100
 
 
 def _q(o) -> list[float]:
@@ -46,27 +59,26 @@ class Evaluator(Node):
 
     def __init__(self) -> None:
         """Declare the parameters and subscribe."""
-        super().__init__('attitude_evaluator')
-        p = {name: self.declare_parameter(name, default).value for name, default in (
-            ('estimate_topic', '/pylon_estimator/odometry'),
-            ('setpoint_topic', '/setpoint_controller/setpoint'),
-            ('duration_sec', 0.0), ('print_period_sec', 2.0), ('output_dir', '.'),
-            ('align_samples', 100))}
-        self.params = p
+        super().__init__(topics.ATTITUDE_EVALUATOR)
+        self.params = p = declare(self, PARAMETERS, RETIRED)
         self.estimate: list = []
         self.truth: list = []
         self.frame: list = []
         self.setpoints: list = []
+        prefix = p['topic_prefix']
+
+        def subscription(msg_type, key, callback, name=None):
+            qos = topics.qos(key, reader=True)
+            qos.depth = max(qos.depth, READER_DEPTH)
+            return self.create_subscription(msg_type, name or topics.name(key, prefix),
+                                            callback, qos)
         self.subs = [
-            self.create_subscription(Odometry, p['estimate_topic'], self.estimate.append,
-                                     RELIABLE),
-            self.create_subscription(PoseStamped, '/ksp_vessel/ground_truth/pose',
-                                     self.truth.append, qos_profile_sensor_data),
-            self.create_subscription(Vector3Stamped,
-                                     '/ksp_vessel/ground_truth/frame_angular_velocity',
-                                     self.frame.append, RELIABLE),
-            self.create_subscription(ControlSetpoint, p['setpoint_topic'], self._on_setpoint,
-                                     RELIABLE)]
+            subscription(Odometry, 'odometry', self.estimate.append),
+            subscription(PoseStamped, 'ground_truth/pose', self.truth.append),
+            subscription(Vector3Stamped, 'ground_truth/frame_angular_velocity',
+                         self.frame.append),
+            subscription(ControlSetpoint, 'setpoint', self._on_setpoint,
+                         topics.topic('setpoint').default_name())]
         self.started = time.monotonic()
         if p['print_period_sec'] > 0:
             self.create_timer(p['print_period_sec'], self._print)
@@ -105,7 +117,7 @@ class Evaluator(Node):
                 f'({len(result.times)} samples)')
         duration = self.params['duration_sec']
         if duration > 0 and time.monotonic() - self.started >= duration:
-            raise KeyboardInterrupt
+            node_main.request_stop()
 
     def finish(self) -> None:
         """Print the RMS and write the CSV and the PNG."""

@@ -39,12 +39,18 @@ from dataclasses import dataclass, field
 import itertools
 import uuid
 
-# VesselLifecycle.state
-LIFECYCLE_UNAVAILABLE, LIFECYCLE_ACTIVE, LIFECYCLE_CHANGED, LIFECYCLE_STALE = 0, 1, 2, 3
-# ControlAuthorityState.state
-AUTHORITY_UNOWNED, AUTHORITY_OWNED, AUTHORITY_EMERGENCY_STOP = 0, 1, 2
-# ControlAuthorityCommand.action
-ACTION_ACQUIRE, ACTION_RENEW, ACTION_RELEASE = 1, 2, 3
+from pylon_interfaces.msg import ControlAuthorityCommand, ControlAuthorityState, VesselLifecycle
+
+LIFECYCLE_UNAVAILABLE = VesselLifecycle.STATE_UNAVAILABLE
+LIFECYCLE_ACTIVE = VesselLifecycle.STATE_ACTIVE
+LIFECYCLE_CHANGED = VesselLifecycle.STATE_CHANGED
+LIFECYCLE_STALE = VesselLifecycle.STATE_STALE
+AUTHORITY_UNOWNED = ControlAuthorityState.STATE_UNOWNED
+AUTHORITY_OWNED = ControlAuthorityState.STATE_OWNED
+AUTHORITY_EMERGENCY_STOP = ControlAuthorityState.STATE_EMERGENCY_STOP
+ACTION_ACQUIRE = ControlAuthorityCommand.ACTION_ACQUIRE
+ACTION_RENEW = ControlAuthorityCommand.ACTION_RENEW
+ACTION_RELEASE = ControlAuthorityCommand.ACTION_RELEASE
 
 # client phases
 WAITING = 'waiting_for_vessel'

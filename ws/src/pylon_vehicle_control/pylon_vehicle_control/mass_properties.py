@@ -1,4 +1,4 @@
-"""Mass properties of the vessel from its proxy URDF (``/ksp_vessel/robot_description``).
+"""Mass properties of the vessel from its proxy URDF (the ``robot_description`` topic).
 
 The proxy model gives every part as a link with ``<inertial>`` (mass, inertia about the
 link's inertial origin) and places links with joint origins (``xyz``, ``rpy``; moving

@@ -1,70 +1,74 @@
-"""The parameter table and config/setpoint_controller.yaml agree."""
+"""The controller's and the evaluator's parameter tables, the YAML, and the README."""
 
 from pathlib import Path
+import subprocess
+import sys
 
-from pylon_vehicle_control import parameters
+from pylon_common.parameters import checked
+from pylon_vehicle_control import controller_params, evaluator_node
 from pylon_vehicle_control.control_law import ControlParams
 import pytest
 import yaml
 
-YAML = Path(__file__).resolve().parents[4] / 'config' / 'setpoint_controller.yaml'
+ROOT = Path(__file__).resolve().parents[4]
+YAML = ROOT / 'config' / 'setpoint_controller.yaml'
 
 
 def test_yaml_lists_every_parameter_with_its_default():
     data = yaml.safe_load(YAML.read_text(encoding='utf-8'))
     values = data['setpoint_controller']['ros__parameters']
-    assert list(values) == list(parameters.PARAMETER_NAMES)
-    for row in parameters.PARAMETERS:
+    assert list(values) == list(controller_params.PARAMETER_NAMES)
+    for row in controller_params.PARAMETERS:
         value = values[row.name]
         assert type(value) is type(row.default), row.name
         assert value == row.default, row.name
 
 
-def test_table_rows_are_complete_and_in_range():
-    names = parameters.PARAMETER_NAMES
+@pytest.mark.parametrize('rows', [controller_params.PARAMETERS, evaluator_node.PARAMETERS],
+                         ids=['controller', 'evaluator'])
+def test_table_rows_are_complete_and_in_range(rows):
+    names = [row.name for row in rows]
     assert len(set(names)) == len(names)
-    for row in parameters.PARAMETERS:
-        assert row.description.strip()
-        assert row.scope in ('node', 'control')
-        assert parameters.check_value(row.name, row.default) == row.default
+    for row in rows:
+        assert row.description.strip() and row.read_only
+        assert checked(row, row.default) == row.default
         if row.minimum is not None and row.maximum is not None:
             assert row.minimum <= row.maximum
 
 
-def test_node_level_parameters_are_listed():
-    d = parameters.defaults('node')
-    assert d == {
-        'controller_id': 'setpoint_controller',
-        'setpoint_topic': '/setpoint_controller/setpoint',
-        'priority': 0, 'lease_duration_sec': 1.0, 'suppress_sas': True,
-        'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
-        'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'state_topic': '',
-        'imu_topic': '/ksp_vessel/imu/data_raw',
+def test_the_node_rows_and_the_law_rows_are_apart():
+    node = {row.name: row.default for row in controller_params.NODE_PARAMETERS}
+    assert node == {
+        'controller_id': 'setpoint_controller', 'priority': 0, 'lease_duration_sec': 1.0,
+        'suppress_sas': True, 'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
+        'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'topic_prefix': '/ksp_vessel',
     }
-    assert parameters.param('attitude_hold_rate_limit_deg_s').default == 1.5
-
-
-def test_control_params_cover_the_control_rows():
-    control = set(parameters.defaults('control'))
-    assert control == set(ControlParams.__dataclass_fields__)
+    law = {row.name for row in controller_params.LAW_PARAMETERS}
+    assert law == set(ControlParams.__dataclass_fields__)
     params = ControlParams.from_values({'rate_gain': 2, 'controller_id': 'x'})
-    assert params.rate_gain == 2.0
+    assert params.rate_gain == 2.0 and params.attitude_hold_rate_limit_deg_s == 1.5
 
 
 @pytest.mark.parametrize(('name', 'value'), [
     ('rate_gain', -1.0), ('max_torque_nm', 1e6), ('suppress_sas', 1), ('priority', 1.5),
     ('controller_id', 3), ('attitude_gain', float('nan')), ('max_force_n', True),
-    ('no_such_parameter', 1.0),
 ])
 def test_bad_values_are_refused(name, value):
-    with pytest.raises(ValueError):
-        parameters.check_value(name, value)
+    row = next(r for r in controller_params.PARAMETERS if r.name == name)
+    with pytest.raises(ValueError, match=name):
+        checked(row, value)
 
 
-def test_the_readme_documents_every_parameter():
-    from pathlib import Path
+def test_the_retired_parameters_say_what_replaced_them():
+    retired = {r.name: r.instead for r in controller_params.RETIRED}
+    assert set(retired) == {'setpoint_topic', 'state_topic', 'imu_topic'}
+    assert not set(retired) & set(controller_params.PARAMETER_NAMES)
+    assert 'remap' in retired['state_topic']
 
-    from pylon_vehicle_control import estimator
-    readme = (Path(__file__).resolve().parents[1] / 'README.md').read_text(encoding='utf-8')
-    for row in (*parameters.PARAMETERS, *estimator.PARAMETERS):
-        assert f'| `{row.name}` | `{row.default!r}` |' in readme, row.name
+
+def test_the_readme_tables_are_generated_from_the_code():
+    result = subprocess.run([sys.executable, str(ROOT / 'ci' / 'docs.py')],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    readme = (ROOT / 'ws' / 'src' / 'pylon_vehicle_control' / 'README.md').read_text()
+    assert '| `star_tracker_id` | string | `star_tracker_main` |' in readme
