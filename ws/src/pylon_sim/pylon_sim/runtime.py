@@ -29,10 +29,10 @@ from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
 from pylon_sim import actuators, ksp_view, proxy_model, telemetry
-from pylon_sim.control import VehicleControl
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
 from pylon_sim.sensing import Sensing, set_electric_charge
+from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import part_masses
 from pylon_sim.world import World
 
@@ -135,7 +135,7 @@ class Simulator:
         self.model_session = self._new_id()
         self.model_key = None
         self.imu_skip = True
-        self.control = VehicleControl(self.limits)
+        self.control = VehicleManager(self.limits)
         self.control_vessel = self.world.active.vessel_id
         self.sensing = Sensing(self.world, seed=self.rng.getrandbits(32))
         self.schedules = {name: Schedule(period) for name, period in (

@@ -1,8 +1,8 @@
-"""VehicleControl without sockets: authority answers, wrench through filter and allocation."""
+"""VehicleManager without sockets: authority answers, wrench through filter and allocation."""
 
 import numpy as np
-from pylon_sim.control import clamp_timeout, VehicleControl
 from pylon_sim.scenario import load_scenario
+from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
 from pylon_sim.world import World
 import pytest
 
@@ -33,7 +33,7 @@ def wrench(sequence, torque=(0.0, 0.0, 40.0), timeout=0.5, **who):
 
 
 def test_an_accepted_wrench_acts_until_its_timeout(vessel):
-    control = VehicleControl()
+    control = VehicleManager()
     acquire(control, vessel)
     assert control.command(wrench(2), vessel, 0.0) == []
     force, torque, out = control.tick(vessel, 0.02, DT)
@@ -55,7 +55,7 @@ def test_an_accepted_wrench_acts_until_its_timeout(vessel):
 
 
 def test_refusals_are_answered(vessel):
-    control = VehicleControl()
+    control = VehicleManager()
     [(kind, status)] = control.command(wrench(1), vessel, 0.0)
     assert kind == 'pylon_wrench_status' and not status['accepted']
     assert status['reason'] == 'lease_not_owned'
@@ -75,7 +75,7 @@ def test_refusals_are_answered(vessel):
 
 
 def test_emergency_stop_cuts_the_output_at_once(vessel):
-    control = VehicleControl()
+    control = VehicleManager()
     acquire(control, vessel)
     control.command(wrench(2), vessel, 0.0)
     control.tick(vessel, 0.02, DT)
@@ -88,7 +88,7 @@ def test_emergency_stop_cuts_the_output_at_once(vessel):
 
 
 def test_lease_expiry_is_reported_and_stops_the_wrench(vessel):
-    control = VehicleControl()
+    control = VehicleManager()
     acquire(control, vessel)
     control.command(wrench(2, timeout=10.0), vessel, 0.0)
     control.tick(vessel, 1.0, DT)
@@ -104,7 +104,7 @@ def test_timeouts_are_clamped_as_the_mod_does(given, used):
 
 
 def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(vessel):
-    control = VehicleControl()
+    control = VehicleManager()
     acquire(control, vessel)
     control.command(wrench(2, timeout=0.05), vessel, 0.0)
     control.tick(vessel, 0.02, DT)
@@ -117,8 +117,8 @@ def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(v
 
 
 def test_thrust_burns_propellant_and_moves_the_centre_of_mass(vessel):
-    from pylon_sim.control import G0
-    control = VehicleControl()
+    from pylon_sim.vehicle_manager import G0
+    control = VehicleManager()
     acquire(control, vessel)
     before = vessel.spec.resource_totals(vessel.resources)
     mass_before, com_before = vessel.mass.mass, vessel.mass.com.copy()
@@ -143,7 +143,7 @@ def test_sas_damps_the_rate_unless_a_lease_suppresses_it(vessel):
     from dataclasses import replace
     vessel.state = replace(vessel.state, body_rate=np.array([0.0, 0.0, 0.05]))
     vessel.sas = True
-    control = VehicleControl()
+    control = VehicleManager()
     _, torque, _ = control.tick(vessel, 0.0, DT)
     expected = -(vessel.mass.inertia @ vessel.state.body_rate)
     assert torque == pytest.approx(expected, rel=1e-9)          # within the 5 kN·m wheel

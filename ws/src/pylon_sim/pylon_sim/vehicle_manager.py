@@ -1,6 +1,6 @@
-"""The mod's vehicle control of the active vessel: authority, body wrench, safety, allocation.
+"""The mod's vehicle manager for the active vessel: authority, body wrench, safety, allocation.
 
-``VehicleControl`` is what the mod's vehicle manager decides, frame by frame:
+``VehicleManager`` is what the mod's vehicle manager decides, frame by frame:
 
 - ``command(packet, vessel, now)`` takes one decoded command datagram (already past the
   runtime-session check) and returns the state packets it answers with: every authority
@@ -35,7 +35,7 @@ from pylon_protocol.packets import (
 from pylon_sim import allocation, safety
 from pylon_sim.authority import ControlAuthority
 from pylon_sim.safety import SafetyLimits
-from pylon_sim.typed import ACCEPTED, TypedActuators
+from pylon_sim.typed_actuators import ACCEPTED, TypedActuators
 from pylon_sim.vessel import mass_properties, RESOURCE_DENSITY
 from pylon_sim.world import SimVessel
 
@@ -143,7 +143,7 @@ class WrenchCommand:
     expires: float
 
 
-class VehicleControl:
+class VehicleManager:
     """Authority, the body wrench, the safety filter and the allocation of one game."""
 
     def __init__(self, limits: SafetyLimits | None = None) -> None:

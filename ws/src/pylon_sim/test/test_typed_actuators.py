@@ -3,7 +3,7 @@
 import math
 
 from pylon_sim.scenario import load_scenario
-from pylon_sim.typed import clamp_timeout, TypedActuators
+from pylon_sim.typed_actuators import clamp_timeout, TypedActuators
 from pylon_sim.vessel import Module, Part, Shape, VesselSpec
 import pytest
 
