@@ -500,6 +500,71 @@ def noisy_orientation(attitude: np.ndarray, kerbol_from_inertial: np.ndarray, si
     return rotations.canonical(rotations.multiply(true, error))
 
 
+def _head_rate_deg(inputs: Inputs, state: TrackerState, head: np.ndarray | None, ut: float,
+                   restart: bool) -> float | None:
+    """Return the optical head's rate (deg/s): given, else from the previous head attitude."""
+    rate_rad: float | None = None
+    if inputs.body_rate is not None and _finite(inputs.body_rate):
+        rate_rad = float(np.linalg.norm(np.asarray(inputs.body_rate, dtype=float)))
+    elif (head is not None and not restart and state.head_attitude is not None
+          and state.head_ut is not None and ut > state.head_ut):
+        rate_rad = rotations.angle_between(state.head_attitude, head) / (ut - state.head_ut)
+    return None if rate_rad is None else math.degrees(rate_rad)
+
+
+def _power(config: StarTrackerConfig, inputs: Inputs, dt: float) -> tuple[float, bool]:
+    """Return the ElectricCharge drawn over ``dt`` and whether it covered the need.
+
+    Drawn only while switched on and unpacked.
+    """
+    need = config.electric_charge_per_second * max(0.0, float(dt)) if _finite(dt) else 0.0
+    if not inputs.enabled or inputs.packed:
+        return 0.0, True
+    charge = float(inputs.electric_charge)
+    available = 0.0 if math.isnan(charge) else max(0.0, charge)
+    drawn = min(need, available)
+    powered = (drawn >= need * (1.0 - 1e-9)
+               and (available > 0.0 or config.electric_charge_per_second == 0.0))
+    return drawn, powered
+
+
+def _invalid_reason(config: StarTrackerConfig, inputs: Inputs, attitude: np.ndarray | None,
+                    head: np.ndarray | None, time_ok: bool, powered: bool,
+                    rate_deg: float | None) -> str | None:
+    """Return why this sample cannot measure (the first reason that holds), or None."""
+    if not time_ok:
+        return INVALID_TIME
+    if (not inputs.sensor_available or head is None or not _finite(inputs.position)
+            or not _finite(inputs.sun_position) or not _finite(inputs.kerbol_from_inertial)):
+        return SENSOR_UNAVAILABLE
+    if inputs.packed:
+        return PACKED
+    if not inputs.enabled:
+        return DISABLED
+    if not powered:
+        return NO_POWER
+    com = np.zeros(3) if inputs.com is None else np.asarray(inputs.com, dtype=float)
+    mount = np.asarray(config.mount_rotation, dtype=float)
+    local = (np.asarray(config.mount_position, dtype=float) - com
+             + rotations.to_matrix(mount) @ np.asarray(config.aperture_offset, dtype=float))
+    aperture = np.asarray(inputs.position, dtype=float) + rotations.to_matrix(attitude) @ local
+    return _blocking_reason(config, inputs, rotations.to_matrix(head), aperture, rate_deg)
+
+
+def _acquisition(config: StarTrackerConfig, state: TrackerState, reason: str | None,
+                 ut: float, restart: bool) -> tuple[str, float | None]:
+    """Return the reason after acquisition, and since when the sky has been clear.
+
+    ACQUIRING until the sky was clear for ``acquisition_seconds``; the clear-since time is
+    None while blocked.
+    """
+    if reason is not None:
+        return reason, None
+    clear_since = ut if restart or state.clear_since is None else state.clear_since
+    held = ut - clear_since
+    return (TRACKING if held >= config.acquisition_seconds - 1e-9 else ACQUIRING), clear_since
+
+
 def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: float,
          rng: np.random.Generator) -> tuple[TrackerState, dict | None]:
     """Produce one sample; return the new state and the ``pylon_star_tracker`` fields.
@@ -521,66 +586,18 @@ def step(config: StarTrackerConfig, state: TrackerState, inputs: Inputs, dt: flo
         return state, None
     restart = (not time_ok or state.last_ut is None or ut < state.last_ut
                or ut - state.last_ut > GAP_RESTART_SECONDS)
-
     attitude = _unit_attitude(inputs.attitude)
-    mount = np.asarray(config.mount_rotation, dtype=float)
-    head = None if attitude is None else rotations.multiply(attitude, mount)
-    # optical head rate: given, else from the previous head attitude
-    rate_rad: float | None = None
-    if inputs.body_rate is not None and _finite(inputs.body_rate):
-        rate_rad = float(np.linalg.norm(np.asarray(inputs.body_rate, dtype=float)))
-    elif (head is not None and not restart and state.head_attitude is not None
-          and state.head_ut is not None and ut > state.head_ut):
-        rate_rad = rotations.angle_between(state.head_attitude, head) / (ut - state.head_ut)
-    rate_deg = None if rate_rad is None else math.degrees(rate_rad)
-
-    # power: drawn while switched on and unpacked
-    need = config.electric_charge_per_second * max(0.0, float(dt)) if _finite(dt) else 0.0
-    drawn = 0.0
-    powered = True
-    if inputs.enabled and not inputs.packed:
-        charge = float(inputs.electric_charge)
-        available = 0.0 if math.isnan(charge) else max(0.0, charge)
-        drawn = min(need, available)
-        powered = (drawn >= need * (1.0 - 1e-9)
-                   and (available > 0.0 or config.electric_charge_per_second == 0.0))
-
-    reason: str | None
-    if not time_ok:
-        reason = INVALID_TIME
-    elif (not inputs.sensor_available or head is None or not _finite(inputs.position)
-          or not _finite(inputs.sun_position)
-          or not _finite(inputs.kerbol_from_inertial)):
-        reason = SENSOR_UNAVAILABLE
-    elif inputs.packed:
-        reason = PACKED
-    elif not inputs.enabled:
-        reason = DISABLED
-    elif not powered:
-        reason = NO_POWER
-    else:
-        head_rot = rotations.to_matrix(head)
-        com = np.zeros(3) if inputs.com is None else np.asarray(inputs.com, dtype=float)
-        mount_rot = rotations.to_matrix(mount)
-        local = (np.asarray(config.mount_position, dtype=float) - com
-                 + mount_rot @ np.asarray(config.aperture_offset, dtype=float))
-        aperture = np.asarray(inputs.position, dtype=float) + rotations.to_matrix(attitude) @ local
-        reason = _blocking_reason(config, inputs, head_rot, aperture, rate_deg)
-
-    clear_since = state.clear_since
-    if reason is not None:
-        clear_since = None
-    else:
-        if restart or clear_since is None:
-            clear_since = ut
-        held = ut - clear_since
-        reason = TRACKING if held >= config.acquisition_seconds - 1e-9 else ACQUIRING
-
+    head = None if attitude is None else rotations.multiply(
+        attitude, np.asarray(config.mount_rotation, dtype=float))
+    rate_deg = _head_rate_deg(inputs, state, head, ut, restart)
+    drawn, powered = _power(config, inputs, dt)
+    reason, clear_since = _acquisition(
+        config, state, _invalid_reason(config, inputs, attitude, head, time_ok, powered,
+                                       rate_deg), ut, restart)
     orientation = None
     if reason == TRACKING:
         q = noisy_orientation(attitude, inputs.kerbol_from_inertial, config.noise_std_rad, rng)
         orientation = [float(v) for v in q]
-
     new_state = replace(
         state, sequence=state.sequence + 1,
         last_ut=ut if time_ok else state.last_ut,

@@ -431,23 +431,8 @@ class SetpointControlLaw:
         torque_target, rate_limited = self._remove_accelerating(
             torque_target, omega, min(w_max, p.max_angular_speed_rad_s))
 
-        # translation loop
-        force_target = np.zeros(3)
-        if six:
-            mass = self._mass(inputs.mass)
-            v_max = p.velocity_limit_m_s
-            v_ref = v_sp.copy()
-            if pos_abs > 0.0:
-                brake = p.translation_accel_fraction * force_limit / mass
-                v_ref = v_ref + pos_err / pos_abs * shaped_speed(
-                    pos_abs, v_max, p.position_gain, brake)
-            v_now = _vec3(inputs.velocity)
-            gain = min(p.velocity_gain, p.max_gain_dt / dt)
-            accel = bounded_acceleration(v_ref - v_now, gain, mass * np.eye(3), force_limit,
-                                         p.slew_margin * p.max_force_slew_n_s, dt)
-            force_ref = mass * accel
-            force_target = _clip_norm(rotations.to_matrix(q).T @ force_ref, force_limit)
-
+        force_target = self._translation(inputs, q, pos_err, pos_abs, v_sp, force_limit, dt) \
+            if six else np.zeros(3)
         torque, slewed_t = self._slew(state.torque, torque_target, p.max_torque_slew_nm_s, dt)
         force, slewed_f = self._slew(state.force, force_target, p.max_force_slew_n_s, dt)
         state = replace(state, force=force, torque=torque)
@@ -458,6 +443,22 @@ class SetpointControlLaw:
                                     position_error_m=pos_abs)
 
     # -- pieces -----------------------------------------------------------------------------
+    def _translation(self, inputs: ControlInputs, q: np.ndarray, pos_err: np.ndarray,
+                     pos_abs: float, v_sp: np.ndarray, force_limit: float,
+                     dt: float) -> np.ndarray:
+        """Return the SIX_DOF force target (base_link): shaped velocity, then a rate loop."""
+        p = self.params
+        mass = self._mass(inputs.mass)
+        v_ref = v_sp.copy()
+        if pos_abs > 0.0:
+            brake = p.translation_accel_fraction * force_limit / mass
+            v_ref = v_ref + pos_err / pos_abs * shaped_speed(
+                pos_abs, p.velocity_limit_m_s, p.position_gain, brake)
+        gain = min(p.velocity_gain, p.max_gain_dt / dt)
+        accel = bounded_acceleration(v_ref - _vec3(inputs.velocity), gain, mass * np.eye(3),
+                                     force_limit, p.slew_margin * p.max_force_slew_n_s, dt)
+        return _clip_norm(rotations.to_matrix(q).T @ (mass * accel), force_limit)
+
     def _inertia(self, inertia) -> np.ndarray:
         if inertia is None:
             return self.params.fallback_inertia_kg_m2 * np.eye(3)
