@@ -2,7 +2,7 @@
 
 Starts ``DEMO_COMPONENTS`` (simulator, bridge, estimator, controller) with exactly the
 command lines ``pylon_components.plan`` gives (the launch file starts the same plan), then
-flies a manoeuvre as a user would, through ``/setpoint_controller/setpoint``: MODE_IDLE
+flies a manoeuvre as a user would, through the controller's setpoint topic: MODE_IDLE
 (arms the controller), DETUMBLE until the body rate is below 0.001 rad/s (or 10 s), then
 ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held
 (phases timed on KSP time, the IMU's stamps). Every second it prints a status line:
@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+from pylon_bridge.vessel_session import ACTIVE, CHANGED, STATE_NAMES
+from pylon_common import topics
+from pylon_interfaces.msg import ControlAuthorityState
 from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
 
@@ -38,6 +41,8 @@ import pylon_components as pc  # noqa: E402
 
 DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller')
 SLEW_DEG = 30.0
+ACTIVE_STATES = (ACTIVE, CHANGED)
+OWNED = ControlAuthorityState.STATE_OWNED
 DETUMBLE_DONE_RAD_S = 0.001
 DETUMBLE_MAX_SEC = 10.0           # KSP time
 SETTLED_DEG = 0.1
@@ -94,28 +99,12 @@ class Pilot:
 
     def __init__(self) -> None:
         """Create the node and its subscriptions."""
-        from diagnostic_msgs.msg import DiagnosticArray
-        from nav_msgs.msg import Odometry
-        from pylon_interfaces.msg import (
-            ControlAuthorityState,
-            ControlSetpoint,
-            VesselLifecycle,
-            WrenchFeedback,
-        )
+        from pylon_common import topics
+        from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint
         import rclpy
-        from rclpy.qos import (
-            DurabilityPolicy,
-            qos_profile_sensor_data,
-            QoSProfile,
-            ReliabilityPolicy,
-        )
-        from sensor_msgs.msg import Imu
         self.rclpy, self.Setpoint = rclpy, ControlSetpoint
         rclpy.init()
         self.node = rclpy.create_node('pylon_demo')
-        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.lifecycle = self.authority = self.odom = self.imu = None
         self.ksp_time: float | None = None        # stamp of the newest IMU sample (KSP time)
         self.counts = {'imu': 0, 'odometry': 0, 'wrench_feedback': 0}
@@ -126,8 +115,7 @@ class Pilot:
 
         def on_life(msg):
             self.lifecycle = msg
-            if msg.state in (VesselLifecycle.STATE_ACTIVE, VesselLifecycle.STATE_CHANGED) \
-                    and self.first_active is None:
+            if msg.state in ACTIVE_STATES and self.first_active is None:
                 self.first_active = time.monotonic() - self.t0
 
         def on_authority(msg):
@@ -148,21 +136,19 @@ class Pilot:
                 if name == 'imu':
                     self.ksp_time = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             return callback
-        n = self.node
         self.subs = [
-            n.create_subscription(VesselLifecycle, '/ksp_vessel/lifecycle', on_life, latched),
-            n.create_subscription(ControlAuthorityState, '/ksp_vessel/control/authority/state',
-                                  on_authority, latched),
-            n.create_subscription(Odometry, '/pylon_estimator/odometry',
-                                  count('odometry', 'odom'), reliable),
-            n.create_subscription(Imu, '/ksp_vessel/imu/data_raw', count('imu', 'imu'),
-                                  qos_profile_sensor_data),
-            n.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
-                                  count('wrench_feedback'), reliable),
-            n.create_subscription(DiagnosticArray, '/setpoint_controller/diagnostics',
-                                  on_controller, reliable)]
-        self.pub = n.create_publisher(ControlSetpoint, '/setpoint_controller/setpoint',
-                                      reliable)
+            self.node.create_subscription(topics.message_class(key),
+                                          topics.topic(key).default_name(), callback,
+                                          topics.qos(key, reader=True))
+            for key, callback in (('lifecycle', on_life),
+                                  ('control/authority/state', on_authority),
+                                  ('odometry', count('odometry', 'odom')),
+                                  ('imu', count('imu', 'imu')),
+                                  ('control/wrench_feedback', count('wrench_feedback')),
+                                  ('controller/diagnostics', on_controller))]
+        self.pub = self.node.create_publisher(ControlSetpoint,
+                                              topics.topic('setpoint').default_name(),
+                                              topics.qos('setpoint'))
 
     def spin(self, seconds: float) -> None:
         """Process callbacks for ``seconds``."""
@@ -196,13 +182,12 @@ class Pilot:
         self.rclpy.try_shutdown()
 
 
-STATES = {0: 'UNAVAILABLE', 1: 'ACTIVE', 2: 'CHANGED', 3: 'STALE'}
 
 
 def status_line(pilot: Pilot, flight: Flight, rates: dict) -> str:
     """Return one line of demo status."""
     life = pilot.lifecycle
-    session = STATES.get(life.state, '?') if life else 'waiting'
+    session = STATE_NAMES.get(life.state, '?') if life else 'waiting'
     vessel = f'{life.vessel_name or "-"}' if life else '-'
     owner = pilot.authority.controller_id or '-' if pilot.authority else '-'
     error = flight.error
@@ -240,8 +225,8 @@ class Flight:
         if self.phase in ('detumble', 'slew/hold') and self._disarmed(pilot):
             pilot.send(pilot.Setpoint.MODE_IDLE)
             return
-        owned = pilot.authority is not None and pilot.authority.state == 1 and \
-            pilot.authority.controller_id == 'setpoint_controller'
+        owned = pilot.authority is not None and pilot.authority.state == OWNED and \
+            pilot.authority.controller_id == topics.SETPOINT_CONTROLLER
         if self.phase == 'starting' and owned and now is not None:
             self.phase = 'arming'
         elif self.phase == 'arming':

@@ -96,25 +96,25 @@ SIM = Component('sim', 'pylon_sim: KSP with the PyLoN mod, headless (not a ROS n
         '--admin-port', str(ADMIN_PORT), '--servo-joints')),
 ))
 BRIDGE = Component('bridge', 'udp_bridge: PyLoN UDP datagrams <-> ROS 2 topics', (
-    Process('pylon_bridge', 'udp_bridge', 'udp_bridge',
+    Process('pylon_bridge', 'udp_bridge', topics.UDP_BRIDGE,
             parameter_files=('config/pylon_bridge.yaml',)),
 ))
 RSP = Component('rsp', 'robot_state_publisher on the proxy model, fed by description_relay', (
-    Process('robot_state_publisher', 'robot_state_publisher', 'robot_state_publisher',
+    Process('robot_state_publisher', 'robot_state_publisher', topics.ROBOT_STATE_PUBLISHER,
             remappings=(('joint_states', JOINT_STATES_TOPIC),),
             parameters=(('robot_description', PLACEHOLDER_URDF),)),
-    Process('pylon_bridge', 'description_relay', 'description_relay'),
+    Process('pylon_bridge', 'description_relay', topics.DESCRIPTION_RELAY),
 ))
 CONTROLLER = Component('controller', 'setpoint_controller: lease, attitude and rate loops', (
-    Process('pylon_vehicle_control', 'setpoint_controller', 'setpoint_controller',
+    Process('pylon_vehicle_control', 'setpoint_controller', topics.SETPOINT_CONTROLLER,
             parameter_files=('config/setpoint_controller.yaml',)),
 ))
 ESTIMATOR = Component('estimator', 'attitude_estimator: demo attitude estimate from IMU', (
-    Process('pylon_vehicle_control', 'attitude_estimator', 'attitude_estimator',
+    Process('pylon_vehicle_control', 'attitude_estimator', topics.ATTITUDE_ESTIMATOR,
             parameter_files=('config/attitude_estimator.yaml',)),
 ))
 MARKERS = Component('markers', 'nearby_markers: NearbyVessels -> MarkerArray for RViz', (
-    Process('pylon_bridge', 'nearby_markers', 'nearby_markers'),
+    Process('pylon_bridge', 'nearby_markers', topics.NEARBY_MARKERS),
 ))
 RVIZ = Component('rviz', 'rviz2 with rviz/pylon.rviz', (
     Process('rviz2', 'rviz2', 'rviz2', arguments=('-d', str(RVIZ_CONFIG))),

@@ -14,6 +14,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
+from pylon_common import topics
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
@@ -39,23 +40,23 @@ A = ControlAuthorityCommand
 class Pilot(TopicRecorder):
     """A test node's view of the control topics, with helpers to command the vessel."""
 
-    def __init__(self, node: Node, prefix: str = '/ksp_vessel') -> None:
+    def __init__(self, node: Node, prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> None:
         """Subscribe to the control topics under ``prefix``; create the command publishers."""
         super().__init__(node)
         self.prefix = prefix
-        self.add('authority', f'{prefix}/control/authority/state', ControlAuthorityState,
-                 LATCHED)
-        self.add('feedback', f'{prefix}/control/wrench_feedback', WrenchFeedback, COMMAND)
-        self.add('life', f'{prefix}/lifecycle', VesselLifecycle, LATCHED)
-        self.add('twist', f'{prefix}/ground_truth/twist_body', TwistStamped,
-                 qos_profile_sensor_data)
-        self.add('diag', '/pylon/diagnostics', DiagnosticArray, COMMAND)
+        for name, key, msg_type, qos in (
+                ('authority', 'control/authority/state', ControlAuthorityState, LATCHED),
+                ('feedback', 'control/wrench_feedback', WrenchFeedback, COMMAND),
+                ('life', 'lifecycle', VesselLifecycle, LATCHED),
+                ('twist', 'ground_truth/twist_body', TwistStamped, qos_profile_sensor_data),
+                ('diag', 'diagnostics', DiagnosticArray, COMMAND)):
+            self.add(name, topics.name(key, prefix), msg_type, qos)
         self.authority_pub = node.create_publisher(
-            ControlAuthorityCommand, f'{prefix}/control/authority/command', COMMAND)
+            ControlAuthorityCommand, topics.name('control/authority/command', prefix), COMMAND)
         self.wrench_pub = node.create_publisher(
-            BodyWrenchCommand, f'{prefix}/control/wrench_command', COMMAND)
+            BodyWrenchCommand, topics.name('control/wrench_command', prefix), COMMAND)
         self.separation_pub = node.create_publisher(
-            SeparationCommand, f'{prefix}/actuators/separation/command', COMMAND)
+            SeparationCommand, topics.name('actuators/separation/command', prefix), COMMAND)
         self.sequences: dict[tuple[str, str], itertools.count] = {}
 
     def ready(self) -> VesselLifecycle:
