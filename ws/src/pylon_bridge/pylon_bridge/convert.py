@@ -39,6 +39,8 @@ from pylon_protocol import frames, rotations
 from pylon_protocol.model_chunks import Model
 from sensor_msgs.msg import Imu, JointState
 
+from pylon_bridge.commands import MOTOR_MODES
+
 MAX_TF_EXTRAPOLATION_SEC = 0.1
 """How far the ground-truth pose may be carried forward to cover a sensor stamp."""
 
@@ -48,6 +50,8 @@ UNKNOWN_COVARIANCE = [0.0] * 9
 NO_ORIENTATION_COVARIANCE = [-1.0] + [0.0] * 8
 """sensor_msgs/Imu: element 0 = -1 means "no orientation estimate" (data_raw)."""
 NO_ORIENTATION_COVARIANCE_ARRAY = np.array(NO_ORIENTATION_COVARIANCE)
+MOTOR_MODE_OF = {name: mode for mode, name in MOTOR_MODES.items()}
+"""The MotorCommand mode of the mod's ``commandMode`` (the inverse of the command's map)."""
 
 
 def _xyz(target, values: Sequence[float]):
@@ -353,9 +357,8 @@ def motor_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LIN
     msg.id = msg.name = packet['name']
     msg.motor_type = packet.get('jointType', '')
     msg.enabled = bool(packet.get('engaged', False))
-    modes = {'position': MotorCommand.MODE_POSITION, 'velocity': MotorCommand.MODE_VELOCITY,
-             'effort': MotorCommand.MODE_EFFORT}
-    msg.mode = modes.get(packet.get('commandMode') or 'position', MotorCommand.MODE_POSITION)
+    msg.mode = MOTOR_MODE_OF.get(packet.get('commandMode') or 'position',
+                                 MotorCommand.MODE_POSITION)
     return _header(msg, stamp, body_frame)
 
 
