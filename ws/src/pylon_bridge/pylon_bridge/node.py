@@ -15,6 +15,7 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from pylon_common import topics
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
@@ -45,7 +46,7 @@ class UdpBridge(Node):
 
     def __init__(self, explicit: dict | None = None, **kwargs) -> None:
         """Declare parameters, resolve the options, bind the socket, start receiving."""
-        super().__init__('udp_bridge', **kwargs)
+        super().__init__(topics.UDP_BRIDGE, **kwargs)
         parameters = bridge_config.declare_parameters(self)
         self.options = bridge_config.resolve(explicit or {}, parameters)
         self.qos_overrides = bridge_qos.declare_qos_parameters(self)
