@@ -110,7 +110,6 @@ class Pilot:
         self.counts = {'imu': 0, 'odometry': 0, 'wrench_feedback': 0}
         self.first_active = self.first_owned = None
         self.controller: dict[str, str] = {}      # the controller's newest diagnostics
-        self.controller_reports = 0
         self.t0 = time.monotonic()
 
         def on_life(msg):
@@ -126,7 +125,6 @@ class Pilot:
         def on_controller(msg):
             if msg.status:
                 self.controller = {kv.key: kv.value for kv in msg.status[0].values}
-                self.controller_reports += 1
 
         def count(name, attr=None):
             def callback(msg):
@@ -205,9 +203,9 @@ class Flight:
     passed) → slew/hold (ATTITUDE_HOLD ``SLEW_DEG`` about body +Z, held). ``settled_s`` is
     the KSP time from the start of the slew until the error stayed below ``SETTLED_DEG``
     for ``SETTLED_HOLD_SEC``. When the controller disarms on the way (it does when its
-    input stops for longer than its timeouts, e.g. on a machine too busy to keep up), the
-    demo does what a user must: it sends MODE_IDLE again and goes on (``rearmed`` lists
-    why it had to).
+    input stops for longer than its timeouts, e.g. on a machine too busy to keep up) and so
+    refuses the setpoints, the demo does what a user must: it sends MODE_IDLE again and
+    goes on (``rearmed`` lists why it had to).
     """
 
     def __init__(self) -> None:
@@ -216,8 +214,7 @@ class Flight:
         self.target = self.error = self.settled_s = None
         self.detumble_at = self.slew_at = self.below_since = None
         self.rearmed: list[str] = []
-        self._reports_seen = 0
-        self._armed_seen = False
+        self._refusals_seen = 0
 
     def step(self, pilot: Pilot) -> None:
         """Send this period's setpoint and move on to the next phase when it is due."""
@@ -240,15 +237,13 @@ class Flight:
             self._note_settling(now)
 
     def _disarmed(self, pilot: Pilot) -> bool:
-        """Tell whether the controller, once armed, reports itself disarmed (a new report)."""
-        if pilot.controller_reports <= self._reports_seen:
+        """Tell whether the controller refused setpoints since the last look: not armed."""
+        refused = int(pilot.controller.get('setpoints_refused') or 0)
+        if refused <= self._refusals_seen:
             return False
-        self._reports_seen = pilot.controller_reports
-        armed = pilot.controller.get('armed') == 'True'
-        if armed or not self._armed_seen:
-            self._armed_seen = self._armed_seen or armed
+        self._refusals_seen = refused
+        if pilot.controller.get('last_refusal') != 'not_armed_send_idle':
             return False
-        self._armed_seen = False                  # until it reports armed again
         self.rearmed.append(pilot.controller.get('disarm_reason', ''))
         return True
 

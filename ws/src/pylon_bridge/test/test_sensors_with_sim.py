@@ -125,9 +125,6 @@ def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
     pilot.until(lambda: len(got['cloud']) >= 3 and mounted() and got['image'] and got['info'],
                 'clouds, the LiDAR mount on /tf_static and a camera frame')
     statics = {t.child_frame_id: t for m in got['static'] for t in m.transforms}
-    cloud = got['cloud'][-1]
-    assert cloud.header.frame_id == frame and cloud.point_step == 12 and cloud.width > 0
-    points = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3).astype(float)
     # sensor frame -> part link -> ... -> proxy root (static chain), root -> base_link,
     # base_link -> ENU (dynamic, at the cloud's own stamp: no extrapolation needed)
     chain, child = [], frame
@@ -136,15 +133,27 @@ def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
         child = statics[child].header.frame_id
     root = child
     assert root == f'pylon_{SAT[:8]}_link_0000', root
-    stamp = cloud.header.stamp
 
-    def tf_at_stamp():
+    def tf_at(stamp):
         return {t.child_frame_id: t for msg in got['tf'] for t in msg.transforms
                 if t.header.stamp == stamp}
-    # the bridge sends the transform before the cloud, but the two subscriptions may be
-    # served in either order: wait for it (briefly) rather than assume the order
-    pilot.until(lambda: {root, 'base_link'} <= set(tf_at_stamp()), 'the /tf at the cloud stamp')
-    dynamic = tf_at_stamp()
+
+    def covered_cloud():
+        """Return the newest cloud with both transforms at its own stamp, or None.
+
+        The bridge sends them before the cloud when the cloud is the newest stamp; when a
+        ground-truth pose of the same stamp came first, that pose's /tf is the one.
+        """
+        for cloud in reversed(got['cloud']):
+            if {root, 'base_link'} <= set(tf_at(cloud.header.stamp)):
+                return cloud
+        return None
+    # the two subscriptions may be served in either order: wait rather than assume it
+    pilot.until(lambda: covered_cloud() is not None, 'a cloud with its /tf at its stamp')
+    cloud = covered_cloud()
+    assert cloud.header.frame_id == frame and cloud.point_step == 12 and cloud.width > 0
+    points = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3).astype(float)
+    dynamic = tf_at(cloud.header.stamp)
     in_base = points
     for t in chain:
         in_base = _apply(t, in_base)
