@@ -4,7 +4,6 @@ import math
 from pathlib import Path
 import socket
 
-import bridge_datagrams as d
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from pylon_interfaces.msg import (
@@ -19,6 +18,7 @@ from pylon_interfaces.msg import (
     WrenchFeedback,
 )
 from pylon_protocol import packets
+from pylon_testing import mod_datagrams as d
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
