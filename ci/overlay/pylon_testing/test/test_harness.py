@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
-from pylon_testing.processes import group_alive
+from pylon_testing.processes import group_alive, ProcessError, ProcessGroup
 import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -104,3 +104,56 @@ def test_free_udp_ports_differ(free_udp_port):
 
 def test_root_is_the_repository():
     assert (ROOT / 'ci' / 'setup.sh').is_file()
+
+
+TALKER = ('import sys\n'
+          'print("ready", flush=True)\n'
+          'print("to the log", file=sys.stderr, flush=True)\n'
+          'print("got " + sys.stdin.readline().strip(), flush=True)\n'
+          'print("no newline", end="", flush=True)\n')
+
+
+def test_group_talks_to_a_piped_child_in_lines(tmp_path):
+    with ProcessGroup(tmp_path) as group:
+        child = group.start([sys.executable, '-c', TALKER], name='talker', pipes=True)
+        assert child.wait_for_line('^ready$') == 'ready'
+        child.send_line('go')
+        assert child.wait_for_line('^got ') == 'got go'
+        assert child.wait(timeout=30.0) == 0
+        assert child.output_lines() == ['ready', 'got go', 'no newline']
+        child.wait_for_output('to the log')            # stderr goes to the log file
+        assert 'ready' not in child.log()
+    assert child.stopped and group.running() == []
+
+
+def test_group_names_processes_apart_and_stops_them_all(tmp_path):
+    sleeper = [sys.executable, '-c', 'import time; print("up", flush=True); time.sleep(600)']
+    with ProcessGroup(tmp_path) as group:
+        first = group.start(sleeper, name='sleeper')
+        second = group.start(sleeper, name='sleeper')
+        assert (first.name, second.name) == ('sleeper', 'sleeper-0')
+        assert group.named('sleeper') is second
+        assert {p.log_path.name for p in group.processes} == {'sleeper.log', 'sleeper-0.log'}
+        first.wait_for_output('up')
+        second.wait_for_output('up')
+        group.check()
+        group.stop_all()
+        assert group.running() == []
+        assert first.returncode is not None and second.returncode is not None
+        assert not group_alive(first.pid) and not group_alive(second.pid)
+
+
+def test_group_check_and_guard_name_the_dead_process_and_show_its_log(tmp_path):
+    dying = [sys.executable, '-c', 'import sys; print("something broke"); sys.exit(3)']
+    with ProcessGroup(tmp_path, env={**os.environ, 'PYTHONUNBUFFERED': '1'}) as group:
+        child = group.start(dying, name='dying')
+        child.wait(timeout=30.0)
+        guarded = group.guard(lambda: False)
+        with pytest.raises(ProcessError, match='dying exited with 3') as info:
+            guarded()
+        assert 'something broke' in str(info.value)
+        assert child.log_tail(lines=1) == 'something broke'
+        with pytest.raises(ProcessError, match='exited with 3 and did not print'):
+            child.wait_for_output('never', timeout=30.0)
+        group.stop(child)
+        group.check()                                  # a stopped process is not checked
