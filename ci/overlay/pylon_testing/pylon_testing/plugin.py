@@ -29,7 +29,7 @@ import tempfile
 from pylon_protocol.threads import limit_threads
 import pytest
 
-from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
+from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port, isolate
 from pylon_testing.processes import ProcessGroup, RosProcess, stop_all
 from pylon_testing.stack import SimStack, start_stack
 
@@ -45,16 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
     log_dir = Path(tempfile.mkdtemp(prefix=f'pylon-test-{os.getpid()}-'))
     config.stash[_SESSION] = {
         'domain_id': domain_id, 'claims': [claim], 'groups': [], 'log_dir': log_dir}
-    os.environ.update({
-        'ROS_DOMAIN_ID': str(domain_id),
-        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
-        'ROS_STATIC_PEERS': '',
-        'ROS_LOG_DIR': str(log_dir / 'ros'),
-        'RCUTILS_COLORIZED_OUTPUT': '0',
-        'RCUTILS_LOGGING_BUFFERED_STREAM': '0',
-        'PYTHONUNBUFFERED': '1',
-    })
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    isolate(domain_id, log_dir)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
