@@ -31,9 +31,35 @@ INNER_TEST = textwrap.dedent("""
 """)
 
 
-def run_inner_pytest(tmp_path: Path, kill_self: bool) -> tuple[subprocess.CompletedProcess, int]:
+MODULE_INNER_TEST = textwrap.dedent("""
+    import os
+    import sys
+
+    import pytest
+
+    @pytest.fixture(scope='module')
+    def shared(module_ros_process):
+        child = module_ros_process(
+            [sys.executable, '-c',
+             'import time; print("shared child up", flush=True); time.sleep(600)'],
+            name='shared')
+        child.wait_for_output('shared child up')
+        with open(os.environ['PIDFILE'], 'w') as out:
+            out.write(str(child.pid))
+        return child
+
+    def test_passes(shared):
+        assert shared.returncode is None
+
+    def test_fails(shared):
+        assert False, 'this inner test fails on purpose'
+""")
+
+
+def run_inner_pytest(tmp_path: Path, kill_self: bool,
+                     source: str = INNER_TEST) -> tuple[subprocess.CompletedProcess, int]:
     test_file = tmp_path / 'test_inner.py'
-    test_file.write_text(INNER_TEST)
+    test_file.write_text(source)
     pidfile = tmp_path / 'pid'
     env = {**os.environ, 'PIDFILE': str(pidfile)}
     if kill_self:
@@ -62,6 +88,14 @@ def test_failing_test_shows_process_log_and_ends_the_process(tmp_path):
     assert 'this inner test fails on purpose' in result.stdout
     assert 'process sleeper (running)' in result.stdout
     assert 'child says hello' in result.stdout
+    assert not group_alive(pid)
+
+
+def test_module_fixture_processes_show_in_every_failing_test_and_end_with_the_module(tmp_path):
+    result, pid = run_inner_pytest(tmp_path, kill_self=False, source=MODULE_INNER_TEST)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert '1 failed, 1 passed' in result.stdout
+    assert 'process shared (running)' in result.stdout and 'shared child up' in result.stdout
     assert not group_alive(pid)
 
 
