@@ -112,7 +112,7 @@ class RosProcess:
             complete.append(self._partial)
             self._partial = b''
         self._lines += [line.decode(errors='replace') for line in complete]
-        return self._lines
+        return list(self._lines)
 
     def send_line(self, text: str) -> None:
         """Write ``text`` and a newline to the (piped) process's stdin."""
@@ -134,10 +134,11 @@ class RosProcess:
     def _poll(self, find: Callable[[], object], what: str, timeout: float) -> object:
         deadline = time.monotonic() + timeout
         while True:
+            exited = self.returncode is not None      # before looking: its last words count
             found = find()
             if found:
                 return found
-            if self.returncode is not None:
+            if exited:
                 raise ProcessError(f'{self.name} exited with {self.returncode} and did not '
                                    f'{what}:\n{self.log_tail()}')
             if time.monotonic() > deadline:
