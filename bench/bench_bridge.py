@@ -1,8 +1,9 @@
 """udp_bridge end to end: latency, CPU, throughput against bare rclpy, memory under attack.
 
-Every process runs in a ROS domain and on UDP ports of its own (``pylon_testing.isolation``),
-discovery limited to localhost; the bench process itself subscribes to the bridge's
-diagnostics and IMU (Best Effort), so every phase has the same subscriber.
+Every process runs in a ROS domain and on UDP ports of its own, discovery limited to
+localhost, started and ended by the harness the tests use (``pylon_testing.bench``); the
+bench process itself subscribes to the bridge's diagnostics and IMU (Best Effort), so
+every phase has the same subscriber.
 
 1. **latency** and **cpu**: ``pylon_sim --scenario orbit`` feeds a fresh ``udp_bridge`` in
    real time for ``SIM_SECONDS``. The bridge measures, for each IMU and ground-truth
@@ -34,85 +35,61 @@ when a process fails to start or the bridge never reports.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 import os
-from pathlib import Path
 import random
 import select
-import signal
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'ws' / 'src' / 'pylon_bridge' / 'test'))
+from pylon_common import topics
+from pylon_testing import mod_datagrams
+from pylon_testing.bench import (
+    BenchError,
+    BenchNode,
+    BenchSession,
+    BridgeMonitor,
+    cmdline,
+    cpu_seconds,
+    drop_counters,
+    FLOOD_QUEUE_HIGH_BYTES,
+    LATENCY_STATUS,
+    number,
+    run,
+    SESSION_STATUS,
+    start_bridge,
+    START_TIMEOUT_SEC,
+    status_kb,
+    TOPICS_STATUS,
+    udp_socket_state,
+    wait_for_bridge,
+    wait_for_line,
+)
+from pylon_testing.stack import start_stack
 
 SIM_SECONDS = 20.0
 CPU_WINDOW_SECONDS = 15.0
 FLOOD_SECONDS = 8.0
 FLOOD_BURST = 256            # datagrams between two looks at the bridge's queue
-FLOOD_QUEUE_HIGH_BYTES = 1 << 20        # sender pauses while the bridge has this much queued
 HOSTILE_DATAGRAMS = 100_000
 HOSTILE_QUEUE_HIGH_BYTES = 256 << 10
 HOSTILE_MAX_SECONDS = 75.0
 WARMUP_SECONDS = 5.0
 VALID_RATE_HZ = 30.0
 HEARTBEAT_PERIOD_SEC = 0.5
-START_TIMEOUT_SEC = 30.0
 STOP_TIMEOUT_SEC = 10.0
 MAX_UDP_PAYLOAD = 65507                 # IPv4: 65535 - 20 (IP) - 8 (UDP)
 OVERSIZED_BYTES = 70_000
 
-IMU_TOPIC = '/ksp_vessel/imu/data_raw'
-DIAGNOSTICS_TOPIC = '/pylon/diagnostics'
+IMU_TOPIC = topics.name('imu')
 BASELINE_TOPIC = '/bench/imu_baseline'
-LATENCY_STATUS = 'pylon_bridge: latency'
-DATAGRAMS_STATUS = 'pylon_bridge: datagrams'
-TOPICS_STATUS = 'pylon_bridge: topics'
-SESSION_STATUS = 'pylon_bridge: session'
 IMU_RATE_KEY = f'rate_hz.{IMU_TOPIC}'
 UT0 = 12345.5
 RATE_MARK = 7.25                        # angularVelocity.x of the IMU template
-
-
-class BenchError(RuntimeError):
-    """A phase could not be measured (a process failed or never reported)."""
-
-
-# -- /proc ---------------------------------------------------------------------------------
-def cpu_ticks(pid: int) -> int:
-    """Return utime + stime of ``pid`` in clock ticks."""
-    text = Path(f'/proc/{pid}/stat').read_text()
-    fields = text[text.rindex(')') + 2:].split()
-    return int(fields[11]) + int(fields[12])    # fields 14 and 15 of proc(5)
-
-
-def status_kb(pid: int, key: str) -> int:
-    """Return a ``kB`` field (``VmRSS``, ``VmHWM``) of ``/proc/<pid>/status``."""
-    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
-        if line.startswith(key + ':'):
-            return int(line.split()[1])
-    raise BenchError(f'{key} not in /proc/{pid}/status')
-
-
-def cmdline(pid: int) -> list[str]:
-    """Return the command line of ``pid``."""
-    return Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace').split('\0')
-
-
-def udp_socket_state(port: int) -> tuple[int, int] | None:
-    """Return (rx_queue bytes, kernel drops) of the UDP socket bound to 127.0.0.1:``port``."""
-    local = f'0100007F:{port:04X}'
-    with open('/proc/net/udp') as table:
-        for line in table:
-            fields = line.split()
-            if len(fields) > 12 and fields[1] == local:
-                return int(fields[4].split(':')[1], 16), int(fields[12])
-    return None
 
 
 # -- datagrams -------------------------------------------------------------------------------
@@ -121,8 +98,7 @@ class ValidTraffic:
 
     def __init__(self) -> None:
         """Pre-encode an IMU datagram as a template (UT and angularVelocity.x replaced)."""
-        import bridge_datagrams as bd
-        self.bd = bd
+        bd = self.bd = mod_datagrams
         data = bd.imu(UT0, rate=(RATE_MARK, 0.0, 0.1))
         ut_mark, rate_mark = b'"universalTime":12345.5,', b'"angularVelocity":[7.25,'
         head, rest = data.split(ut_mark)
@@ -291,17 +267,15 @@ def child_flood(port: int, seconds: float) -> None:
 
 def child_baseline(seconds: float) -> None:
     """Child: publish one IMU message in a tight loop on ``BASELINE_TOPIC``; print the count."""
-    import bridge_datagrams as bd
     from pylon_bridge import convert
-    from pylon_bridge import qos as bridge_qos
     from pylon_protocol import packets
     import rclpy
     from sensor_msgs.msg import Imu
     rclpy.init()
     node = rclpy.create_node('bench_baseline')
     try:
-        publisher = node.create_publisher(Imu, BASELINE_TOPIC, bridge_qos.IMU)
-        msg = convert.imu(packets.decode_state(bd.imu()), time.time(), 'base_link')
+        publisher = node.create_publisher(Imu, BASELINE_TOPIC, topics.qos('imu'))
+        msg = convert.imu(packets.decode_state(mod_datagrams.imu()), time.time(), 'base_link')
         deadline = time.monotonic() + START_TIMEOUT_SEC
         while publisher.get_subscription_count() == 0:
             if time.monotonic() > deadline:
@@ -414,124 +388,19 @@ def child_hostile(port: int, count: int, seed: int) -> None:
 
 
 # -- the bench process -----------------------------------------------------------------------
-class Processes:
-    """Processes started by the bench, each logging to a temporary file; all stopped at end."""
+class Monitor(BridgeMonitor):
+    """The bridge's diagnostics, its IMU samples and the baseline's count, as received."""
 
-    def __init__(self, env: dict) -> None:
-        """Remember the environment every process gets."""
-        self.env = env
-        self.running: list[tuple[str, subprocess.Popen, object]] = []
-
-    def start(self, name: str, argv: list[str], pipes: bool = False) -> subprocess.Popen:
-        """Start ``argv``; stdout (and stdin) piped if ``pipes``, else logged with stderr."""
-        log = tempfile.TemporaryFile(mode='w+b')
-        try:
-            proc = subprocess.Popen(
-                argv, env=self.env, stderr=log,
-                stdout=subprocess.PIPE if pipes else log,
-                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL)
-        except OSError as exc:
-            log.close()
-            raise BenchError(f'could not start {name} ({argv[0]}): {exc}') from None
-        self.running.append((name, proc, log))
-        return proc
-
-    def log_tail(self, proc: subprocess.Popen, lines: int = 15) -> str:
-        """Return the last lines the process wrote to its log."""
-        for _, known, log in self.running:
-            if known is proc:
-                log.seek(0)
-                text = log.read().decode(errors='replace').strip().splitlines()
-                return '\n'.join(text[-lines:])
-        return ''
-
-    def check(self, name: str, proc: subprocess.Popen) -> None:
-        """Raise ``BenchError`` if ``proc`` has exited."""
-        if proc.poll() is not None:
-            raise BenchError(f'{name} exited with {proc.returncode}:\n{self.log_tail(proc)}')
-
-    def stop(self, proc: subprocess.Popen) -> None:
-        """Terminate ``proc``, wait, kill on timeout, close its log."""
-        for entry in list(self.running):
-            name, known, log = entry
-            if known is not proc:
-                continue
-            self.running.remove(entry)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)     # rclpy shuts down cleanly on SIGINT
-                try:
-                    proc.wait(timeout=STOP_TIMEOUT_SEC / 2)
-                except subprocess.TimeoutExpired:
-                    proc.terminate()
-                    try:
-                        proc.wait(timeout=STOP_TIMEOUT_SEC / 2)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(timeout=STOP_TIMEOUT_SEC)
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
-            log.close()
-
-    def stop_all(self) -> None:
-        """Stop every process still running, newest first."""
-        for _, proc, _ in reversed(list(self.running)):
-            self.stop(proc)
-
-
-class LineReader:
-    """Non-blocking line reader of a child's stdout pipe."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        """Read from ``proc.stdout`` (a binary pipe)."""
-        self.fd = proc.stdout.fileno()
-        self.buffer = b''
-        self.eof = False
-
-    def lines(self) -> list[str]:
-        """Return the complete lines available now."""
-        while not self.eof and select.select([self.fd], [], [], 0)[0]:
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                self.eof = True
-                break
-            self.buffer += chunk
-        *complete, self.buffer = self.buffer.split(b'\n')
-        return [line.decode(errors='replace') for line in complete]
-
-
-class Monitor:
-    """The bench's node: diagnostics reports, IMU samples, baseline count."""
-
-    def __init__(self) -> None:
-        """Create the node, its subscriptions and an executor."""
-        from diagnostic_msgs.msg import DiagnosticArray
-        from pylon_bridge import qos as bridge_qos
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    def __init__(self, bench: BenchNode) -> None:
+        """Subscribe to the diagnostics, the bridge's IMU and the baseline's IMU."""
         from sensor_msgs.msg import Imu
-        self.rclpy = rclpy
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('bench_bridge', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.reports: list[tuple[float, dict]] = []
+        super().__init__(bench)
         self.imu: list[tuple[float, float]] = []        # (receipt time, angular_velocity.x)
         self.baseline = 0
-        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.VOLATILE)
-        best_effort = bridge_qos.IMU
-        self.node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics,
-                                      reliable)
-        self.node.create_subscription(Imu, IMU_TOPIC, self._on_imu, best_effort)
-        self.node.create_subscription(Imu, BASELINE_TOPIC, self._on_baseline, best_effort)
-
-    def _on_diagnostics(self, msg) -> None:
-        self.reports.append((time.monotonic(), {
-            status.name: {kv.key: kv.value for kv in status.values} for status in msg.status}))
+        qos = topics.qos('imu', reader=True)
+        self.subscriptions = [
+            bench.node.create_subscription(Imu, IMU_TOPIC, self._on_imu, qos),
+            bench.node.create_subscription(Imu, BASELINE_TOPIC, self._on_baseline, qos)]
 
     def _on_imu(self, msg) -> None:
         self.imu.append((time.monotonic(), msg.angular_velocity.x))
@@ -541,64 +410,9 @@ class Monitor:
 
     def reset(self) -> None:
         """Forget what was received so far."""
-        self.reports.clear()
+        super().reset()
         self.imu.clear()
         self.baseline = 0
-
-    def spin_until(self, condition, timeout: float, every=None) -> bool:
-        """Spin until ``condition()``; False after ``timeout``; ``every()`` each turn."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.005)
-            if every is not None:
-                every()
-        return True
-
-    def spin_for(self, seconds: float, every=None) -> None:
-        """Spin for ``seconds``."""
-        end = time.monotonic() + seconds
-        self.spin_until(lambda: time.monotonic() >= end, seconds + 1.0, every)
-
-    def close(self) -> None:
-        """Destroy the node and shut the context down."""
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.rclpy.try_shutdown(context=self.context)
-
-
-def _float(values: dict, key: str) -> float | None:
-    try:
-        return float(values[key])
-    except (KeyError, ValueError):
-        return None
-
-
-def start_bridge(procs: Processes, monitor: Monitor, port: int, command_port: int) -> tuple:
-    """Start a fresh bridge; return (process, python pid) once it published diagnostics."""
-    monitor.reset()
-    proc = procs.start('udp_bridge', ['udp_bridge', '--host', '127.0.0.1', '--port', str(port),
-                                      '--command-port', str(command_port)])
-    check = lambda: procs.check('udp_bridge', proc)  # noqa: E731
-    if not monitor.spin_until(lambda: monitor.reports, START_TIMEOUT_SEC, check):
-        raise BenchError(f'udp_bridge never published {DIAGNOSTICS_TOPIC} within '
-                         f'{START_TIMEOUT_SEC:g} s:\n{procs.log_tail(proc)}')
-    argv = cmdline(proc.pid)
-    if 'python' not in Path(argv[0]).name or not any('udp_bridge' in a for a in argv):
-        raise BenchError(f'pid {proc.pid} is not the Python process of udp_bridge: {argv}')
-    return proc, proc.pid
-
-
-def claim_ports(claims: list, count: int) -> list[int]:
-    """Claim ``count`` UDP ports (claims kept in ``claims`` until the end)."""
-    from pylon_testing.isolation import claim_udp_port
-    ports = []
-    for _ in range(count):
-        port, claim = claim_udp_port()
-        claims.append(claim)
-        ports.append(port)
-    return ports
 
 
 def latency_summary(reports: list[tuple[float, dict]], kind: str) -> dict:
@@ -606,13 +420,13 @@ def latency_summary(reports: list[tuple[float, dict]], kind: str) -> dict:
     p50s, p99s, maxes, counts = [], [], [], []
     for _, statuses in reports:
         values = statuses.get(LATENCY_STATUS, {})
-        count = _float(values, f'{kind}.count')
+        count = number(values, f'{kind}.count')
         if not count:
             continue
         counts.append(int(count))
-        p50s.append(_float(values, f'{kind}.p50_ms'))
-        p99s.append(_float(values, f'{kind}.p99_ms'))
-        maxes.append(_float(values, f'{kind}.max_ms'))
+        p50s.append(number(values, f'{kind}.p50_ms'))
+        p99s.append(number(values, f'{kind}.p99_ms'))
+        maxes.append(number(values, f'{kind}.max_ms'))
     if not counts:
         return {'reports': 0}
     return {'reports': len(counts), 'samples': sum(counts),
@@ -622,120 +436,100 @@ def latency_summary(reports: list[tuple[float, dict]], kind: str) -> dict:
             'max_ms': round(max(maxes), 3)}
 
 
-def drop_counters(statuses: dict) -> dict:
-    """Return the received/accepted/dropped/ignored counters of a diagnostics report."""
-    values = statuses.get(DATAGRAMS_STATUS, {})
-    return {key: int(value) for key, value in values.items()
-            if key in ('received', 'accepted') or key.startswith(('dropped.', 'ignored.'))}
+def imu_rates(reports: list[tuple[float, dict]]) -> list[float]:
+    """Return the bridge's IMU publish rates of ``reports`` (those that have one)."""
+    rates = [number(s.get(TOPICS_STATUS, {}), IMU_RATE_KEY) for _, s in reports]
+    return [r for r in rates if r is not None]
 
 
-def phase_sim(procs: Processes, monitor: Monitor, claims: list) -> tuple[dict, dict]:
+def child_result(session: BenchSession, bench: BenchNode, name: str, argv: list[str],
+                 timeout: float, every=None) -> dict:
+    """Run this script in mode ``argv`` while spinning; return the JSON line it printed."""
+    child = session.group.start([sys.executable, __file__, *argv], name=name, pipes=True)
+    line = wait_for_line(bench, child, r'^\{', timeout, every)
+    bench.until(lambda: child.returncode is not None, STOP_TIMEOUT_SEC, f'{name} exiting')
+    if child.returncode != 0:
+        raise BenchError(f'{name} failed ({child.returncode}):\n{child.log_tail()}')
+    session.group.stop(child)
+    return json.loads(line)
+
+
+def phase_sim(session: BenchSession, bench: BenchNode, monitor: Monitor) -> tuple[dict, dict]:
     """Latency and CPU of the bridge fed by pylon_sim (orbit) in real time."""
-    state_port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
-    sim = procs.start('pylon_sim', ['pylon_sim', '--scenario', 'orbit', '--state-port',
-                                    str(state_port), '--command-port', str(command_port),
-                                    '--admin-port', '0'])
-
-    def check() -> None:
-        procs.check('udp_bridge', bridge)
-        procs.check('pylon_sim', sim)
+    monitor.reset()
+    stack = start_stack(session.group.start, session.take_port)
+    bridge, sim = session.group.named('bridge'), session.group.named('sim')
+    wait_for_bridge(bench, monitor, bridge)
+    check = functools.partial(session.group.check, bridge, sim)
 
     def has_imu() -> bool:
-        return any(_float(s.get(LATENCY_STATUS, {}), 'imu.count')
-                   for _, s in monitor.reports)
-    if not monitor.spin_until(has_imu, START_TIMEOUT_SEC, check):
+        check()
+        return any(number(s.get(LATENCY_STATUS, {}), 'imu.count') for _, s in monitor.reports)
+    try:
+        bench.until(has_imu, START_TIMEOUT_SEC, 'IMU latency in the diagnostics')
+    except TimeoutError:
         raise BenchError('the bridge reported no IMU latency within '
                          f'{START_TIMEOUT_SEC:g} s of starting pylon_sim:\n'
-                         f'{procs.log_tail(sim)}\n{procs.log_tail(bridge)}')
-    monitor.spin_for(1.0, check)                     # one more report: steady state
+                         f'{sim.log_tail()}\n{bridge.log_tail()}') from None
+    bench.spin_for(1.0, check)                       # one more report: steady state
     start = time.monotonic()
     imu_before = len(monitor.imu)
-    ticks0 = cpu_ticks(pid)
-    monitor.spin_for(CPU_WINDOW_SECONDS, check)
-    ticks1, cpu_end = cpu_ticks(pid), time.monotonic()
-    monitor.spin_for(SIM_SECONDS - CPU_WINDOW_SECONDS, check)
+    cpu0 = cpu_seconds(bridge.pid)
+    bench.spin_for(CPU_WINDOW_SECONDS, check)
+    cpu1, cpu_end = cpu_seconds(bridge.pid), time.monotonic()
+    bench.spin_for(SIM_SECONDS - CPU_WINDOW_SECONDS, check)
     end = time.monotonic()
     reports = [(t, s) for t, s in monitor.reports if start + 0.05 < t <= end]
     if not reports:
         raise BenchError('no diagnostics during the pylon_sim run')
-    rates = [_float(s.get(TOPICS_STATUS, {}), IMU_RATE_KEY) for _, s in reports]
-    rates = [r for r in rates if r is not None]
-    received = len(monitor.imu) - imu_before
-    socket_state = udp_socket_state(state_port)
-    cpu_seconds = (ticks1 - ticks0) / os.sysconf('SC_CLK_TCK')
+    rates = imu_rates(reports)
+    socket_state = udp_socket_state(stack.state_port)
     latency = {
         'seconds': round(end - start, 2), 'diagnostics_reports': len(reports),
         'imu': latency_summary(reports, 'imu'),
         'ground_truth': latency_summary(reports, 'ground_truth'),
         'imu_rate_hz_bridge_median': round(statistics.median(rates), 1) if rates else None,
-        'imu_received_by_subscriber_hz': round(received / (end - start), 1),
+        'imu_received_by_subscriber_hz': round((len(monitor.imu) - imu_before)
+                                               / (end - start), 1),
         'bridge_datagrams': drop_counters(reports[-1][1]),
         'kernel_drops': socket_state[1] if socket_state else None,
         'target_p99_ms': 5.0,
     }
     latency['pass'] = all(latency[k].get('p99_ms_worst', math.inf) < 5.0
                           for k in ('imu', 'ground_truth'))
-    cpu = {'window_seconds': round(cpu_end - start, 2), 'cpu_seconds': round(cpu_seconds, 3),
-           'percent_of_one_core': round(100.0 * cpu_seconds / (cpu_end - start), 1),
-           'pid_cmdline': ' '.join(cmdline(pid))[:200], 'target_percent': 25.0}
+    cpu = {'window_seconds': round(cpu_end - start, 2), 'cpu_seconds': round(cpu1 - cpu0, 3),
+           'percent_of_one_core': round(100.0 * (cpu1 - cpu0) / (cpu_end - start), 1),
+           'pid_cmdline': ' '.join(cmdline(bridge.pid))[:200], 'target_percent': 25.0}
     cpu['pass'] = cpu['percent_of_one_core'] < 25.0
-    procs.stop(sim)
-    procs.stop(bridge)
+    session.group.stop(sim, bridge)
     return latency, cpu
 
 
-def run_child(procs: Processes, monitor: Monitor, name: str, argv: list[str],
-              timeout: float, check=None) -> dict:
-    """Run a child of this script while spinning; return the JSON of its last stdout line."""
-    proc = procs.start(name, [sys.executable, __file__, *argv], pipes=True)
-    reader = LineReader(proc)
-    got: list[str] = []
-
-    def every() -> None:
-        got.extend(reader.lines())
-        if check is not None:
-            check()
-    if not monitor.spin_until(lambda: proc.poll() is not None, timeout, every):
-        raise BenchError(f'{name} did not finish within {timeout:g} s')
-    proc.wait()
-    got.extend(reader.lines())
-    if reader.buffer:
-        got.append(reader.buffer.decode(errors='replace'))
-    if proc.returncode != 0 or not got:
-        raise BenchError(f'{name} failed ({proc.returncode}):\n{procs.log_tail(proc)}')
-    procs.stop(proc)
-    return json.loads(got[-1])
-
-
-def phase_throughput(procs: Processes, monitor: Monitor, claims: list) -> dict:
+def phase_throughput(session: BenchSession, bench: BenchNode, monitor: Monitor) -> dict:
     """IMU published per second by a flooded bridge and by a bare rclpy publisher."""
-    state_port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
-    ticks0 = cpu_ticks(pid)
-    check = lambda: procs.check('udp_bridge', bridge)  # noqa: E731
-    flood = run_child(procs, monitor, 'flood sender',
-                      ['flood', str(state_port), str(FLOOD_SECONDS)], FLOOD_SECONDS + 20.0,
-                      check)
-    ticks1 = cpu_ticks(pid)
-    monitor.spin_for(1.2, check)                     # the report that covers the end
-    socket_state = udp_socket_state(state_port)
+    bridge, port = start_bridge(session, bench, monitor)
+    cpu0 = cpu_seconds(bridge.pid)
+    flood = child_result(session, bench, 'flood_sender',
+                         ['flood', str(port), str(FLOOD_SECONDS)], FLOOD_SECONDS + 20.0,
+                         bridge.check)
+    cpu1 = cpu_seconds(bridge.pid)
+    bench.spin_for(1.2, bridge.check)                # the report that covers the end
+    socket_state = udp_socket_state(port)
     start, end = flood['start'], flood['end']
     inside = [(t, s) for t, s in monitor.reports if t - 1.05 >= start + 0.5 and t <= end + 0.05]
-    rates = [_float(s.get(TOPICS_STATUS, {}), IMU_RATE_KEY) for _, s in inside]
-    rates = [r for r in rates if r is not None]
+    rates = imu_rates(inside)
     if not rates:
         raise BenchError(f'no diagnostics report with {IMU_RATE_KEY} inside the flood window')
-    counts = [_float(s.get(LATENCY_STATUS, {}), 'imu.count') or 0.0 for _, s in inside]
+    counts = [number(s.get(LATENCY_STATUS, {}), 'imu.count') or 0.0 for _, s in inside]
     received = sum(1 for t, _ in monitor.imu if start + 0.5 <= t <= end)
     bridge_rate = statistics.fmean(rates)
-    last = monitor.reports[-1][1]
+    last = monitor.latest()
     under_flood = latency_summary(inside, 'imu')
-    procs.stop(bridge)
+    session.group.stop(bridge)
 
     monitor.reset()
-    base = run_child(procs, monitor, 'baseline publisher', ['baseline', str(FLOOD_SECONDS)],
-                     FLOOD_SECONDS + START_TIMEOUT_SEC + 10.0)
+    base = child_result(session, bench, 'baseline_publisher', ['baseline', str(FLOOD_SECONDS)],
+                        FLOOD_SECONDS + START_TIMEOUT_SEC + 10.0)
     base_rate = base['published'] / (base['end'] - base['start'])
     return {
         'flood_seconds': round(end - start, 2),
@@ -745,8 +539,7 @@ def phase_throughput(procs: Processes, monitor: Monitor, claims: list) -> dict:
         'bridge_imu_rate_per_report': [round(r, 1) for r in rates],
         'bridge_imu_latency_count_per_report': [int(c) for c in counts],
         'bridge_imu_latency_under_flood': under_flood,
-        'bridge_cpu_percent_of_one_core': round(
-            100.0 * (ticks1 - ticks0) / os.sysconf('SC_CLK_TCK') / (end - start), 1),
+        'bridge_cpu_percent_of_one_core': round(100.0 * (cpu1 - cpu0) / (end - start), 1),
         'subscriber_received_per_s': round(received / max(1e-6, end - start - 0.5), 1),
         'bridge_datagrams': drop_counters(last),
         'kernel_drops': socket_state[1] if socket_state else None,
@@ -758,117 +551,93 @@ def phase_throughput(procs: Processes, monitor: Monitor, claims: list) -> dict:
     }
 
 
-def phase_memory(procs: Processes, monitor: Monitor, claims: list, seed: int) -> dict:
-    """RSS growth and valid-data delivery of a bridge under a hostile datagram mix."""
-    state_port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, state_port, command_port)
-    sender = procs.start('hostile sender', [sys.executable, __file__, 'hostile',
-                                            str(state_port), str(HOSTILE_DATAGRAMS), str(seed)],
-                         pipes=True)
-    reader = LineReader(sender)
-    lines: list[str] = []
+def hostile_run(session: BenchSession, bench: BenchNode, monitor: Monitor,
+                seed: int) -> dict:
+    """Let a hostile sender loose on a fresh bridge; return what the bench saw.
 
-    def check() -> None:
-        procs.check('udp_bridge', bridge)
-        lines.extend(reader.lines())
-        if sender.poll() is not None and not any(x.startswith('done') for x in lines):
-            raise BenchError(f'hostile sender exited with {sender.returncode}:\n'
-                             f'{procs.log_tail(sender)}')
-    if not monitor.spin_until(lambda: 'warm' in lines, WARMUP_SECONDS + START_TIMEOUT_SEC,
-                              check):
-        raise BenchError('hostile sender never finished its warm-up')
+    The bridge's VmRSS once the valid session is warm, its peak (sampled every 0.25 s)
+    and after the queue drained, the sender's ``done`` report, and the IMU samples
+    received while the hostile mix ran.
+    """
+    bridge, port = start_bridge(session, bench, monitor)
+    sender = session.group.start([sys.executable, __file__, 'hostile', str(port),
+                                  str(HOSTILE_DATAGRAMS), str(seed)],
+                                 name='hostile_sender', pipes=True)
+    wait_for_line(bench, sender, '^warm$', WARMUP_SECONDS + START_TIMEOUT_SEC, bridge.check)
     if not monitor.imu:
         raise BenchError(f'no IMU on {IMU_TOPIC} after {WARMUP_SECONDS:g} s of valid traffic')
-    session = monitor.reports[-1][1].get(SESSION_STATUS, {}).get('state')
-    rss_before = status_kb(pid, 'VmRSS')
+    seen = {'session_before': monitor.latest().get(SESSION_STATUS, {}).get('state'),
+            'rss_before': status_kb(bridge.pid, 'VmRSS')}
     imu_before = len(monitor.imu)
-    sender.stdin.write(b'go\n')
-    sender.stdin.flush()
-    peak = [rss_before, time.monotonic()]
+    sender.send_line('go')
+    peak = [seen['rss_before'], time.monotonic()]
 
     def sample() -> None:
-        check()
+        bridge.check()
         if time.monotonic() - peak[1] > 0.25:
-            peak[:] = max(peak[0], status_kb(pid, 'VmRSS')), time.monotonic()
-    if not monitor.spin_until(lambda: any(x.startswith('done') for x in lines),
-                              HOSTILE_MAX_SECONDS + 15.0, sample):
-        raise BenchError('hostile sender did not finish')
-    done = json.loads(next(x for x in lines if x.startswith('done'))[5:])
+            peak[:] = max(peak[0], status_kb(bridge.pid, 'VmRSS')), time.monotonic()
+    done = wait_for_line(bench, sender, '^done ', HOSTILE_MAX_SECONDS + 15.0, sample)
 
     def drained() -> bool:
-        state = udp_socket_state(state_port)
+        bridge.check()
+        state = udp_socket_state(port)
         return state is None or state[0] == 0
-    monitor.spin_until(drained, 20.0, check)
-    monitor.spin_for(2.5, check)                     # the reports after the queue drained
-    rss_after = status_kb(pid, 'VmRSS')
-    hwm = status_kb(pid, 'VmHWM')
-    socket_state = udp_socket_state(state_port)
-    sender.stdin.write(b'stop\n')
-    sender.stdin.flush()
-    samples = monitor.imu[imu_before:]
+    bench.spin_until(drained, 20.0)
+    bench.spin_for(2.5, bridge.check)                # the reports after the queue drained
+    seen.update(done=json.loads(done[5:]), rss_after=status_kb(bridge.pid, 'VmRSS'),
+                hwm=status_kb(bridge.pid, 'VmHWM'), socket_state=udp_socket_state(port),
+                samples=monitor.imu[imu_before:], last=monitor.latest(), peak=peak[0])
+    sender.send_line('stop')
+    session.group.stop(sender, bridge)
+    return seen
+
+
+def phase_memory(session: BenchSession, bench: BenchNode, monitor: Monitor, seed: int) -> dict:
+    """RSS growth and valid-data delivery of a bridge under a hostile datagram mix."""
+    seen = hostile_run(session, bench, monitor, seed)
+    done, samples, last = seen['done'], seen['samples'], seen['last']
+    rss_before, rss_after = seen['rss_before'], seen['rss_after']
     valid_sent = done['valid_imu_sent']
     marks = [(t, x) for t, x in samples if 1.0 <= x <= valid_sent and x == int(x)]
     got = {int(x) for _, x in marks}
     times = [t for t, _ in marks]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    last = monitor.reports[-1][1]
-    procs.stop(sender)
-    procs.stop(bridge)
     growth = (rss_after - rss_before) / 1024.0
     return {
         'hostile_sent': done['hostile_sent'], 'hostile_seconds': round(done['end']
                                                                        - done['start'], 2),
         'hostile_by_kind': done['by_kind'], 'send_errors': done['send_errors'],
         'sender_pauses': done['pauses'],
-        'session_state_before': session,
+        'session_state_before': seen['session_before'],
         'session_state_after': last.get(SESSION_STATUS, {}).get('state'),
         'rss_mb_before': round(rss_before / 1024.0, 1),
         'rss_mb_after': round(rss_after / 1024.0, 1),
         'rss_mb_growth': round(growth, 1),
-        'rss_mb_peak_sampled': round(max(peak[0], rss_after) / 1024.0, 1),
-        'vm_hwm_mb': round(hwm / 1024.0, 1),
+        'rss_mb_peak_sampled': round(max(seen['peak'], rss_after) / 1024.0, 1),
+        'vm_hwm_mb': round(seen['hwm'] / 1024.0, 1),
         'valid_imu_sent': valid_sent, 'valid_imu_received': len(got),
         'valid_imu_lost': valid_sent - len(got),
         'valid_imu_max_gap_ms': round(max(gaps) * 1e3, 1) if gaps else None,
         'hostile_imu_published': sum(1 for _, x in samples if x == -1.0),
         'bridge_datagrams': drop_counters(last),
-        'kernel_drops': socket_state[1] if socket_state else None,
+        'kernel_drops': seen['socket_state'][1] if seen['socket_state'] else None,
         'target_growth_mb': 20.0,
         'pass': growth < 20.0 and len(got) == valid_sent,
     }
 
 
-def main(only: set[str] | None = None) -> int:
-    """Run the phases (all, or those in ``only``) and print one JSON object."""
-    from pylon_testing.isolation import claim_domain_id
-    wall = time.monotonic()
-    domain_id, domain_claim = claim_domain_id()
-    os.environ.update({'ROS_DOMAIN_ID': str(domain_id),
-                       'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
-    env = dict(os.environ)
-    seed = 1
-    claims: list = [domain_claim]
-    procs = Processes(env)
-    monitor = None
-    try:
-        monitor = Monitor()
-        latency = cpu = throughput = memory = None
+def measure(session: BenchSession, only: set[str] | None, seed: int = 1) -> dict:
+    """Run the phases (all, or those in ``only``); return the benchmark's JSON object."""
+    latency = cpu = throughput = memory = None
+    with BenchNode('bench_bridge') as bench:
+        monitor = Monitor(bench)
         if not only or 'latency' in only or 'cpu' in only:
-            latency, cpu = phase_sim(procs, monitor, claims)
+            latency, cpu = phase_sim(session, bench, monitor)
         if not only or 'throughput' in only:
-            throughput = phase_throughput(procs, monitor, claims)
+            throughput = phase_throughput(session, bench, monitor)
         if not only or 'memory' in only:
-            memory = phase_memory(procs, monitor, claims, seed)
-    except BenchError as exc:
-        print(f'bench_bridge: {exc}', file=sys.stderr)
-        return 1
-    finally:
-        procs.stop_all()
-        if monitor is not None:
-            monitor.close()
-        for claim in claims:
-            claim.release()
-    print(json.dumps({
+            memory = phase_memory(session, bench, monitor, seed)
+    return {
         'benchmark': 'bridge',
         'rmw': os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
         'cpus': os.cpu_count(),
@@ -883,9 +652,13 @@ def main(only: set[str] | None = None) -> int:
             'seed': seed, 'imu_qos': 'best_effort volatile depth 10',
         },
         'latency': latency, 'cpu': cpu, 'throughput': throughput, 'memory': memory,
-        'runtime_seconds': round(time.monotonic() - wall, 1),
-    }))
-    return 0
+        'runtime_seconds': session.runtime_seconds(),
+    }
+
+
+def main(only: set[str] | None = None) -> int:
+    """Run the phases (all, or those in ``only``) and print one JSON object."""
+    return run('bench_bridge', lambda session: measure(session, only))
 
 
 if __name__ == '__main__':

@@ -1,8 +1,8 @@
 """udp_bridge with sensor data: 3D LiDAR CPU, a 640x480 camera at 15 Hz, cloud throughput.
 
 Every process runs in a ROS domain and on UDP ports of its own, discovery on localhost
-(the helpers of ``bench_bridge.py``); the bench process subscribes to what the bridge
-publishes, with the bridge's QoS.
+(``pylon_testing.bench``, the harness ``bench_bridge.py`` and the tests use); the bench
+process subscribes to what the bridge publishes, with the bridge's QoS.
 
 1. **lidar_cpu**: a child sends ``pylon_session`` heartbeats and 3D scans of ``LIDAR_RAYS``
    rays (the mod's form: ranges only, Fibonacci layout) at 10 Hz for ``SECONDS``; the
@@ -21,32 +21,29 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 import socket
 import statistics
 import sys
 import time
 
 import numpy as np
-
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parent / 'ws' / 'src' / 'pylon_bridge' / 'test'))
-
-from bench_bridge import (  # noqa: E402
-    _float,
+from pylon_common import topics
+from pylon_testing import mod_datagrams
+from pylon_testing.bench import (
     BenchError,
-    claim_ports,
-    cpu_ticks,
+    BenchNode,
+    BenchSession,
+    BridgeMonitor,
+    cpu_seconds,
     drop_counters,
     FLOOD_QUEUE_HIGH_BYTES,
-    LineReader,
-    Monitor,
-    Processes,
+    number,
+    run,
     start_bridge,
     START_TIMEOUT_SEC,
     TOPICS_STATUS,
     udp_socket_state,
+    wait_for_line,
 )
 
 SECONDS = 12.0
@@ -54,8 +51,9 @@ LIDAR_RAYS = 4096
 LIDAR_RATE_HZ = 10.0
 CAMERA_WIDTH, CAMERA_HEIGHT, CAMERA_RATE_HZ = 640, 480, 15.0
 FLOOD_SECONDS = 8.0
-CLOUD_TOPIC = '/ksp_vessel/lidar_3d/lidar_3d_bench/points'
-IMAGE_TOPIC = '/ksp_vessel/camera/camera_bench/image_raw'
+CLOUD_TOPIC = topics.name('lidar_3d', id='lidar_3d_bench')
+IMAGE_TOPIC = topics.name('camera', id='camera_bench')
+CLOUD_RATE_KEY = f"rate_hz.{topics.name('lidar_3d', id='<id>')}"       # per key, all sensors
 BASELINE_TOPIC = '/bench/cloud_baseline'
 HEARTBEAT_PERIOD_SEC = 0.1
 
@@ -65,9 +63,8 @@ class Traffic:
 
     def __init__(self) -> None:
         """Prepare one session's envelope and a scan's ranges."""
-        import bridge_datagrams as bd
         from pylon_protocol import camera
-        self.bd = bd
+        bd = self.bd = mod_datagrams
         self.chunk_bytes = camera.DEFAULT_CHUNK_BYTES    # as the mod chunks by default
         self.ut = bd.UT
         self.heartbeats = 0
@@ -159,8 +156,6 @@ def child_flood(port: int, seconds: float) -> None:
 
 def child_baseline(seconds: float) -> None:
     """Child: publish one prebuilt PointCloud2 of the same scan in a tight loop."""
-    import bridge_datagrams as bd
-    from pylon_bridge import qos as bridge_qos
     from pylon_bridge import sensor_messages as sensors
     from pylon_protocol import packets
     import rclpy
@@ -168,8 +163,7 @@ def child_baseline(seconds: float) -> None:
     rclpy.init()
     node = rclpy.create_node('bench_cloud_baseline')
     try:
-        publisher = node.create_publisher(PointCloud2, BASELINE_TOPIC,
-                                          bridge_qos.qos_for('lidar_3d', {}))
+        publisher = node.create_publisher(PointCloud2, BASELINE_TOPIC, topics.qos('lidar_3d'))
         scan = packets.decode_state(Traffic().scan(0.1), 1 << 20)
         msg = sensors.point_cloud(sensors.scan_points(scan), time.time(), 'bench')
         deadline = time.monotonic() + START_TIMEOUT_SEC
@@ -177,7 +171,6 @@ def child_baseline(seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise SystemExit('baseline: the bench subscriber never matched')
             time.sleep(0.01)
-        del bd
         count, start = 0, time.monotonic()
         while time.monotonic() - start < seconds:
             publisher.publish(msg)
@@ -189,165 +182,128 @@ def child_baseline(seconds: float) -> None:
         rclpy.try_shutdown()
 
 
-class Counter:
-    """Messages of one topic received by the bench's node (with the bridge's QoS)."""
+class Arrivals:
+    """When the bench's node received the messages of one topic (with the bridge's QoS)."""
 
-    def __init__(self, monitor: Monitor, msg_type, topic: str, key: str) -> None:
+    def __init__(self, bench: BenchNode, msg_type, topic: str, key: str) -> None:
         """Subscribe to ``topic`` with the QoS of the bridge's topic ``key``."""
-        from pylon_bridge import qos as bridge_qos
         self.times: list[float] = []
-        self.sub = monitor.node.create_subscription(
+        self.subscription = bench.node.create_subscription(
             msg_type, topic, lambda _: self.times.append(time.monotonic()),
-            bridge_qos.qos_for(key, {}))
+            topics.qos(key, reader=True))
 
     def between(self, start: float, end: float) -> int:
         """Return how many arrived in [start, end]."""
         return sum(1 for t in self.times if start <= t <= end)
 
 
-def run_sender(procs: Processes, monitor: Monitor, argv: list[str], check, until=None,
+def run_sender(session: BenchSession, bench: BenchNode, argv: list[str], check, until=None,
                timeout: float = 60.0) -> dict:
     """Start a sender child, let it go when the bridge is ready, return its JSON result."""
-    proc = procs.start('sender', [sys.executable, __file__, *argv], pipes=True)
-    reader = LineReader(proc)
-    lines: list[str] = []
-
-    def every() -> None:
-        lines.extend(reader.lines())
-        check()
-    if not monitor.spin_until(lambda: 'ready' in lines, START_TIMEOUT_SEC, every):
-        raise BenchError(f'sender never ready:\n{procs.log_tail(proc)}')
-    monitor.spin_for(1.0, every)                 # the heartbeat opened the session
-    proc.stdin.write(b'go\n')
-    proc.stdin.flush()
+    sender = session.group.start([sys.executable, __file__, *argv], name='sender', pipes=True)
+    wait_for_line(bench, sender, '^ready$', START_TIMEOUT_SEC, check)
+    bench.spin_for(1.0, check)                   # the heartbeat opened the session
+    sender.send_line('go')
     if until is not None:
         until()
-    if not monitor.spin_until(lambda: any(x.startswith('{') for x in lines), timeout, every):
-        raise BenchError(f'sender did not finish:\n{procs.log_tail(proc)}')
-    procs.stop(proc)
-    return json.loads(next(x for x in lines if x.startswith('{')))
+    result = wait_for_line(bench, sender, r'^\{', timeout, check)
+    session.group.stop(sender)
+    return json.loads(result)
 
 
-def phase_lidar_cpu(procs: Processes, monitor: Monitor, claims: list) -> dict:
+def paced(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor, kind: str,
+          key: str, msg_type, topic: str, settle: float) -> dict:
+    """Send ``kind`` at its rate through a fresh bridge: what went, what came, its CPU."""
+    bridge, port = start_bridge(session, bench, monitor)
+    arrivals = Arrivals(bench, msg_type, topic, key)
+    cpu = []
+    result = run_sender(session, bench, ['paced', str(port), kind, str(SECONDS)], bridge.check,
+                        until=lambda: cpu.append((time.monotonic(), cpu_seconds(bridge.pid))))
+    cpu.append((time.monotonic(), cpu_seconds(bridge.pid)))
+    bench.spin_for(settle, bridge.check)
+    (t0, c0), (t1, c1) = cpu
+    socket_state = udp_socket_state(port)
+    session.group.stop(bridge)
+    return {'sent': result['sent'],
+            'received': arrivals.between(result['start'], result['end'] + settle),
+            'seconds': t1 - t0, 'cpu_percent': 100.0 * (c1 - c0) / (t1 - t0),
+            'bridge_datagrams': drop_counters(monitor.latest()),
+            'kernel_drops': socket_state[1] if socket_state else None}
+
+
+def phase_lidar_cpu(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor) -> dict:
     """Bridge CPU for a 4096-ray 3D LiDAR at 10 Hz."""
     from sensor_msgs.msg import PointCloud2
-    port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, port, command_port)
-    clouds = Counter(monitor, PointCloud2, CLOUD_TOPIC, 'lidar_3d')
-    check = lambda: procs.check('udp_bridge', bridge)  # noqa: E731
-    ticks = []
-    result = run_sender(procs, monitor, ['paced', str(port), 'lidar', str(SECONDS)], check,
-                        until=lambda: ticks.append((time.monotonic(), cpu_ticks(pid))))
-    ticks.append((time.monotonic(), cpu_ticks(pid)))
-    monitor.spin_for(0.5, check)
-    (t0, c0), (t1, c1) = ticks
-    cpu = 100.0 * (c1 - c0) / os.sysconf('SC_CLK_TCK') / (t1 - t0)
-    received = clouds.between(result['start'], result['end'] + 0.5)
-    statuses = monitor.reports[-1][1] if monitor.reports else {}
-    procs.stop(bridge)
-    return {'rays': LIDAR_RAYS, 'rate_hz': LIDAR_RATE_HZ, 'seconds': round(t1 - t0, 2),
-            'scans_sent': result['sent'], 'clouds_received': received,
+    got = paced(session, bench, monitor, 'lidar', 'lidar_3d', PointCloud2, CLOUD_TOPIC, 0.5)
+    cpu = got['cpu_percent']
+    return {'rays': LIDAR_RAYS, 'rate_hz': LIDAR_RATE_HZ, 'seconds': round(got['seconds'], 2),
+            'scans_sent': got['sent'], 'clouds_received': got['received'],
             'bridge_cpu_percent_of_one_core': round(cpu, 1),
-            'bridge_datagrams': drop_counters(statuses),
-            'target_percent': 10.0, 'pass': cpu < 10.0 and received >= result['sent'] - 1}
+            'bridge_datagrams': got['bridge_datagrams'],
+            'target_percent': 10.0, 'pass': cpu < 10.0 and got['received'] >= got['sent'] - 1}
 
 
-def phase_camera(procs: Processes, monitor: Monitor, claims: list) -> dict:
+def phase_camera(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor) -> dict:
     """Send a 640x480 camera at 15 Hz through the bridge; count frames received."""
     from sensor_msgs.msg import Image
-    port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, port, command_port)
-    images = Counter(monitor, Image, IMAGE_TOPIC, 'camera')
-    check = lambda: procs.check('udp_bridge', bridge)  # noqa: E731
-    ticks = []
-    result = run_sender(procs, monitor, ['paced', str(port), 'camera', str(SECONDS)], check,
-                        until=lambda: ticks.append((time.monotonic(), cpu_ticks(pid))))
-    ticks.append((time.monotonic(), cpu_ticks(pid)))
-    monitor.spin_for(1.0, check)
-    (t0, c0), (t1, c1) = ticks
-    received = images.between(result['start'], result['end'] + 1.0)
-    statuses = monitor.reports[-1][1] if monitor.reports else {}
-    socket_state = udp_socket_state(port)
-    procs.stop(bridge)
+    got = paced(session, bench, monitor, 'camera', 'camera', Image, IMAGE_TOPIC, 1.0)
     return {'width': CAMERA_WIDTH, 'height': CAMERA_HEIGHT, 'rate_hz': CAMERA_RATE_HZ,
-            'frames_sent': result['sent'], 'images_received': received,
-            'dropped': result['sent'] - received,
-            'bridge_cpu_percent_of_one_core': round(
-                100.0 * (c1 - c0) / os.sysconf('SC_CLK_TCK') / (t1 - t0), 1),
-            'bridge_datagrams': drop_counters(statuses),
-            'kernel_drops': socket_state[1] if socket_state else None,
-            'pass': received >= result['sent']}
+            'frames_sent': got['sent'], 'images_received': got['received'],
+            'dropped': got['sent'] - got['received'],
+            'bridge_cpu_percent_of_one_core': round(got['cpu_percent'], 1),
+            'bridge_datagrams': got['bridge_datagrams'],
+            'kernel_drops': got['kernel_drops'],
+            'pass': got['received'] >= got['sent']}
 
 
-def phase_cloud_throughput(procs: Processes, monitor: Monitor, claims: list) -> dict:
+def phase_cloud_throughput(session: BenchSession, bench: BenchNode,
+                           monitor: BridgeMonitor) -> dict:
     """Clouds per second of a flooded bridge against a bare rclpy publisher."""
     from sensor_msgs.msg import PointCloud2
-    port, command_port = claim_ports(claims, 2)
-    bridge, pid = start_bridge(procs, monitor, port, command_port)
-    check = lambda: procs.check('udp_bridge', bridge)  # noqa: E731
-    result = run_sender(procs, monitor, ['flood', str(port), str(FLOOD_SECONDS)], check)
-    monitor.spin_for(1.2, check)
-    key = 'rate_hz./ksp_vessel/lidar_3d/<id>/points'      # per key, all sensors
+    bridge, port = start_bridge(session, bench, monitor)
+    result = run_sender(session, bench, ['flood', str(port), str(FLOOD_SECONDS)], bridge.check)
+    bench.spin_for(1.2, bridge.check)
     inside = [s for t, s in monitor.reports
               if t - 1.05 >= result['start'] + 0.5 and t <= result['end'] + 0.05]
-    rates = [r for r in (_float(s.get(TOPICS_STATUS, {}), key) for s in inside)
+    rates = [r for r in (number(s.get(TOPICS_STATUS, {}), CLOUD_RATE_KEY) for s in inside)
              if r is not None]
-    procs.stop(bridge)
+    session.group.stop(bridge)
     if not rates:
-        raise BenchError(f'no {key} in the diagnostics during the flood')
-    baseline = Counter(monitor, PointCloud2, BASELINE_TOPIC, 'lidar_3d')
-    proc = procs.start('baseline', [sys.executable, __file__, 'baseline',
-                                    str(FLOOD_SECONDS)], pipes=True)
-    reader = LineReader(proc)
-    lines: list[str] = []
-    if not monitor.spin_until(lambda: lines, FLOOD_SECONDS + START_TIMEOUT_SEC,
-                              lambda: lines.extend(reader.lines())):
-        raise BenchError(f'baseline did not finish:\n{procs.log_tail(proc)}')
-    procs.stop(proc)
-    base = json.loads(lines[-1])
-    base_rate = base['published'] / (base['end'] - base['start'])
+        raise BenchError(f'no {CLOUD_RATE_KEY} in the diagnostics during the flood')
+    baseline = Arrivals(bench, PointCloud2, BASELINE_TOPIC, 'lidar_3d')
+    child = session.group.start([sys.executable, __file__, 'baseline', str(FLOOD_SECONDS)],
+                                name='baseline', pipes=True)
+    base = json.loads(wait_for_line(bench, child, r'^\{', FLOOD_SECONDS + START_TIMEOUT_SEC))
+    session.group.stop(child)
+    base_seconds = base['end'] - base['start']
+    base_rate = base['published'] / base_seconds
     bridge_rate = statistics.fmean(rates)
+    base_received = baseline.between(base['start'], base['end'])
     return {'rays': LIDAR_RAYS, 'flood_seconds': FLOOD_SECONDS,
             'scans_sent': result['sent'],
             'bridge_clouds_per_s': round(bridge_rate, 1),
             'baseline_clouds_per_s': round(base_rate, 1),
-            'baseline_received_per_s': round(
-                baseline.between(base['start'], base['end']) / (base['end'] - base['start']),
-                1),
+            'baseline_received_per_s': round(base_received / base_seconds, 1),
             'ratio': round(bridge_rate / base_rate, 4),
-            'ratio_to_baseline_received': round(
-                bridge_rate * (base['end'] - base['start'])
-                / max(1, baseline.between(base['start'], base['end'])), 4)}
+            'ratio_to_baseline_received': round(bridge_rate * base_seconds
+                                                / max(1, base_received), 4)}
+
+
+def measure(session: BenchSession) -> dict:
+    """Run the phases; return the benchmark's JSON object."""
+    with BenchNode('bench_sensors') as bench:
+        monitor = BridgeMonitor(bench)
+        lidar = phase_lidar_cpu(session, bench, monitor)
+        camera = phase_camera(session, bench, monitor)
+        throughput = phase_cloud_throughput(session, bench, monitor)
+    return {'benchmark': 'sensors', 'cpus': os.cpu_count(),
+            'lidar_cpu': lidar, 'camera': camera, 'cloud_throughput': throughput,
+            'runtime_seconds': session.runtime_seconds()}
 
 
 def main() -> int:
     """Run the phases and print one JSON object."""
-    from pylon_testing.isolation import claim_domain_id
-    wall = time.monotonic()
-    domain_id, domain_claim = claim_domain_id()
-    os.environ.update({'ROS_DOMAIN_ID': str(domain_id),
-                       'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
-    claims: list = [domain_claim]
-    procs = Processes(dict(os.environ))
-    monitor = None
-    try:
-        monitor = Monitor()
-        lidar = phase_lidar_cpu(procs, monitor, claims)
-        camera = phase_camera(procs, monitor, claims)
-        throughput = phase_cloud_throughput(procs, monitor, claims)
-    except BenchError as exc:
-        print(f'bench_sensors: {exc}', file=sys.stderr)
-        return 1
-    finally:
-        procs.stop_all()
-        if monitor is not None:
-            monitor.close()
-        for claim in claims:
-            claim.release()
-    print(json.dumps({'benchmark': 'sensors', 'cpus': os.cpu_count(),
-                      'lidar_cpu': lidar, 'camera': camera, 'cloud_throughput': throughput,
-                      'runtime_seconds': round(time.monotonic() - wall, 1)}))
-    return 0
+    return run('bench_sensors', measure)
 
 
 if __name__ == '__main__':

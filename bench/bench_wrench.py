@@ -1,163 +1,162 @@
 """End to end: a BodyWrenchCommand's publish to its WrenchFeedback's receipt.
 
-pylon_sim (orbit, real time) and udp_bridge run as processes; this process acquires a
-lease, publishes wrench commands at 20 Hz (renewing the lease every 0.25 s) for
-``SECONDS`` and records, per sequence, the time from its publish to the first feedback
-that answers it. The path: DDS → bridge (validation, envelope, UDP) → simulator (authority,
-safety filter, allocation at its next physics step, 50 Hz) → UDP → bridge → DDS. Prints one
-JSON object with p50/p99/max in ms.
+pylon_sim (orbit, real time) and udp_bridge run as processes (``pylon_testing.bench``, the
+harness of the tests); this process acquires a lease, publishes wrench commands at 20 Hz
+(renewing the lease every 0.25 s) for ``SECONDS`` and records, per sequence, the time
+from its publish to the first feedback that answers it. The path: DDS → bridge
+(validation, envelope, UDP) → simulator (authority, safety filter, allocation at its next
+physics step, 50 Hz) → UDP → bridge → DDS. Prints one JSON object with p50/p99/max in ms.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 
+from pylon_common import topics
+from pylon_testing.bench import (
+    BenchError,
+    BenchNode,
+    BenchSession,
+    percentile,
+    run,
+    START_TIMEOUT_SEC,
+)
+from pylon_testing.pilot import SAT
+from pylon_testing.stack import start_stack
+
 SECONDS = 15.0
 PERIOD_SEC = 0.05
-START_TIMEOUT_SEC = 30.0
-VESSEL = '5a7e1f0c3b2d4e6f8a9b0c1d2e3f4a5b'
+RENEW_PERIOD_SEC = 0.25
+ACQUIRE_RETRY_SEC = 0.5
+SETTLE_SEC = 1.0
+CONTROLLER_ID = 'bench'
+LEASE_ID = 'bench-lease'
+LEASE_DURATION_SEC = 1.0
+COMMAND_TIMEOUT_SEC = 0.5
+TORQUE_Z_NM = 20.0
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    """Return the nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+class WrenchClient:
+    """A lease holder that commands wrenches and times the feedback that answers each one."""
 
+    def __init__(self, bench: BenchNode) -> None:
+        """Create the authority and wrench publishers and the state and feedback readers."""
+        from pylon_interfaces.msg import (
+            BodyWrenchCommand,
+            ControlAuthorityCommand,
+            ControlAuthorityState,
+        )
+        self.bench = bench
+        self.Authority, self.Wrench = ControlAuthorityCommand, BodyWrenchCommand
+        self.OWNED = ControlAuthorityState.STATE_OWNED
+        self.sent: dict[int, float] = {}
+        self.answered: dict[int, float] = {}
+        self.refused: list[str] = []
+        self.owned = False
+        self.sequence = 0
+        node = bench.node
+        self.subscriptions = [
+            node.create_subscription(
+                topics.message_class(key), topics.name(key), callback,
+                topics.qos(key, reader=True))
+            for key, callback in (('control/wrench_feedback', self._on_feedback),
+                                  ('control/authority/state', self._on_state))]
+        self.authority = node.create_publisher(
+            ControlAuthorityCommand, topics.name('control/authority/command'),
+            topics.qos('control/authority/command'))
+        self.wrench = node.create_publisher(
+            BodyWrenchCommand, topics.name('control/wrench_command'),
+            topics.qos('control/wrench_command'))
 
-def main() -> int:
-    """Run the benchmark; print one JSON object."""
-    from pylon_testing.isolation import claim_domain_id, claim_udp_port
-    domain, domain_claim = claim_domain_id()
-    claims = [domain_claim]
-    ports = []
-    for _ in range(2):
-        port, claim = claim_udp_port()
-        ports.append(port)
-        claims.append(claim)
-    os.environ.update({'ROS_DOMAIN_ID': str(domain),
-                       'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
-    state_port, command_port = ports
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for cmd in (['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
-                          '--command-port', str(command_port)],
-                         ['pylon_sim', '--scenario', 'orbit', '--state-port', str(state_port),
-                          '--command-port', str(command_port)])]
-    try:
-        return measure()
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for claim in claims:
-            claim.release()
-
-
-def measure() -> int:
-    """Acquire, command, collect the latencies; print the JSON."""
-    from pylon_interfaces.msg import (
-        BodyWrenchCommand,
-        ControlAuthorityCommand,
-        ControlAuthorityState,
-        WrenchFeedback,
-    )
-    import rclpy
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-    latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    rclpy.init()
-    node = rclpy.create_node('bench_wrench')
-    sent: dict[int, float] = {}
-    answered: dict[int, float] = {}
-    refused: list[str] = []
-    owned = []
-
-    def on_feedback(msg: WrenchFeedback) -> None:
+    def _on_feedback(self, msg) -> None:
         now = time.perf_counter()
-        if msg.controller_id == 'bench' and msg.sequence in sent \
-                and msg.sequence not in answered:
-            answered[msg.sequence] = now
+        if msg.controller_id == CONTROLLER_ID and msg.sequence in self.sent \
+                and msg.sequence not in self.answered:
+            self.answered[msg.sequence] = now
             if not msg.accepted:
-                refused.append(msg.reason)
+                self.refused.append(msg.reason)
 
-    def on_state(msg: ControlAuthorityState) -> None:
-        if msg.controller_id == 'bench' and msg.state == ControlAuthorityState.STATE_OWNED:
-            owned.append(True)
+    def _on_state(self, msg) -> None:
+        if msg.controller_id == CONTROLLER_ID and msg.state == self.OWNED:
+            self.owned = True
 
-    node.create_subscription(WrenchFeedback, '/ksp_vessel/control/wrench_feedback',
-                             on_feedback, reliable)
-    node.create_subscription(ControlAuthorityState, '/ksp_vessel/control/authority/state',
-                             on_state, latched)
-    authority = node.create_publisher(ControlAuthorityCommand,
-                                      '/ksp_vessel/control/authority/command', reliable)
-    wrench = node.create_publisher(BodyWrenchCommand, '/ksp_vessel/control/wrench_command',
-                                   reliable)
-    sequence = 0
+    def command_authority(self, action: int) -> None:
+        """Publish an authority command with the next sequence number."""
+        self.sequence += 1
+        self.authority.publish(self.Authority(
+            action=action, vessel_id=SAT, controller_id=CONTROLLER_ID, lease_id=LEASE_ID,
+            lease_duration_sec=LEASE_DURATION_SEC, sequence=self.sequence))
 
-    def command_authority(action: int) -> None:
-        nonlocal sequence
-        sequence += 1
-        authority.publish(ControlAuthorityCommand(
-            action=action, vessel_id=VESSEL, controller_id='bench', lease_id='bench-lease',
-            lease_duration_sec=1.0, sequence=sequence))
+    def acquire(self) -> None:
+        """Ask for the lease every 0.5 s once the bridge listens, until it is granted."""
+        next_try = [0.0]
 
-    deadline = time.monotonic() + START_TIMEOUT_SEC
-    next_try = 0.0
-    while not owned:
-        if time.monotonic() > deadline:
-            print('bench_wrench: never got the lease', file=sys.stderr)
-            return 1
-        if time.monotonic() >= next_try and authority.get_subscription_count() and \
-                wrench.get_subscription_count():
-            command_authority(ControlAuthorityCommand.ACTION_ACQUIRE)
-            next_try = time.monotonic() + 0.5
-        rclpy.spin_once(node, timeout_sec=0.05)
-    start = time.monotonic()
-    next_send = next_renew = start
-    while time.monotonic() - start < SECONDS:
-        now = time.monotonic()
-        if now >= next_renew:
-            command_authority(ControlAuthorityCommand.ACTION_RENEW)
-            next_renew += 0.25
-        if now >= next_send:
-            sequence += 1
-            msg = BodyWrenchCommand(vessel_id=VESSEL, controller_id='bench',
-                                    lease_id='bench-lease', sequence=sequence, timeout_sec=0.5)
-            msg.wrench.torque.z = 20.0
-            sent[sequence] = time.perf_counter()
-            wrench.publish(msg)
-            next_send += PERIOD_SEC
-        rclpy.spin_once(node, timeout_sec=max(0.0, min(next_send, next_renew) - now))
-    settle = time.monotonic() + 1.0
-    while time.monotonic() < settle:
-        rclpy.spin_once(node, timeout_sec=0.05)
-    command_authority(ControlAuthorityCommand.ACTION_RELEASE)
-    node.destroy_node()
-    rclpy.try_shutdown()
-    latencies = [(answered[s] - t) * 1e3 for s, t in sent.items() if s in answered]
+        def granted() -> bool:
+            listening = self.authority.get_subscription_count() and \
+                self.wrench.get_subscription_count()
+            if not self.owned and listening and time.monotonic() >= next_try[0]:
+                self.command_authority(self.Authority.ACTION_ACQUIRE)
+                next_try[0] = time.monotonic() + ACQUIRE_RETRY_SEC
+            return self.owned
+        if not self.bench.spin_until(granted, START_TIMEOUT_SEC):
+            raise BenchError('never got the lease')
+
+    def command(self, seconds: float) -> None:
+        """Send a wrench every PERIOD_SEC and renew every RENEW_PERIOD_SEC for ``seconds``."""
+        start = time.monotonic()
+        next_send = next_renew = start
+        while time.monotonic() - start < seconds:
+            now = time.monotonic()
+            if now >= next_renew:
+                self.command_authority(self.Authority.ACTION_RENEW)
+                next_renew += RENEW_PERIOD_SEC
+            if now >= next_send:
+                self.sequence += 1
+                msg = self.Wrench(vessel_id=SAT, controller_id=CONTROLLER_ID,
+                                  lease_id=LEASE_ID, sequence=self.sequence,
+                                  timeout_sec=COMMAND_TIMEOUT_SEC)
+                msg.wrench.torque.z = TORQUE_Z_NM
+                self.sent[self.sequence] = time.perf_counter()
+                self.wrench.publish(msg)
+                next_send += PERIOD_SEC
+            self.bench.executor.spin_once(
+                timeout_sec=max(0.0, min(next_send, next_renew) - now))
+
+    def latencies_ms(self) -> list[float]:
+        """Return the publish-to-feedback time of every answered command (ms)."""
+        return [(self.answered[s] - t) * 1e3 for s, t in self.sent.items()
+                if s in self.answered]
+
+
+def measure(session: BenchSession) -> dict:
+    """Start the stack, acquire, command, collect the latencies; return the JSON object."""
+    start_stack(session.group.start, session.take_port)
+    with BenchNode('bench_wrench') as bench:
+        client = WrenchClient(bench)
+        client.acquire()
+        client.command(SECONDS)
+        bench.spin_for(SETTLE_SEC, session.group.check)
+        client.command_authority(client.Authority.ACTION_RELEASE)
+    latencies = client.latencies_ms()
     if not latencies:
-        print('bench_wrench: no feedback', file=sys.stderr)
-        return 1
-    print(json.dumps({
+        raise BenchError('no feedback')
+    return {
         'benchmark': 'wrench_end_to_end', 'scenario': 'orbit', 'period_sec': PERIOD_SEC,
-        'commands': len(sent), 'answered': len(latencies), 'refused': sorted(set(refused)),
+        'commands': len(client.sent), 'answered': len(latencies),
+        'refused': sorted(set(client.refused)),
         'latency_ms': {'p50': round(percentile(latencies, 0.5), 3),
                        'p99': round(percentile(latencies, 0.99), 3),
                        'max': round(max(latencies), 3),
                        'mean': round(statistics.fmean(latencies), 3)},
         'physics_step_ms': 20.0,
-    }))
-    return 0
+    }
+
+
+def main() -> int:
+    """Run the benchmark; print one JSON object."""
+    return run('bench_wrench', measure)
 
 
 if __name__ == '__main__':

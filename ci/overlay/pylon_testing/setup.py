@@ -21,6 +21,7 @@ setup(
     entry_points={
         'console_scripts': [
             'latched_publisher = pylon_testing.latched_publisher:main',
+            'wrench_client = pylon_testing.wrench_client:main',
         ],
     },
 )

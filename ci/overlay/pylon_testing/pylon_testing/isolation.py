@@ -1,9 +1,11 @@
 """Per-session isolation: a ROS domain and UDP ports no other test session on this host uses.
 
-Two copies of the suite may run at once (two clones, or CI beside a developer). Each
-session claims its domain id and its ports with an exclusive ``flock`` on a file under
-a shared lock directory, holds the locks until it ends, and the kernel drops them if the
-session dies, so a crashed run never leaks a claim.
+Two copies of the suite may run at once (two clones, or CI beside a developer, or a
+benchmark beside the suite). Each session claims its domain id and its ports with an
+exclusive ``flock`` on a file under a shared lock directory, holds the locks until it
+ends, and the kernel drops them if the session dies, so a crashed run never leaks a claim.
+``isolate(domain_id, log_dir)`` sets the environment every process the session starts
+inherits: its domain, discovery on this host only, ROS logs under ``log_dir``.
 """
 
 from __future__ import annotations
@@ -72,3 +74,22 @@ def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
         except BlockingIOError:
             continue
     raise RuntimeError(f'no free UDP port after {PORT_ATTEMPTS} attempts')
+
+
+def isolate(domain_id: int, log_dir: Path) -> None:
+    """Put this process, and every process it starts, on ``domain_id`` with logs in ``log_dir``.
+
+    Discovery stays on this host (``LOCALHOST``, no static peers); ROS console output is
+    plain and unbuffered, as is Python's, so that a log read while a process runs is
+    complete.
+    """
+    os.environ.update({
+        'ROS_DOMAIN_ID': str(domain_id),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        'ROS_STATIC_PEERS': '',
+        'ROS_LOG_DIR': str(log_dir / 'ros'),
+        'RCUTILS_COLORIZED_OUTPUT': '0',
+        'RCUTILS_LOGGING_BUFFERED_STREAM': '0',
+        'PYTHONUNBUFFERED': '1',
+    })
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)

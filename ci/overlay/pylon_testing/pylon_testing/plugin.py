@@ -6,16 +6,21 @@ Fixtures:
 
 - ``ros_domain_id``: the session's domain id (also exported as ``ROS_DOMAIN_ID``).
 - ``free_udp_port``: call it for a UDP port no other session was given.
-- ``ros_process``: call it to start a workspace executable as a real process; its log is
-  shown when the test fails, and it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
+- ``ros_process``: call it to start a workspace executable as a real process (the
+  ``start`` of a ``ProcessGroup`` of the test); its log is shown when the test fails, and
+  it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
 - ``ros_node``: an rclpy node in the test process on the session's domain, in its own context.
 - ``sim_stack``: call it to start ``pylon_sim`` and ``udp_bridge`` on ports of their own
   (``pylon_testing.stack.start_stack``); it returns the ``SimStack`` (admin, simulator clock).
+- ``module_ros_process`` and ``module_ros_node``: the same as ``ros_process`` and
+  ``ros_node`` for a module-scoped fixture that several tests share (one bridge fed once,
+  checked by a test per message family); the logs go with every failing test of the module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
+import contextlib
 import itertools
 import os
 from pathlib import Path
@@ -24,8 +29,8 @@ import tempfile
 from pylon_protocol.threads import limit_threads
 import pytest
 
-from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
-from pylon_testing.processes import RosProcess, stop_all
+from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port, isolate
+from pylon_testing.processes import ProcessGroup, RosProcess, stop_all
 from pylon_testing.stack import SimStack, start_stack
 
 _PROCESSES = pytest.StashKey[list]()
@@ -39,17 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
     domain_id, claim = claim_domain_id()
     log_dir = Path(tempfile.mkdtemp(prefix=f'pylon-test-{os.getpid()}-'))
     config.stash[_SESSION] = {
-        'domain_id': domain_id, 'claims': [claim], 'processes': [], 'log_dir': log_dir}
-    os.environ.update({
-        'ROS_DOMAIN_ID': str(domain_id),
-        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
-        'ROS_STATIC_PEERS': '',
-        'ROS_LOG_DIR': str(log_dir / 'ros'),
-        'RCUTILS_COLORIZED_OUTPUT': '0',
-        'RCUTILS_LOGGING_BUFFERED_STREAM': '0',
-        'PYTHONUNBUFFERED': '1',
-    })
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+        'domain_id': domain_id, 'claims': [claim], 'groups': [], 'log_dir': log_dir}
+    isolate(domain_id, log_dir)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -64,7 +60,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION, None)
     if session is None:
         return
-    stop_all(list(reversed(session['processes'])))
+    stop_all([p for group in reversed(session['groups']) for p in reversed(group.processes)])
     for claim in session['claims']:
         claim.release()
 
@@ -88,33 +84,35 @@ def free_udp_port(pytestconfig: pytest.Config) -> Callable[[], int]:
     return take
 
 
+def _process_group(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> ProcessGroup:
+    """Return a process group whose processes the session ends at the latest."""
+    group = ProcessGroup(tmp_path_factory.mktemp('processes'))
+    request.config.stash[_SESSION]['groups'].append(group)
+    request.node.stash[_PROCESSES] = group.processes
+    return group
+
+
 @pytest.fixture
 def ros_process(request: pytest.FixtureRequest,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RosProcess]]:
     """Return a function that starts a process and ends it at teardown.
 
-    ``ros_process(cmd, name=None, env=None, cwd=None)``: ``cmd`` is an executable on PATH
-    (a workspace executable under ``ci/env.sh``) and its arguments; ``env`` entries are
-    added to the session's environment.
+    ``ros_process(cmd, name=None, env=None, cwd=None, pipes=False)``: ``cmd`` is an
+    executable on PATH (a workspace executable under ``ci/env.sh``) and its arguments;
+    ``env`` entries are added to the session's environment (``ProcessGroup.start``).
     """
-    session = request.config.stash[_SESSION]
-    started: list[RosProcess] = []
-    request.node.stash[_PROCESSES] = started
-    log_dir = tmp_path_factory.mktemp('processes')
+    with _process_group(request, tmp_path_factory) as group:
+        yield group.start
 
-    def start(cmd: Sequence[str], name: str | None = None,
-              env: Mapping[str, str] | None = None, cwd: str | None = None) -> RosProcess:
-        name = name or f'{Path(cmd[0]).name}-{next(_counter)}'
-        if any(p.name == name for p in started):       # a second stack: its own log file
-            name = f'{name}-{next(_counter)}'
-        process = RosProcess(name, list(cmd), log_dir / f'{name}.log',
-                             {**os.environ, **(env or {})}, cwd)
-        started.append(process)
-        session['processes'].append(process)
-        return process
 
-    yield start
-    stop_all(list(reversed(started)))
+@pytest.fixture(scope='module')
+def module_ros_process(request: pytest.FixtureRequest,
+                       tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[Callable[..., RosProcess]]:
+    """Return ``ros_process`` for a module-scoped fixture: the processes end with the module."""
+    with _process_group(request, tmp_path_factory) as group:
+        yield group.start
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -124,27 +122,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     if not report.failed:
         return
-    for process in item.stash.get(_PROCESSES, []):
+    module = item.getparent(pytest.Module)
+    started = [*(module.stash.get(_PROCESSES, []) if module else []),
+               *item.stash.get(_PROCESSES, [])]
+    for process in started:
         status = process.returncode
         state = 'running' if status is None else f'exited with {status}'
         report.sections.append(
             (f'process {process.name} ({state}): {" ".join(process.cmd)}', process.log()))
 
 
-@pytest.fixture
-def ros_node(ros_domain_id: int, request: pytest.FixtureRequest) -> Iterator[object]:
-    """Yield an rclpy node in the test process, in a context of its own on the session's domain."""
+@contextlib.contextmanager
+def _node_in_own_context(domain_id: int) -> Iterator[object]:
     import rclpy
     from rclpy.context import Context
 
     context = Context()
-    rclpy.init(context=context, domain_id=ros_domain_id)
+    rclpy.init(context=context, domain_id=domain_id)
     node = rclpy.create_node(f'pylon_test_{os.getpid()}_{next(_counter)}', context=context)
     try:
         yield node
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def ros_node(ros_domain_id: int) -> Iterator[object]:
+    """Yield an rclpy node in the test process, in a context of its own on the session's domain."""
+    with _node_in_own_context(ros_domain_id) as node:
+        yield node
+
+
+@pytest.fixture(scope='module')
+def module_ros_node(ros_domain_id: int) -> Iterator[object]:
+    """Yield ``ros_node`` for a module-scoped fixture: the node lives until the module ends."""
+    with _node_in_own_context(ros_domain_id) as node:
+        yield node
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
-from pylon_testing.processes import group_alive
+from pylon_testing.processes import group_alive, ProcessError, ProcessGroup
 import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -31,9 +31,35 @@ INNER_TEST = textwrap.dedent("""
 """)
 
 
-def run_inner_pytest(tmp_path: Path, kill_self: bool) -> tuple[subprocess.CompletedProcess, int]:
+MODULE_INNER_TEST = textwrap.dedent("""
+    import os
+    import sys
+
+    import pytest
+
+    @pytest.fixture(scope='module')
+    def shared(module_ros_process):
+        child = module_ros_process(
+            [sys.executable, '-c',
+             'import time; print("shared child up", flush=True); time.sleep(600)'],
+            name='shared')
+        child.wait_for_output('shared child up')
+        with open(os.environ['PIDFILE'], 'w') as out:
+            out.write(str(child.pid))
+        return child
+
+    def test_passes(shared):
+        assert shared.returncode is None
+
+    def test_fails(shared):
+        assert False, 'this inner test fails on purpose'
+""")
+
+
+def run_inner_pytest(tmp_path: Path, kill_self: bool,
+                     source: str = INNER_TEST) -> tuple[subprocess.CompletedProcess, int]:
     test_file = tmp_path / 'test_inner.py'
-    test_file.write_text(INNER_TEST)
+    test_file.write_text(source)
     pidfile = tmp_path / 'pid'
     env = {**os.environ, 'PIDFILE': str(pidfile)}
     if kill_self:
@@ -62,6 +88,14 @@ def test_failing_test_shows_process_log_and_ends_the_process(tmp_path):
     assert 'this inner test fails on purpose' in result.stdout
     assert 'process sleeper (running)' in result.stdout
     assert 'child says hello' in result.stdout
+    assert not group_alive(pid)
+
+
+def test_module_fixture_processes_show_in_every_failing_test_and_end_with_the_module(tmp_path):
+    result, pid = run_inner_pytest(tmp_path, kill_self=False, source=MODULE_INNER_TEST)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert '1 failed, 1 passed' in result.stdout
+    assert 'process shared (running)' in result.stdout and 'shared child up' in result.stdout
     assert not group_alive(pid)
 
 
@@ -104,3 +138,56 @@ def test_free_udp_ports_differ(free_udp_port):
 
 def test_root_is_the_repository():
     assert (ROOT / 'ci' / 'setup.sh').is_file()
+
+
+TALKER = ('import sys\n'
+          'print("ready", flush=True)\n'
+          'print("to the log", file=sys.stderr, flush=True)\n'
+          'print("got " + sys.stdin.readline().strip(), flush=True)\n'
+          'print("no newline", end="", flush=True)\n')
+
+
+def test_group_talks_to_a_piped_child_in_lines(tmp_path):
+    with ProcessGroup(tmp_path) as group:
+        child = group.start([sys.executable, '-c', TALKER], name='talker', pipes=True)
+        assert child.wait_for_line('^ready$') == 'ready'
+        child.send_line('go')
+        assert child.wait_for_line('^got ') == 'got go'
+        assert child.wait(timeout=30.0) == 0
+        assert child.output_lines() == ['ready', 'got go', 'no newline']
+        child.wait_for_output('to the log')            # stderr goes to the log file
+        assert 'ready' not in child.log()
+    assert child.stopped and group.running() == []
+
+
+def test_group_names_processes_apart_and_stops_them_all(tmp_path):
+    sleeper = [sys.executable, '-c', 'import time; print("up", flush=True); time.sleep(600)']
+    with ProcessGroup(tmp_path) as group:
+        first = group.start(sleeper, name='sleeper')
+        second = group.start(sleeper, name='sleeper')
+        assert (first.name, second.name) == ('sleeper', 'sleeper-0')
+        assert group.named('sleeper') is second
+        assert {p.log_path.name for p in group.processes} == {'sleeper.log', 'sleeper-0.log'}
+        first.wait_for_output('up')
+        second.wait_for_output('up')
+        group.check()
+        group.stop_all()
+        assert group.running() == []
+        assert first.returncode is not None and second.returncode is not None
+        assert not group_alive(first.pid) and not group_alive(second.pid)
+
+
+def test_group_check_and_guard_name_the_dead_process_and_show_its_log(tmp_path):
+    dying = [sys.executable, '-c', 'import sys; print("something broke"); sys.exit(3)']
+    with ProcessGroup(tmp_path, env={**os.environ, 'PYTHONUNBUFFERED': '1'}) as group:
+        child = group.start(dying, name='dying')
+        child.wait(timeout=30.0)
+        guarded = group.guard(lambda: False)
+        with pytest.raises(ProcessError, match='dying exited with 3') as info:
+            guarded()
+        assert 'something broke' in str(info.value)
+        assert child.log_tail(lines=1) == 'something broke'
+        with pytest.raises(ProcessError, match='exited with 3 and did not print'):
+            child.wait_for_output('never', timeout=30.0)
+        group.stop(child)
+        group.check()                                  # a stopped process is not checked

@@ -7,8 +7,8 @@ port and listens on the command port for what the bridge sends.
 import json
 import socket
 
-import bridge_datagrams as d
 from pylon_interfaces.msg import DockingPortCommand, DockingPortState
+from pylon_testing import mod_datagrams as d
 from pylon_testing.pilot import COMMAND
 from pylon_testing.recorder import TopicRecorder
 import pytest

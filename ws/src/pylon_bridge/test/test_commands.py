@@ -3,7 +3,6 @@
 import json
 import math
 
-import bridge_datagrams as d
 from pylon_bridge import commands
 from pylon_bridge.commands import CommandError
 from pylon_bridge.core import BridgeCore, CoreConfig, Publish
@@ -18,6 +17,7 @@ from pylon_interfaces.msg import (
     WheelCommand,
 )
 from pylon_protocol import packets
+from pylon_testing import mod_datagrams as d
 import pytest
 
 IDENTITY = {'vessel_id': d.VESSEL, 'controller_id': 'ctl', 'lease_id': 'lease-1',

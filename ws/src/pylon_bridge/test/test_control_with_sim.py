@@ -1,9 +1,7 @@
 """The control flow of a lease end to end: test node → udp_bridge → pylon_sim and back."""
 
 import os
-from pathlib import Path
 import signal
-import sys
 
 from pylon_interfaces.msg import ControlAuthorityState, SeparationCommand
 from pylon_testing.pilot import A, acquire, Pilot, SAT, send_authority, TARGET
@@ -11,7 +9,6 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-CLIENT = Path(__file__).with_name('wrench_client.py')
 PHYSICS_STEP = 0.02
 
 
@@ -142,7 +139,7 @@ def test_a_killed_controller_stops_the_vessel_within_its_timeout(sim_stack, ros_
     stack = sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
-    client = ros_process([sys.executable, str(CLIENT), SAT], name='client')
+    client = ros_process(['wrench_client', SAT], name='client')
     client.wait_for_output(r'commanding', timeout=60.0)
     pilot.wait_for('feedback', lambda m: m.accepted, what='accepted wrenches')
     pilot.until(lambda: stack.control()['applied_torque'][2] > 0, 'torque applied')

@@ -2,11 +2,11 @@
 
 import math
 
-import bridge_datagrams as d
 import numpy as np
 from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, Publish
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import VesselLifecycle
+from pylon_testing import mod_datagrams as d
 import pytest
 
 LOOPBACK = ('127.0.0.1', 49999)

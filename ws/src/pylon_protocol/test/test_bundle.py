@@ -5,7 +5,9 @@ import math
 
 from hypothesis import given
 from hypothesis import strategies as st
-from model_samples import (
+from pylon_protocol.bundle import validate_bundle
+from pylon_protocol.errors import ProtocolError
+from pylon_testing.model_samples import (
     bundle,
     FAST,
     json_values,
@@ -17,8 +19,6 @@ from model_samples import (
     URDF,
     VID,
 )
-from pylon_protocol.bundle import validate_bundle
-from pylon_protocol.errors import ProtocolError
 import pytest
 
 # Build

@@ -11,6 +11,7 @@ from pylon_protocol import packets, wire
 from pylon_protocol.camera import chunk_frame, FrameAssembler
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
+from pylon_testing.model_samples import json_values
 import pytest
 
 FAST = settings(derandomize=True, max_examples=60, deadline=None,
@@ -448,15 +449,6 @@ def test_max_size_chunk_and_frame():
 
 
 # Robustness
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats()
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
-    max_leaves=8,
-)
-
 
 @FAST
 @given(st.binary(max_size=300), st.text(max_size=40))

@@ -1,30 +1,15 @@
 """Fuzzing: decoders return a dict or raise ProtocolError, and nothing else, for any input."""
 
 import copy
-import importlib.util
 import json
 import math
-from pathlib import Path
-import sys
 
 from hypothesis import example, given, HealthCheck, settings
 from hypothesis import strategies as st
 from pylon_protocol import packets, wire
 from pylon_protocol.errors import ProtocolError
+from pylon_testing import packet_samples as samples
 
-
-def _load_samples():
-    name = 'pylon_protocol_test_packet_samples'
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name('packet_samples.py'))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-samples = _load_samples()
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=250,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 DEEP = '__deep_nesting__'

@@ -9,7 +9,20 @@ import tracemalloc
 
 from hypothesis import given
 from hypothesis import strategies as st
-from model_samples import (
+from pylon_protocol import packets, wire
+from pylon_protocol.bundle import build_bundle
+from pylon_protocol.envelope import Envelope
+from pylon_protocol.errors import ProtocolError
+from pylon_protocol.model_chunks import (
+    chunk_model,
+    clear_payload,
+    effective_chunk_bytes,
+    gunzip_bounded,
+    is_loopback_source,
+    ModelAssembler,
+)
+from pylon_protocol.urdf import build_proxy_urdf, ProxyPart
+from pylon_testing.model_samples import (
     bundle,
     FAST,
     joint,
@@ -26,19 +39,6 @@ from model_samples import (
     urdf_text,
     VID,
 )
-from pylon_protocol import packets, wire
-from pylon_protocol.bundle import build_bundle
-from pylon_protocol.envelope import Envelope
-from pylon_protocol.errors import ProtocolError
-from pylon_protocol.model_chunks import (
-    chunk_model,
-    clear_payload,
-    effective_chunk_bytes,
-    gunzip_bounded,
-    is_loopback_source,
-    ModelAssembler,
-)
-from pylon_protocol.urdf import build_proxy_urdf, ProxyPart
 import pytest
 
 LOOPBACK = ('127.0.0.1', 49010)

@@ -2,29 +2,14 @@
 
 import base64
 import copy
-import importlib.util
 import json
 import math
-from pathlib import Path
-import sys
 
 from pylon_protocol import envelope, packets, schema, wire
 from pylon_protocol.errors import ProtocolError
+from pylon_testing import packet_samples as samples
 import pytest
 
-
-def _load_samples():
-    name = 'pylon_protocol_test_packet_samples'
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name('packet_samples.py'))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-samples = _load_samples()
 ENVELOPE = samples.ENVELOPE
 VESSEL_ID = samples.VESSEL_ID
 OTHER = samples.OTHER_VESSEL_ID

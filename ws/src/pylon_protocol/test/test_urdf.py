@@ -3,7 +3,10 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
-from model_samples import (
+from pylon_protocol import urdf as urdf_module
+from pylon_protocol.errors import ProtocolError
+from pylon_protocol.urdf import build_proxy_urdf, ProxyPart, URDF_ALLOWLIST, validate_urdf
+from pylon_testing.model_samples import (
     COLLISION,
     FAST,
     INERTIAL,
@@ -17,9 +20,6 @@ from model_samples import (
     VID,
     VISUAL,
 )
-from pylon_protocol import urdf as urdf_module
-from pylon_protocol.errors import ProtocolError
-from pylon_protocol.urdf import build_proxy_urdf, ProxyPart, URDF_ALLOWLIST, validate_urdf
 from pylon_testing.cost import cpu_seconds
 import pytest
 

@@ -1,4 +1,11 @@
-"""Datagrams for the bridge's tests, written as the mod writes them."""
+"""State datagrams written as the PyLoN mod writes them, for the bridge's tests and benches.
+
+Each function returns one datagram (or the chunks of one model or camera frame) of the
+vessel ``VESSEL`` in the runtime envelope ``ENV``, validated and in the mod's number forms
+(``pylon_protocol.wire``). The bridge's tests feed them to a ``BridgeCore`` or a running
+``udp_bridge``; ``bench_bridge.py`` and ``bench_sensors.py`` send them at their rates.
+(``mod_datagrams.txt`` beside the bridge's replay test holds the mod's literal text.)
+"""
 
 from __future__ import annotations
 

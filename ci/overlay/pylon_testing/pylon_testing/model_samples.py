@@ -1,4 +1,9 @@
-"""Shared samples of the vessel model tests: URDF texts, bundles, hypothesis settings."""
+"""Samples of the vessel model tests (pylon_protocol): URDF texts, bundles, hypothesis settings.
+
+The proxy URDF of vessel ``VID`` with links and joints named as the mod names them
+(``pylon_<first 8 hex digits>_link_NNNN``), its model bundle, and ``json_values`` for the
+hypothesis tests of the decoders.
+"""
 
 import hashlib
 
@@ -26,11 +31,13 @@ COLLISION = ('<collision><origin xyz="0 0 0"/><geometry><sphere radius="0.5"/></
 
 
 def link(index, body=None):
+    """Return link ``index`` of the proxy (inertial, visual and collision unless ``body``)."""
     body = INERTIAL + VISUAL + COLLISION if body is None else body
     return f'<link name="{P}_link_{index:04d}">{body}</link>'
 
 
 def joint(index, parent, child=None, jtype='fixed', extra=''):
+    """Return joint ``index`` from link ``parent`` to link ``child`` (default ``index``)."""
     child = index if child is None else child
     return (f'<joint name="{P}_joint_{index:04d}" type="{jtype}">'
             f'<parent link="{P}_link_{parent:04d}"/><child link="{P}_link_{child:04d}"/>'
@@ -38,6 +45,7 @@ def joint(index, parent, child=None, jtype='fixed', extra=''):
 
 
 def urdf_text(links=None, joints=None, robot=None):
+    """Return a proxy URDF document (three links in a chain unless given)."""
     links = [link(0), link(1), link(2)] if links is None else links
     joints = [joint(1, 0), joint(2, 1)] if joints is None else joints
     robot = f'{P}_active_vessel' if robot is None else robot
@@ -50,6 +58,7 @@ PART_FRAMES = {100: f'{P}_link_0000', 101: f'{P}_link_0001', 102: f'{P}_link_000
 
 
 def bundle(urdf=URDF, **change):
+    """Return a validated model bundle of ``urdf`` with ``change`` applied afterwards."""
     value = build_bundle(
         session_id=SESSION, vessel_id=VID, urdf=urdf, base_to_root_position=[0.5, 0, -1],
         base_to_root_rotation=[0, 0, 0, 2], part_frames=PART_FRAMES,
@@ -73,6 +82,7 @@ def raw_bundle(**change):
 
 
 def reason_of(call, *args, **kwargs):
+    """Return the ``ProtocolError`` reason ``call(*args, **kwargs)`` raises (it must raise)."""
     with pytest.raises(ProtocolError) as info:
         call(*args, **kwargs)
     return info.value.reason

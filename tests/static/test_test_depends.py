@@ -1,0 +1,165 @@
+"""Every package declares what its tests need: what they import and what they start.
+
+For each package (``ws/src/*`` and ``ci/overlay/*``) the modules ``test/*.py`` import, the
+harness fixtures they use (``pylon_testing``) and the workspace executables they start
+(``ros_process(['udp_bridge', ...])``, ``sim_stack``) must be rosdep keys the manifest lists
+as ``test_depend`` or ``exec_depend`` (``depend`` counts as both). The modules of
+``pylon_testing`` itself are test code the other packages import: they must be its
+``exec_depend``. A module this file does not know fails the test until it is added to
+``THIRD_PARTY`` (with its rosdep key) or is a workspace or ROS package.
+
+``pylon_testing`` imports the packages it tests, which list it as a ``test_depend``; colcon
+orders on test dependencies too, so ``make setup`` (and the devcontainer) build the
+harness in a second pass, over the packages.
+"""
+
+import ast
+from pathlib import Path
+import re
+import sys
+
+from catkin_pkg.package import parse_package
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = sorted([*(ROOT / 'ws' / 'src').glob('*/package.xml'),
+                    *(ROOT / 'ci' / 'overlay').glob('*/package.xml')])
+WORKSPACE = {path.parent.name for path in MANIFESTS}
+
+THIRD_PARTY = {       # module -> rosdep key (rosdep/python.yaml of ros/rosdistro)
+    'catkin_pkg': 'python3-catkin-pkg',
+    'hypothesis': 'python3-hypothesis',
+    'numpy': 'python3-numpy',
+    'pytest': 'python3-pytest',
+    'scipy': 'python3-scipy',
+    'yaml': 'python3-yaml',
+}
+ROS_PACKAGES = {'ament_index_python', 'builtin_interfaces', 'launch', 'launch_ros',
+                'rcl_interfaces', 'rclpy', 'rosidl_runtime_py', 'xacro'}
+ROS_INTERFACES = re.compile(r'_(msgs|srvs|interfaces)$')
+
+HARNESS_FIXTURES = {'ros_process', 'ros_node', 'ros_domain_id', 'free_udp_port', 'sim_stack',
+                    'module_ros_process', 'module_ros_node'}
+STARTERS = {'ros_process', 'module_ros_process'}
+FIXTURE_EXECUTABLES = {'sim_stack': ('udp_bridge', 'pylon_sim')}
+
+
+def rosdep_key(module: str) -> str | None:
+    """Return the rosdep key of a top-level module (None: the standard library; KeyError)."""
+    if module in sys.stdlib_module_names or module == '__future__':
+        return None
+    if module in WORKSPACE or module in ROS_PACKAGES or ROS_INTERFACES.search(module):
+        return module
+    return THIRD_PARTY[module]
+
+
+def imported(tree: ast.AST) -> set[str]:
+    """Return the top-level modules a file imports (anywhere in it, absolute imports)."""
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split('.')[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split('.')[0])
+    return modules
+
+
+def fixtures_used(tree: ast.AST) -> set[str]:
+    """Return the harness fixtures the functions of a file take as arguments."""
+    return {arg.arg for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for arg in node.args.args if arg.arg in HARNESS_FIXTURES}
+
+
+def started(tree: ast.AST) -> set[str]:
+    """Return the executables started by name: ``ros_process(['name', ...])``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in STARTERS and node.args \
+                and isinstance(node.args[0], ast.List) and node.args[0].elts \
+                and isinstance(node.args[0].elts[0], ast.Constant):
+            names.add(node.args[0].elts[0].value)
+    return names
+
+
+def executables() -> dict[str, str]:
+    """Return every workspace executable (console script) -> its package."""
+    owners = {}
+    for manifest in MANIFESTS:
+        setup = manifest.parent / 'setup.py'
+        if setup.is_file():
+            for name in re.findall(r"'(\w+) = [\w.]+:\w+'", setup.read_text()):
+                owners[name] = manifest.parent.name
+    return owners
+
+
+def needs(files: list[Path]) -> tuple[dict[str, set[str]], set[str]]:
+    """Return the rosdep keys ``files`` need (key -> why) and the modules not known."""
+    owners = executables()
+    keys: dict[str, set[str]] = {}
+    unknown = set()
+    for path in files:
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        for module in imported(tree):
+            try:
+                key = rosdep_key(module)
+            except KeyError:
+                unknown.add(f'{path.name}: {module}')
+                continue
+            if key:
+                keys.setdefault(key, set()).add(f'{path.name} imports {module}')
+        fixtures = fixtures_used(tree)
+        for fixture in fixtures:
+            keys.setdefault('pylon_testing', set()).add(f'{path.name} uses {fixture}')
+        programs = started(tree) | {name for fixture in fixtures
+                                    for name in FIXTURE_EXECUTABLES.get(fixture, ())}
+        for program in programs & owners.keys():
+            keys.setdefault(owners[program], set()).add(f'{path.name} starts {program}')
+    return keys, unknown
+
+
+def declared(manifest: Path, kinds: tuple[str, ...]) -> set[str]:
+    package = parse_package(str(manifest))
+    return {dep.name for kind in kinds for dep in getattr(package, kind)}
+
+
+def check(manifest: Path, files: list[Path], kinds: tuple[str, ...]) -> None:
+    keys, unknown = needs(files)
+    assert not unknown, f'modules without a rosdep key here (add them to THIRD_PARTY): {unknown}'
+    missing = {key: sorted(why) for key, why in keys.items()
+               if key != manifest.parent.name and key not in declared(manifest, kinds)}
+    assert not missing, f'{manifest.relative_to(ROOT)} lacks {" or ".join(kinds)}: {missing}'
+
+
+@pytest.mark.parametrize('manifest', MANIFESTS, ids=lambda p: p.parent.name)
+def test_manifest_declares_what_its_tests_import_and_start(manifest):
+    check(manifest, sorted((manifest.parent / 'test').glob('*.py')),
+          ('test_depends', 'exec_depends'))
+
+
+def test_pylon_testing_declares_what_its_modules_import():
+    package = ROOT / 'ci' / 'overlay' / 'pylon_testing'
+    check(package / 'package.xml', sorted((package / 'pylon_testing').glob('*.py')),
+          ('exec_depends',))
+
+
+def test_the_check_sees_imports_fixtures_and_programs(tmp_path):
+    sample = tmp_path / 'test_sample.py'
+    sample.write_text('import os\nimport numpy as np\nfrom sensor_msgs.msg import Imu\n'
+                      'def test_x(sim_stack, ros_process):\n'
+                      "    import yaml\n    ros_process(['setpoint_controller', '-h'])\n")
+    keys, unknown = needs([sample])
+    assert set(keys) == {'python3-numpy', 'sensor_msgs', 'python3-yaml', 'pylon_testing',
+                         'pylon_bridge', 'pylon_sim', 'pylon_vehicle_control'}
+    assert unknown == set()
+    sample.write_text('import some_unknown_module\n')
+    assert needs([sample])[1] == {'test_sample.py: some_unknown_module'}
+
+
+def test_no_test_or_benchmark_reaches_code_through_sys_path():
+    files = [*ROOT.glob('ws/src/*/test/*.py'), *ROOT.glob('ci/overlay/*/test/*.py'),
+             *ROOT.glob('tests/**/*.py'), *ROOT.glob('bench/*.py')]
+    offenders = [str(path.relative_to(ROOT)) for path in files
+                 if path != Path(__file__) and 'sys.path' in path.read_text(encoding='utf-8')]
+    assert offenders == []

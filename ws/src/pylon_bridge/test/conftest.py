@@ -1,6 +1,0 @@
-"""Make the shared test datagrams (``bridge_datagrams``) importable by the tests here."""
-
-from pathlib import Path
-import sys
-
-sys.path.insert(0, str(Path(__file__).parent))
