@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from pylon_protocol import urdf as urdf_module
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.urdf import build_proxy_urdf, ProxyPart, URDF_ALLOWLIST, validate_urdf
+from pylon_testing.cost import cpu_seconds
 from pylon_testing.model_samples import (
     COLLISION,
     FAST,
@@ -20,7 +21,6 @@ from pylon_testing.model_samples import (
     VID,
     VISUAL,
 )
-from pylon_testing.cost import cpu_seconds
 import pytest
 
 # Builder
