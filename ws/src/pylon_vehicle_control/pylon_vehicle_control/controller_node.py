@@ -192,7 +192,11 @@ class ControllerNode(Node):
             self.periods = (self.periods + [now - self.last_period])[-200:]
         self.last_period = now
         self._send_lease(self.lease.tick(now))
+        was_armed = self.supervisor.armed
         setpoint, serial = self.supervisor.active(now)
+        if was_armed and not self.supervisor.armed:
+            self.get_logger().warning(f'disarmed: {self.supervisor.disarm_reason}; '
+                                      'send MODE_IDLE to re-arm')
         if not self.lease.owns(now):
             return
         est = self.estimate

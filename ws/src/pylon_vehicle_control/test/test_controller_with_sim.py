@@ -25,6 +25,12 @@ RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SETPOINT = '/setpoint_controller/setpoint'
+# These tests judge the control law on KSP time. The supervisor's wall-clock timeouts (0.5 s
+# stale input, 1 s old setpoint) are correct for a live craft, but on a machine running two
+# suites at once a process can stall that long; they are tested on a given clock in
+# test_supervisor.py, and here only given room. The disarm is then still logged and asserted.
+CONTROLLER = ['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
+              '-p', 'setpoint_timeout_sec:=3.0']
 
 
 def attitude_of(odom):
@@ -97,7 +103,7 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     evaluator = ros_process(['attitude_evaluator', '--ros-args', '-p',
                              f'output_dir:={tmp_path}', '-p', 'print_period_sec:=1.0'],
                             name='evaluator')
-    controller = ros_process(['setpoint_controller'], name='controller')
+    controller = ros_process(CONTROLLER, name='controller')
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease')
     user.wait_count('odom', 11)
@@ -149,6 +155,7 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
     quiet = user.mark()
     user.wait_for('diag', lambda m: values_of(m)['disarm_reason'] == 'setpoint_timeout',
                   quiet, 'the setpoint timeout')
+    controller.wait_for_output(r'disarmed: setpoint_timeout; send MODE_IDLE to re-arm', 60.0)
     zeros = user.wait_count('feedback', 5, user.mark())
     assert all(m.requested.torque.z == 0.0 for m in zeros)
     # shutdown releases the lease
@@ -173,7 +180,7 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
     scenario.write_text(yaml.safe_dump(data), encoding='utf-8')
     sim_stack(scenario=str(scenario))
     ros_process(['attitude_estimator'], name='estimator')
-    ros_process(['setpoint_controller'], name='controller')
+    ros_process(CONTROLLER, name='controller')
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease')
     first = user.wait_for('twist', what='ground truth rates')
