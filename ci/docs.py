@@ -49,10 +49,11 @@ def bridge_topics() -> str:
              '| Why |', '|---|---|---|---|---|---|---|---|']
     for row in topics.BRIDGE_TOPICS:
         p = row.profile
+        qos_cells = (f'{words[p.reliability]} | {words[p.durability]} | {p.depth} | '
+                     f'{row.qos}: ' if p else '– | – | – | ')
         lines.append(
             f'| `{config.defaults().topic(row.key, id="<id>")}` | `{row.key}` | '
-            f'{row.direction} | `{row.type}` | {words[p.reliability]} | '
-            f'{words[p.durability]} | {p.depth} | {row.qos}: {row.why} |')
+            f'{row.direction} | `{row.type}` | {qos_cells}{row.why} |')
     return '\n'.join(lines)
 
 

@@ -154,3 +154,65 @@ def camera_chunks(raw: bytes, width: int, height: int, sequence: int = 1, ut: fl
         frame_rotation=[0.0, 0.0, 0.0, 1.0], vessel='Rover' if source == 'rgb_camera'
         else None, chunk_bytes=chunk_bytes)
     return [encode('pylon_camera_frame_chunk', env, **c) for c in chunks]
+
+
+FLIGHT = {
+    'bodyName': 'Kerbin', 'altitudeAsl': 80000.0, 'altitudeAgl': 80000.0, 'latitude': 0.5,
+    'longitude': -74.5, 'mass': 5000.0, 'liquidFuel': 360.0, 'oxidizer': 440.0,
+    'electricCharge': 150.0, 'gravity': 7.9, 'bodyRadius': 600000.0,
+    'gravitationalParameter': 3.5316e12, 'atmosphereDepth': 70000.0, 'apoapsis': 81000.0,
+    'periapsis': 79000.0, 'timeToApoapsis': 600.0, 'verticalSpeed': 1.5,
+    'horizontalSpeed': 2100.0, 'dynamicPressure': 0.0, 'landed': False, 'splashed': False,
+    'upBody': [0.0, 0.0, 1.0], 'eastBody': [1.0, 0.0, 0.0], 'northBody': [0.0, 1.0, 0.0],
+    'surfaceVelocityBody': [2100.0, 0.0, 1.5], 'orbitalVelocityBody': [2270.0, 0.0, 1.5],
+    'angularVelocityBody': [0.0, 0.0, 0.01],
+}
+"""A ``pylon_flight_state`` payload of a vessel in a low Kerbin orbit (no identity, no UT)."""
+APPLIED = {'appliedInputValid': True, 'flightCommandActive': True, 'inputAtLimit': False,
+           'appliedInputSequence': 7, 'appliedInputAge': 0.02, 'appliedPitch': 0.25,
+           'appliedYaw': -0.5, 'appliedRoll': 0.0}
+"""The applied-input block of a newer mod's flight state."""
+
+
+def flight_fields(ut: float = UT, sequence: int = 10, env: Envelope = ENV, **overrides) -> dict:
+    """Return the fields of a ``pylon_flight_state`` (``overrides`` replace any)."""
+    return {'vesselId': env.runtime_vessel_id, 'observationSequence': sequence,
+            'universalTime': ut, **FLIGHT, **overrides}
+
+
+def flight_state(ut: float = UT, sequence: int = 10, env: Envelope = ENV, **overrides) -> bytes:
+    """Return a ``pylon_flight_state`` datagram."""
+    return encode('pylon_flight_state', env, **flight_fields(ut, sequence, env, **overrides))
+
+
+def vehicle_health(charge: float, ut: float = UT, sequence: int = 10, capacity: float = 200.0,
+                   env: Envelope = ENV) -> bytes:
+    """Return a ``pylon_vehicle_health`` datagram."""
+    return encode('pylon_vehicle_health', env, vesselId=env.runtime_vessel_id,
+                  observationSequence=sequence, universalTime=ut, electricCharge=charge,
+                  electricCapacity=capacity)
+
+
+def part_thermal(flight_id: int, temperature: float, ut: float = UT, sequence: int = 10,
+                 env: Envelope = ENV) -> bytes:
+    """Return a ``pylon_part_thermal_state`` datagram of part ``flight_id``."""
+    return encode('pylon_part_thermal_state', env, vesselId=env.runtime_vessel_id,
+                  observationSequence=sequence, universalTime=ut, electricCharge=0.0,
+                  electricCapacity=0.0, partFlightId=flight_id, partPersistentId=flight_id + 1,
+                  partName='liquidEngine2', temperature=temperature, maxTemperature=2000.0,
+                  skinTemperature=temperature + 5.0, maxSkinTemperature=2400.0,
+                  shieldedFromAirstream=False)
+
+
+def separation_result(operation_id: str = 'op-1', env: Envelope = ENV, **overrides) -> bytes:
+    """Return a completed, retained ``pylon_separation_result`` (``overrides`` replace any)."""
+    fields = {'operationId': operation_id, 'operationInstance': env.runtime_instance,
+              'operationEpoch': env.runtime_epoch, 'operationVesselId': env.runtime_vessel_id,
+              'originalGeneration': env.runtime_generation, 'name': 'decoupler_12_0',
+              'controllerId': 'ctl', 'sequence': 4, 'completed': True, 'success': True,
+              'retained': True, 'reason': 'separated', 'resultEpoch': env.runtime_epoch,
+              'resultGeneration': env.runtime_generation,
+              'activeVesselId': env.runtime_vessel_id,
+              'resultingVesselIds': [env.runtime_vessel_id],
+              'retentionRemainingSeconds': 600.0, **overrides}
+    return encode('pylon_separation_result', env, **fields)

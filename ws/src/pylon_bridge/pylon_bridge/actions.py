@@ -19,6 +19,8 @@ LATCHED_KEYS = frozenset(row.key for row in topics.BRIDGE_TOPICS
                          if row.direction == topics.PUBLISHES
                          and row.profile.durability == qos.TRANSIENT_LOCAL)
 """Topics whose messages are state (Transient Local): never removed for silence."""
+KEPT_KEYS = LATCHED_KEYS | {'clock'}
+"""Never removed for silence: state, and /clock (silent while the game is paused)."""
 
 RECENT_DROPS = 32
 
@@ -86,7 +88,7 @@ class TopicLifetimes:
         """Return the removal of every non-latched topic silent for more than ``timeout``."""
         out = []
         for (key, topic_id), seen in list(self.last_seen.items()):
-            if key not in LATCHED_KEYS and now - seen > timeout:
+            if key not in KEPT_KEYS and now - seen > timeout:
                 del self.last_seen[key, topic_id]
                 out.append(Destroy(key, topic_id))
         return out

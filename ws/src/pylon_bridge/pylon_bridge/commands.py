@@ -28,12 +28,14 @@ import math
 from typing import Any
 
 from pylon_interfaces.msg import ControlAuthorityCommand, DockingPortCommand, MotorCommand
-from pylon_protocol import packets
+from pylon_protocol import names, packets
 from pylon_protocol.packets import (
     MAX_COMMAND_TIMEOUT_SEC,
     MAX_LEASE_SEC,
+    MAX_SHORT_COMMAND_TIMEOUT_SEC,
     MIN_COMMAND_TIMEOUT_SEC,
     MIN_LEASE_SEC,
+    MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
 )
 from pylon_protocol.schema import INT64_MAX
 
@@ -92,16 +94,25 @@ def _identity(msg: Any) -> dict[str, Any]:
             'leaseId': msg.lease_id, 'sequence': int(msg.sequence)}
 
 
-def _timeout(value: float, default: float | None, reason: str = 'invalid_command') -> float:
+def _timeout(value: float, default: float | None, reason: str = 'invalid_command',
+             maximum: float = MAX_COMMAND_TIMEOUT_SEC) -> float:
     if default is not None and value == 0.0:
         return default
     if not math.isfinite(value):
         raise CommandError('non_finite_command', f'timeout_sec is {value}')
-    if not MIN_COMMAND_TIMEOUT_SEC <= value <= MAX_COMMAND_TIMEOUT_SEC:
+    if not MIN_COMMAND_TIMEOUT_SEC <= value <= maximum:
         raise CommandError(reason, f'timeout_sec must be {MIN_COMMAND_TIMEOUT_SEC}–'
-                           f'{MAX_COMMAND_TIMEOUT_SEC} s'
+                           f'{maximum:g} s'
                            f'{" (or 0 for the default)" if default is not None else ""}, '
                            f'got {value}')
+    return float(value)
+
+
+def _lease_duration(value: float) -> float:
+    _finite({'lease_duration_sec': value}, 'invalid_lease')
+    if not MIN_LEASE_SEC <= value <= MAX_LEASE_SEC:
+        raise CommandError('invalid_lease', f'lease_duration_sec must be {MIN_LEASE_SEC:g}–'
+                           f'{MAX_LEASE_SEC:g} s, got {value}')
     return float(value)
 
 
@@ -113,11 +124,7 @@ def authority_command(msg: ControlAuthorityCommand) -> Outgoing:
     fields = {'action': action, **_identity(msg), 'priority': int(msg.priority),
               'suppressSas': bool(msg.suppress_sas)}
     if action in ('acquire', 'renew'):
-        _finite({'lease_duration_sec': msg.lease_duration_sec}, 'invalid_lease')
-        if not MIN_LEASE_SEC <= msg.lease_duration_sec <= MAX_LEASE_SEC:
-            raise CommandError('invalid_lease', f'lease_duration_sec must be {MIN_LEASE_SEC:g}–'
-                               f'{MAX_LEASE_SEC:g} s, got {msg.lease_duration_sec}')
-        fields['leaseDurationSeconds'] = float(msg.lease_duration_sec)
+        fields['leaseDurationSeconds'] = _lease_duration(msg.lease_duration_sec)
     return Outgoing('pylon_control_authority_command', fields)
 
 
@@ -135,7 +142,8 @@ def wrench_command(msg: Any) -> Outgoing:
         'timeoutSeconds': _timeout(msg.timeout_sec, None, 'invalid_wrench')})
 
 
-def engine_command(msg: Any, default_timeout: float) -> Outgoing:
+def engine_command(msg: Any, default_timeout: float,
+                   identity: dict[str, Any] | None = None) -> Outgoing:
     """Return an engine ``pylon_actuator_command`` (thrust N, gimbal inputs -1..1)."""
     _finite({'target_thrust': msg.target_thrust, 'gimbal_pitch': msg.gimbal_pitch,
              'gimbal_yaw': msg.gimbal_yaw, 'gimbal_roll': msg.gimbal_roll})
@@ -146,7 +154,8 @@ def engine_command(msg: Any, default_timeout: float) -> Outgoing:
         if not -1.0 <= getattr(msg, axis) <= 1.0:
             raise CommandError('invalid_command', f'{axis} must be -1..1, got '
                                f'{getattr(msg, axis)}')
-    return _actuator('engine', msg, default_timeout, targetThrust=float(msg.target_thrust),
+    return _actuator('engine', msg, default_timeout, identity,
+                     targetThrust=float(msg.target_thrust),
                      hasGimbalCommand=bool(msg.has_gimbal_command),
                      gimbalPitch=float(msg.gimbal_pitch), gimbalYaw=float(msg.gimbal_yaw),
                      gimbalRoll=float(msg.gimbal_roll))
@@ -174,9 +183,14 @@ def wheel_command(msg: Any, default_timeout: float) -> Outgoing:
                      maxDriveTorque=float(msg.max_drive_torque), brake=float(msg.brake))
 
 
-def separation_command(msg: Any, default_timeout: float) -> Outgoing:
-    """Return a separation ``pylon_actuator_command`` with its operation identity."""
-    out = _actuator('separation', msg, default_timeout, enabled=True, separate=bool(msg.separate),
+def separation_command(msg: Any, default_timeout: float,
+                       identity: dict[str, Any] | None = None) -> Outgoing:
+    """Return a separation ``pylon_actuator_command`` with its operation identity.
+
+    ``complete`` fills an empty operation identity once the session is known.
+    """
+    out = _actuator('separation', msg, default_timeout, identity, enabled=True,
+                    separate=bool(msg.separate),
                     operationId=msg.operation_id,
                     operationInstance=msg.original_runtime_instance,
                     operationEpoch=msg.original_runtime_epoch,
@@ -184,14 +198,119 @@ def separation_command(msg: Any, default_timeout: float) -> Outgoing:
     return out
 
 
-def _actuator(kind: str, msg: Any, default_timeout: float, **fields: Any) -> Outgoing:
+def _actuator(kind: str, msg: Any, default_timeout: float,
+              identity: dict[str, Any] | None = None, **fields: Any) -> Outgoing:
     if not msg.id.strip():
         raise CommandError('invalid_command', 'id is empty')
     timeout = _timeout(getattr(msg, 'timeout_sec', 0.0), default_timeout)
     enabled = fields.pop('enabled', getattr(msg, 'enabled', True))
     return Outgoing('pylon_actuator_command', {
-        'actuatorType': kind, 'name': msg.id, **_identity(msg), 'enabled': bool(enabled),
+        'actuatorType': kind, 'name': msg.id, **(identity or _identity(msg)),
+        'enabled': bool(enabled),
         'timeoutSeconds': timeout, **fields})
+
+
+def flight_command(msg: Any, identity: dict[str, Any] | None = None) -> Outgoing:
+    """Return ``pylon_flight_control_command`` (normalised stock inputs, timeout 0.05–1 s).
+
+    There is no default timeout: 0 is refused. ``identity`` (a batch's) replaces the
+    message's own.
+    """
+    inputs = {'pitch': msg.pitch, 'yaw': msg.yaw, 'roll': msg.roll}
+    _finite(inputs)
+    for axis, value in inputs.items():
+        if not -1.0 <= value <= 1.0:
+            raise CommandError('invalid_command', f'{axis} must be -1..1, got {value}')
+    return Outgoing('pylon_flight_control_command', {
+        **(identity or _identity(msg)), 'landingGear': bool(msg.landing_gear),
+        'timeoutSeconds': _timeout(msg.timeout_sec, None,
+                                   maximum=MAX_SHORT_COMMAND_TIMEOUT_SEC),
+        **{axis: float(value) for axis, value in inputs.items()}})
+
+
+def control_batch(msg: Any) -> Outgoing:
+    """Return ``pylon_control_batch``: the whole batch validated, members as dicts.
+
+    The outer identity replaces each member's; engine timeouts are 0.05–1 s (no default),
+    engine ids unique after sanitising, the separation must have ``separate`` true. Any
+    refused member refuses the batch. ``complete`` fills the separation's operation
+    identity and turns the members into the JSON strings the wire carries.
+    """
+    identity = _identity(msg)
+    fields: dict[str, Any] = {**identity, 'renewLease': bool(msg.renew_lease),
+                              'leaseDurationSeconds': float(msg.lease_duration_sec),
+                              'suppressSas': bool(msg.suppress_sas),
+                              'hasFlight': bool(msg.has_flight),
+                              'hasSeparation': bool(msg.has_separation)}
+    if msg.renew_lease:
+        fields['leaseDurationSeconds'] = _lease_duration(msg.lease_duration_sec)
+    elif not math.isfinite(msg.lease_duration_sec):
+        raise CommandError('non_finite_command', 'lease_duration_sec is not finite')
+    engines, seen = [], set()
+    for index, engine in enumerate(msg.engines):
+        name = names.sanitize_name(engine.id, 'engine') if engine.id.strip() else ''
+        if name in seen:
+            raise CommandError('invalid_command', f'engines[{index}]: id {engine.id!r} repeats')
+        seen.add(name)
+        member = _member(f'engines[{index}]', engine_command, engine, identity, None)
+        if member['timeoutSeconds'] > MAX_SHORT_COMMAND_TIMEOUT_SEC:
+            raise CommandError('invalid_command', f'engines[{index}]: timeout_sec must be '
+                               f'{MIN_COMMAND_TIMEOUT_SEC}–{MAX_SHORT_COMMAND_TIMEOUT_SEC:g} s'
+                               f' in a batch, got {engine.timeout_sec}')
+        engines.append(member)
+    fields['engineJson'] = engines
+    if msg.has_flight:
+        fields['flightJson'] = _member('flight', flight_command, msg.flight, identity)
+    if msg.has_separation:
+        if not msg.separation.separate:
+            raise CommandError('invalid_command', 'separation: separate must be true')
+        fields['separationJson'] = _member('separation', separation_command, msg.separation,
+                                           identity, MOD_DEFAULT_COMMAND_TIMEOUT_SEC)
+    return Outgoing('pylon_control_batch', fields)
+
+
+def _member(path: str, build, msg: Any, identity: dict[str, Any], *args: Any) -> dict:
+    """Return a batch member's wire fields (the batch's identity), the path in any error."""
+    try:
+        return build(msg, *args, identity=identity).fields
+    except CommandError as error:
+        raise CommandError(error.reason, f'{path}: {error.detail}') from None
+
+
+def with_operation_identity(fields: dict[str, Any], envelope: dict[str, Any]) -> dict:
+    """Return separation fields whose empty operation identity is filled in.
+
+    An empty ``operationId`` becomes the legacy id (``names.legacy_operation_id``), an
+    empty original instance and epoch the current session's, an empty original vessel the
+    command's vessel, as the mod would fill them.
+    """
+    filled = dict(fields)
+    filled['operationId'] = fields.get('operationId') or names.legacy_operation_id(
+        fields['controllerId'], fields['leaseId'], fields['name'], fields['sequence'])
+    filled['operationInstance'] = fields.get('operationInstance') or envelope['runtimeInstance']
+    filled['operationEpoch'] = fields.get('operationEpoch') or envelope['runtimeEpoch']
+    filled['operationVesselId'] = fields.get('operationVesselId') or fields['vesselId']
+    return filled
+
+
+def complete(outgoing: Outgoing, envelope: dict[str, Any]) -> Outgoing:
+    """Return ``outgoing`` with what needs the session: operation identities, batch members."""
+    fields = outgoing.fields
+    if outgoing.type_name == 'pylon_actuator_command' and fields['actuatorType'] == 'separation':
+        return Outgoing(outgoing.type_name, with_operation_identity(fields, envelope))
+    if outgoing.type_name != 'pylon_control_batch':
+        return outgoing
+    fields = dict(fields)
+    if 'separationJson' in fields:
+        fields['separationJson'] = with_operation_identity(fields['separationJson'], envelope)
+    member = packets.build_batch_member
+    fields['engineJson'] = [member('pylon_actuator_command', **engine)
+                            for engine in fields['engineJson']]
+    for key, type_name in (('flightJson', 'pylon_flight_control_command'),
+                           ('separationJson', 'pylon_actuator_command')):
+        if key in fields:
+            fields[key] = member(type_name, **fields[key])
+    return Outgoing(outgoing.type_name, fields)
 
 
 def motor_command(msg: MotorCommand, default_timeout: float) -> Outgoing:
@@ -226,6 +345,7 @@ def validate(outgoing: Outgoing, envelope: dict[str, Any]) -> dict:
     """
     from pylon_protocol.errors import ProtocolError
     try:
+        outgoing = complete(outgoing, envelope)
         packet = packets.build_command(outgoing.type_name, None, **outgoing.fields)
     except ProtocolError as exc:
         reason = 'non_finite_command' if exc.reason == 'non_finite' else 'invalid_command'

@@ -108,6 +108,14 @@ OPTIONS: tuple[Parameter, ...] = (
                'robot_state_publisher publishes them from robot_description'),
     _behaviour('diagnostics_period_sec', 1.0, 'period of the diagnostics messages',
                **POSITIVE_SECONDS),
+    _behaviour('publish_clock', False,
+               'publish /clock (rosgraph_msgs/Clock) from KSP universal time through the '
+               "session's UT -> ROS mapping, for nodes run with use_sim_time:=true; the "
+               'bridge itself keeps the system clock'),
+    _behaviour('node_name', topics.UDP_BRIDGE,
+               'ROS node name, sanitised to [a-z0-9_] (-r __node:=NAME works too; a '
+               'node_name parameter that differs from the running name is an error)',
+               metavar='NAME'),
     replace(topics.TOPIC_PREFIX, group=GROUP_TOPICS),
     replace(topics.BRIDGE_PREFIX, group=GROUP_TOPICS),
     _topic_option('status_topic', 'status', 'bridge state (latched)'),
@@ -196,6 +204,13 @@ BridgeConfig.__module__ = __name__
 
 
 # -- values -----------------------------------------------------------------------------------
+
+def node_name(explicit_cli: Mapping[str, Any]) -> str:
+    """Return the node name a ``--node-name`` flag asks for, sanitised (``udp_bridge``)."""
+    from pylon_protocol.names import sanitize_name
+    default = OPTION_BY_NAME['node_name'].default
+    return sanitize_name(explicit_cli.get('node_name', default), default)
+
 
 def derive(prefix: str, suffix: str) -> str:
     """Return the topic ``suffix`` under ``prefix``."""

@@ -32,6 +32,7 @@ class CoreConfig:
     world_frame: str = frames.GROUND_TRUTH_ENU
     body_frame: str = frames.BASE_LINK
     reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
+    publish_clock: bool = False    # publish /clock from the UT-mapped time
 
 
 class Shared:

@@ -64,7 +64,8 @@ def _xyzw(target, values: Sequence[float]):
     return target
 
 
-def _header(msg, stamp: float, frame_id: str):
+def header(msg, stamp: float, frame_id: str):
+    """Set ``msg.header`` (stamp in seconds, frame id); return ``msg``."""
     msg.header.stamp = to_time(stamp)
     msg.header.frame_id = frame_id
     return msg
@@ -127,22 +128,22 @@ def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
 def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND_TRUTH_ENU,
                  body_frame: str = frames.BASE_LINK) -> GroundTruth:
     """Return pose, twist (ENU), twist_body (base_link), acceleration and frame rate."""
-    pose = _header(PoseStamped(), stamp, world_frame)
+    pose = header(PoseStamped(), stamp, world_frame)
     _xyz(pose.pose.position, packet['position'])
     _xyzw(pose.pose.orientation, rotations.normalize(packet['rotation']))
-    twist = _header(TwistStamped(), stamp, world_frame)
+    twist = header(TwistStamped(), stamp, world_frame)
     _xyz(twist.twist.linear, packet['linearVelocity'])
     _xyz(twist.twist.angular, packet['angularVelocity'])
-    twist_body = _header(TwistStamped(), stamp, body_frame)
+    twist_body = header(TwistStamped(), stamp, body_frame)
     linear, angular = body_velocities(packet)
     _xyz(twist_body.twist.linear, linear)
     _xyz(twist_body.twist.angular, angular)
-    accel = _header(AccelStamped(), stamp, world_frame)
+    accel = header(AccelStamped(), stamp, world_frame)
     _xyz(accel.accel.linear, packet['linearAcceleration'])
     _xyz(accel.accel.angular, packet['angularAcceleration'])
     frame_rate = None
     if packet.get('frameAngularVelocity') is not None:
-        frame_rate = _header(Vector3Stamped(), stamp, world_frame)
+        frame_rate = header(Vector3Stamped(), stamp, world_frame)
         _xyz(frame_rate.vector, packet['frameAngularVelocity'])
     return GroundTruth(pose, twist, twist_body, accel, frame_rate)
 
@@ -187,7 +188,7 @@ def world_transform(packet: Mapping, stamp: float, sample_time: float | None = N
 def transform(stamp: float, parent: str, child: str, translation: Sequence[float],
               rotation: Sequence[float]) -> TransformStamped:
     """Return one ``TransformStamped`` (``rotation`` as x, y, z, w)."""
-    msg = _header(TransformStamped(), stamp, parent)
+    msg = header(TransformStamped(), stamp, parent)
     msg.child_frame_id = child
     _xyz(msg.transform.translation, translation)
     _xyzw(msg.transform.rotation, rotation)
@@ -197,7 +198,7 @@ def transform(stamp: float, parent: str, child: str, translation: Sequence[float
 def nearby(packet: Mapping, stamp: float,
            world_frame: str = frames.GROUND_TRUTH_ENU) -> NearbyVessels:
     """Return ``pylon_nearby_vessels``: observer and vessels, absolute in the same ENU."""
-    msg = _header(NearbyVessels(), stamp, world_frame)
+    msg = header(NearbyVessels(), stamp, world_frame)
     msg.observer_vessel_id = packet['vesselId']
     msg.origin_sequence = max(0, int(packet['originSequence']))
     _xyz(msg.observer_position, packet['position'])
@@ -273,8 +274,8 @@ def camel(name: str) -> str:
 def copy_fields(msg, packet: Mapping, skip: Iterable[str] = ()):
     """Fill ``msg``'s plain fields from the packet's camelCase fields of the same name.
 
-    Numbers, bools and strings are copied when present; ``geometry_msgs/Point`` fields
-    take a 3-array. Fields in ``skip`` and the header are left alone.
+    Numbers, bools and strings are copied when present; ``geometry_msgs/Point`` and
+    ``Vector3`` fields take a 3-array. Fields in ``skip`` and the header are left alone.
     """
     skipped = {'header', *skip}
     for name, kind in msg.get_fields_and_field_types().items():
@@ -283,7 +284,7 @@ def copy_fields(msg, packet: Mapping, skip: Iterable[str] = ()):
         value = packet.get(camel(name))
         if value is None:
             continue
-        if kind == 'geometry_msgs/Point':
+        if kind in ('geometry_msgs/Point', 'geometry_msgs/Vector3'):
             _xyz(getattr(msg, name), value)
         elif kind in ('double', 'float'):
             setattr(msg, name, float(value))
@@ -322,7 +323,7 @@ def _wrench(target, value: Mapping):
 
 def wrench_feedback(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
     """Return ``pylon_wrench_status`` as ``WrenchFeedback`` (frame ``base_link``)."""
-    msg = _header(WrenchFeedback(), stamp, body_frame)
+    msg = header(WrenchFeedback(), stamp, body_frame)
     msg.vessel_id = packet.get('vesselId', '')
     msg.controller_id = packet.get('controllerId', '')
     msg.lease_id = packet.get('leaseId', '')
@@ -348,7 +349,7 @@ def actuator_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_
     if 'runtime_instance' in msg.get_fields_and_field_types():
         runtime_identity(msg, packet)
     msg.id = msg.name = packet['name']
-    return _header(msg, stamp, body_frame)
+    return header(msg, stamp, body_frame)
 
 
 def motor_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
@@ -359,12 +360,12 @@ def motor_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LIN
     msg.enabled = bool(packet.get('engaged', False))
     msg.mode = MOTOR_MODE_OF.get(packet.get('commandMode') or 'position',
                                  MotorCommand.MODE_POSITION)
-    return _header(msg, stamp, body_frame)
+    return header(msg, stamp, body_frame)
 
 
 def docking_port_state(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK):
     """Return ``pylon_docking_port_state`` as ``DockingPortState``."""
-    return _header(copy_fields(DockingPortState(), packet), stamp, body_frame)
+    return header(copy_fields(DockingPortState(), packet), stamp, body_frame)
 
 
 def rejected_wrench(msg, reason: str, stamp: float, body_frame: str = frames.BASE_LINK):
@@ -373,7 +374,7 @@ def rejected_wrench(msg, reason: str, stamp: float, body_frame: str = frames.BAS
     ``requested`` echoes the command (non-finite values as sent); everything allocated and
     achieved is zero, the ratios 0, ``accepted`` false.
     """
-    feedback = _header(WrenchFeedback(), stamp, body_frame)
+    feedback = header(WrenchFeedback(), stamp, body_frame)
     feedback.vessel_id = msg.vessel_id
     feedback.controller_id = msg.controller_id
     feedback.lease_id = msg.lease_id
@@ -415,7 +416,7 @@ def star_tracker_state(packet: Mapping, stamp: float) -> StarTrackerState:
         universal_time=float(packet['universalTime']),
         measured_frame_id=packet['measuredFrame'], valid=bool(packet['valid']),
         reason=packet['reason'], angular_rate_deg_sec=float(packet['angularRateDegSec']))
-    _header(msg, stamp, packet['referenceFrame'])
+    header(msg, stamp, packet['referenceFrame'])
     q = packet['orientation']
     if msg.valid and q is not None:
         norm = float(np.linalg.norm(q))
@@ -440,7 +441,7 @@ def star_tracker_stale(last: StarTrackerState, stamp: float) -> StarTrackerState
         sequence=last.sequence, universal_time=last.universal_time,
         measured_frame_id=last.measured_frame_id, valid=False, reason='stale',
         angular_rate_deg_sec=0.0)
-    _header(msg, stamp, last.header.frame_id)
+    header(msg, stamp, last.header.frame_id)
     _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
     msg.orientation_covariance = list(NO_ORIENTATION_COVARIANCE)
     return msg

@@ -16,8 +16,14 @@ the ``Publish``/``Destroy`` actions for the node:
 | ``measurements.Measurements`` | IMU, ground truth, nearby vessels |
 | ``sensor_streams.SensorStreams`` | star trackers, LiDARs, cameras |
 | ``actuation.Actuation`` | authority, wrench feedback, actuators, servos, docking; commands |
+| ``flight.Flight`` | flight state and control snapshots (ground truth) |
+| ``health.Health`` | power and part temperatures |
+| ``separation_results.SeparationResults`` | separation receipts, their cache and the service |
+| ``simulator_state.SimulatorTracker`` | the game's state from heartbeats; UT; ``/clock`` |
 
-``tick(now, ros_now)`` expires the session, the model and silent topics. Every rejected
+``tick(now, ros_now)`` expires the session, the model and silent topics, and says STALE on
+``simulator/state`` when the heartbeats stop. With ``publish_clock`` every datagram that
+moves the UT-mapped time forward also publishes ``/clock``. Every rejected
 datagram is counted by reason in ``stats``; nothing here raises on bad input. Times:
 ``now`` is monotonic seconds (expiries), ``ros_now`` the ROS clock in seconds (stamps).
 """
@@ -26,22 +32,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from pylon_common.stamps import to_time
 from pylon_protocol import packets
 from pylon_protocol.errors import ProtocolError
-from std_msgs.msg import String
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64, String
 
-from pylon_bridge import description, vessel_session
+from pylon_bridge import description, simulator_state, vessel_session
 from pylon_bridge.actions import Destroy, Publish, Stats
 from pylon_bridge.actuation import Actuation
 from pylon_bridge.commands import CommandError, Outgoing
 from pylon_bridge.context import CoreConfig, Shared
+from pylon_bridge.flight import Flight
+from pylon_bridge.health import Health
 from pylon_bridge.measurements import Measurements
 from pylon_bridge.sensor_streams import SensorStreams
+from pylon_bridge.separation_results import QUERY_SENT, SeparationResults
 
 __all__ = ['BridgeCore', 'CoreConfig', 'Destroy', 'EXPIRY_PERIOD_SEC', 'Publish', 'Stats']
 
 EXPIRY_PERIOD_SEC = 0.25
-GROUND_TRUTH_TYPES = frozenset({'pylon_ground_truth', 'pylon_nearby_vessels'})
+GROUND_TRUTH_TYPES = frozenset({'pylon_ground_truth', 'pylon_nearby_vessels',
+                                'pylon_flight_state', 'pylon_control_snapshot'})
 """Dropped as a whole with ``--disable-ground-truth``."""
 PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state',
                           'pylon_star_tracker', 'pylon_lidar_scan',
@@ -59,6 +71,11 @@ class BridgeCore:
         self.measurements = Measurements(s)
         self.sensors = SensorStreams(s)
         self.actuation = Actuation(s)
+        self.flight = Flight(s)
+        self.health = Health(s)
+        self.separations = SeparationResults(self.stats)
+        self.simulator = simulator_state.SimulatorTracker()
+        self._clock_published: float | None = None
         self._handlers = {
             'pylon_imu': self.measurements.imu,
             'pylon_ground_truth': self.measurements.ground_truth,
@@ -75,6 +92,11 @@ class BridgeCore:
             'pylon_docking_port_state': self.actuation.docking_state,
             'pylon_vessel_urdf_chunk': self._model_chunk,
             'pylon_vessel_urdf_clear': self._model_clear,
+            'pylon_flight_state': self.flight.flight_state,
+            'pylon_control_snapshot': self.flight.snapshot,
+            'pylon_vehicle_health': self.health.power,
+            'pylon_part_thermal_state': self.health.thermal,
+            'pylon_separation_result': self._separation_result,
         }
 
     @property
@@ -124,9 +146,18 @@ class BridgeCore:
         try:
             if kind == 'pylon_vessel_urdf_chunk':    # the one datagram whose sender matters
                 return self._model_chunk(packet, source, now, ros_now)
-            return handler(packet, now, ros_now)
+            return handler(packet, now, ros_now) + self._clock()
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
+
+    def _clock(self) -> list:
+        """Return /clock when the UT-mapped time moved forward (``publish_clock`` only)."""
+        latest = self.shared.time.latest_stamp
+        if not self.config.publish_clock or latest is None or (
+                self._clock_published is not None and latest <= self._clock_published):
+            return []
+        self._clock_published = latest
+        return [Publish('clock', Clock(clock=to_time(latest)))]
 
     def tick(self, now: float, ros_now: float) -> list:
         """Expire the session, the model and the topics that fell silent; return the actions."""
@@ -143,6 +174,10 @@ class BridgeCore:
             out += self._withdraw_model(ros_now)      # not refreshed in time: withdrawn
         out += s.topics.expire(now, self.config.topic_timeout_sec)
         out += self.sensors.expire_star_trackers(now, ros_now)
+        stale = self.simulator.stale(now, self.config.topic_timeout_sec)
+        if stale is not None:
+            out.append(s.topics.publish('simulator/state',
+                                        simulator_state.message(stale, ros_now), now))
         return out
 
     def reject(self, reason: str, detail: str) -> None:
@@ -157,6 +192,25 @@ class BridgeCore:
     def command_rejected(self, key: str, msg: Any, error: CommandError, ros_now: float) -> list:
         """Count a refused command; return what reports it (``Actuation.command_rejected``)."""
         return self.actuation.command_rejected(key, msg, error, ros_now)
+
+    def separation_query(self, request: Any, now: float, ros_now: float) -> tuple[Any, bytes]:
+        """Answer ``GetSeparationResult``; return (response, query datagram or b'')."""
+        response, query = self.separations.get(request, now, ros_now)
+        if query is None:
+            return response, b''
+        try:
+            data = self.command(query, now)
+        except CommandError as error:
+            self.stats.commands_rejected[error.reason] += 1
+            response.reason = error.detail
+            return response, b''
+        response.query_sent, response.reason = True, QUERY_SENT
+        return response, data
+
+    def _separation_result(self, packet: dict, now: float, ros_now: float) -> list:
+        msg = self.separations.result(packet, now, ros_now)
+        return [] if msg is None else [
+            self.shared.topics.publish('actuators/separation/result', msg, now)]
 
     # -- session ---------------------------------------------------------------------------------
     def _heartbeat(self, packet: dict, now: float, ros_now: float) -> list:
@@ -175,7 +229,23 @@ class BridgeCore:
         state = s.vessel.session(result.key, packet.get('vesselName', ''), result.available,
                                  packet['universalTime'], result.session_changed,
                                  result.reason == 'reopened')
-        return out + vessel_session.changed(state, ros_now, status=True)
+        return (out + self._simulator_state(packet, now, ros_now)
+                + vessel_session.changed(state, ros_now, status=True))
+
+    def _simulator_state(self, packet: dict, now: float, ros_now: float) -> list:
+        """Return ``simulator/state`` and ``simulator/universal_time`` of a heartbeat."""
+        observed = self.simulator.observe(packet, now)
+        if observed is None:
+            return []
+        topics = self.shared.topics
+        out = [topics.publish('simulator/state', simulator_state.message(observed, ros_now),
+                              now),
+               topics.publish('simulator/universal_time',
+                              Float64(data=observed.universal_time), now)]
+        if self.config.publish_clock and packet['vesselId']:
+            self.shared.stamp(packet, ros_now)
+            out += self._clock()
+        return out
 
     def _new_session(self) -> None:
         """Forget everything that belonged to the previous runtime session."""

@@ -15,17 +15,19 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
-from pylon_common import topics
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
+    ControlBatch,
     DockingPortCommand,
     EngineCommand,
+    FlightControlCommand,
     MotorCommand,
     RcsCommand,
     SeparationCommand,
     WheelCommand,
 )
+from pylon_interfaces.srv import GetSeparationResult
 from rclpy.node import Node
 
 from pylon_bridge import commands, diagnostics
@@ -46,9 +48,15 @@ class UdpBridge(Node):
 
     def __init__(self, explicit: dict | None = None, **kwargs) -> None:
         """Declare parameters, resolve the options, bind the socket, start receiving."""
-        super().__init__(topics.UDP_BRIDGE, **kwargs)
+        explicit = explicit or {}
+        super().__init__(bridge_config.node_name(explicit), **kwargs)
         parameters = bridge_config.declare_parameters(self)
-        self.options = bridge_config.resolve(explicit or {}, parameters)
+        asked = parameters.get('node_name', self.get_name())
+        if 'node_name' not in explicit and asked != self.get_name():
+            raise ValueError(f'parameter node_name: {asked!r} cannot rename the running node '
+                             f'{self.get_name()!r}; use --node-name or -r __node:=NAME')
+        self.options = bridge_config.resolve({**explicit, 'node_name': self.get_name()},
+                                             parameters)
         self.qos_overrides = bridge_qos.declare_qos_parameters(self)
         o = self.options
         self.core = BridgeCore(CoreConfig(
@@ -56,9 +64,13 @@ class UdpBridge(Node):
             allow_remote_models=o.allow_remote_models,
             allow_servo_joints=o.allow_servo_joints,
             publish_proxy_static_tf=o.publish_proxy_static_tf,
-            max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True))
+            max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True,
+            publish_clock=o.publish_clock))
         # system time unless the node runs on /clock: then ask the ROS clock each time
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
+        if self.sim_time and o.publish_clock:
+            raise ValueError('publish_clock: the bridge publishes /clock from the system '
+                             'clock and cannot itself run with use_sim_time:=true')
         self.publishers_by_key: dict = {}
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -94,8 +106,13 @@ class UdpBridge(Node):
                 ('actuators/servo/command', MotorCommand,
                  lambda msg: commands.motor_command(msg, timeout)),
                 ('actuators/separation/command', SeparationCommand,
-                 lambda msg: commands.separation_command(msg, timeout))):
+                 lambda msg: commands.separation_command(msg, timeout)),
+                ('control/flight_command', FlightControlCommand, commands.flight_command),
+                ('control/batch', ControlBatch, commands.control_batch)):
             self._subscribe_command(key, msg_type, build)
+        self.separation_service = self.create_service(
+            GetSeparationResult, o.topic('actuators/separation/get_result'),
+            self._on_get_separation_result)
         self.running = True
         self.receiver = threading.Thread(target=self._receive_loop, name='pylon_udp_rx',
                                          daemon=True)
@@ -122,6 +139,18 @@ class UdpBridge(Node):
                     f'refused a command on {self.options.topic(key)} ({error.reason}): '
                     f'{error.detail}', throttle_duration_sec=LOG_THROTTLE_SEC)
                 return
+        self._send(data)
+
+    def _on_get_separation_result(self, request, response):
+        """Answer from the cache; on a miss, also ask the mod (the answer comes on the topic)."""
+        with self.lock:
+            answer, query = self.core.separation_query(request, time.monotonic(),
+                                                       self._ros_now())
+        if query:
+            self._send(query)
+        return answer
+
+    def _send(self, data: bytes) -> None:
         try:
             self.command_sock.sendto(data, self.command_addr)
         except OSError as exc:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 POLICIES = ('reliability', 'durability', 'depth')
 FIXED_DURABILITY = frozenset({'tf', 'tf_static'})
-BRIDGE_KEYS = tuple(row.key for row in topics.BRIDGE_TOPICS)
+BRIDGE_KEYS = tuple(row.key for row in topics.BRIDGE_TOPICS if row.direction != topics.SERVES)
 
 Overrides = Mapping[str, Mapping[str, Any]]
 

@@ -4,7 +4,9 @@ Heartbeats (``pylon_session``) open, refresh and replace the session (PROTOCOL.m
 rules live in ``pylon_protocol.session.SessionTracker``); every other datagram must match
 it. KSP universal time maps to ROS time with one fixed offset per session
 (``pylon_protocol.session.UtClock``), set by the session's first sample and never
-re-based in flight, so sample intervals keep KSP's physics intervals. ``paused`` is the
+re-based in flight, so sample intervals keep KSP's physics intervals; a new session starts
+no earlier than the last stamp of the old one (``latest_stamp``, also what ``/clock``
+publishes). ``paused`` is the
 last heartbeat's pause flag: no new measurement is published while it is set.
 """
 
@@ -23,6 +25,7 @@ class SessionTime:
         self.tracker = SessionTracker()
         self.clock = UtClock()
         self.paused = False
+        self.latest_stamp: float | None = None   # the newest UT-mapped stamp given out
 
     def heartbeat(self, packet: dict, now: float) -> Any:
         """Apply a heartbeat (``SessionTracker.observe_heartbeat``); note the pause flag.
@@ -45,11 +48,18 @@ class SessionTime:
 
     def stamp(self, ut: Any, ros_now: float) -> float:
         """Return the ROS time of KSP time ``ut`` (``ros_now`` when there is none)."""
-        return self.clock.stamp(ut, ros_now)
+        stamp = self.clock.stamp(ut, ros_now)
+        if ut is not None and (self.latest_stamp is None or stamp > self.latest_stamp):
+            self.latest_stamp = stamp
+        return stamp
 
     def new_session(self) -> None:
-        """Forget the clock's offset: the next sample of the new session sets it."""
-        self.clock.reset()
+        """Forget the clock's offset: the next sample of the new session sets it.
+
+        The new session's time starts no earlier than the newest stamp of the old one, so
+        stamps (and ``/clock``) never go backwards, not even after a revert.
+        """
+        self.clock.reset(floor=self.latest_stamp)
 
     def command_envelope(self, now: float, timeout: float) -> dict:
         """Return the envelope of a command for the current, fresh session (ProtocolError)."""

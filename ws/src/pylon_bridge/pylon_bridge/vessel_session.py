@@ -10,8 +10,10 @@ frames of the vessel the bridge serves. Rules (plain class, no rclpy node):
   docking, a discontinuous relocation). Each is a new runtime epoch of the mod, after
   which its ground-truth origin, its vessel model and any lease no longer hold.
 - ``state``: ``CHANGED`` is published with every new generation (``reason`` says why);
-  ``ACTIVE`` follows with the first measurement of that generation (ground truth, or
-  the IMU with ground truth disabled); ``UNAVAILABLE`` while the mod says no vessel is
+  ``ACTIVE`` follows with the next heartbeat of that session (``session_current``: the
+  lifecycle comes from the heartbeat, independent of the sensors) or the first
+  measurement of the generation if that comes first (ground truth, or the IMU with
+  ground truth disabled; ``measuring``); ``UNAVAILABLE`` while the mod says no vessel is
   available (not in flight, no active vessel, or packed) and before any session;
   ``STALE`` after ``--topic-timeout-sec`` without a heartbeat.
 - ``origin_sequence`` counts the ground-truth ENU origins seen: it goes up when a new
@@ -47,12 +49,14 @@ REASON_RUNTIME_RESET = 'runtime_reset'
 REASON_VESSEL_UNAVAILABLE = 'vessel_unavailable'
 REASON_SESSION_TIMEOUT = 'session_timeout'
 REASON_MEASURING = 'measuring'
+REASON_SESSION_CURRENT = 'session_current'
 REASON_MODEL_READY = 'model_ready'
 REASON_MODEL_CLEARED = 'model_cleared'
 REASONS = (REASON_BRIDGE_STARTED, REASON_SESSION_STARTED, REASON_VESSEL_CHANGED,
            REASON_TIME_REWIND, REASON_SESSION_RECOVERED, REASON_RUNTIME_RESTARTED,
            REASON_RUNTIME_RESET, REASON_VESSEL_UNAVAILABLE, REASON_SESSION_TIMEOUT,
-           REASON_MEASURING, REASON_MODEL_READY, REASON_MODEL_CLEARED)
+           REASON_MEASURING, REASON_SESSION_CURRENT, REASON_MODEL_READY,
+           REASON_MODEL_CLEARED)
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,10 @@ class VesselSession:
                              origin_sequence=previous.origin_sequence + 1,
                              model_ready=False, model_id='')
         self.note_ut(ut)
+        if previous.state == CHANGED:         # the session's next heartbeat: it is current
+            self._measured = True
+            return self._set(state=ACTIVE, reason=REASON_SESSION_CURRENT,
+                             vessel_name=vessel_name)
         return self._set(vessel_name=vessel_name)
 
     def _why(self, key, ut: float, reopened: bool) -> str:

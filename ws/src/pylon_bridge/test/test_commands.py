@@ -9,14 +9,16 @@ from pylon_bridge.core import BridgeCore, CoreConfig, Publish
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
+    ControlBatch,
     DockingPortCommand,
     EngineCommand,
+    FlightControlCommand,
     MotorCommand,
     RcsCommand,
     SeparationCommand,
     WheelCommand,
 )
-from pylon_protocol import packets
+from pylon_protocol import names, packets
 from pylon_testing import mod_datagrams as d
 import pytest
 
@@ -176,3 +178,100 @@ def test_refusals_are_reported_to_the_sender():
     assert core.stats.commands_rejected == {'unsupported_wrench_frame': 1,
                                             'unsupported_authority_action': 1,
                                             'invalid_command': 1}
+
+
+def flight(**changes):
+    return FlightControlCommand(**{**IDENTITY, 'pitch': 0.5, 'yaw': -0.25, 'roll': 1.0,
+                                   'landing_gear': True, 'timeout_sec': 0.2, **changes})
+
+
+def test_flight_command_fields():
+    out = commands.flight_command(flight())
+    assert out.type_name == 'pylon_flight_control_command'
+    assert out.fields == {'vesselId': d.VESSEL, 'controllerId': 'ctl', 'leaseId': 'lease-1',
+                          'sequence': 7, 'landingGear': True, 'timeoutSeconds': 0.2,
+                          'pitch': 0.5, 'yaw': -0.25, 'roll': 1.0}
+    packets.build_command(out.type_name, None, **out.fields)
+
+
+@pytest.mark.parametrize('changes, reason', [
+    ({'timeout_sec': 0.0}, 'invalid_command'),          # no default for flight inputs
+    ({'timeout_sec': 1.5}, 'invalid_command'),
+    ({'timeout_sec': math.inf}, 'non_finite_command'),
+    ({'pitch': 1.01}, 'invalid_command'),
+    ({'roll': math.nan}, 'non_finite_command'),
+    ({'lease_id': ''}, 'invalid_lease'),
+    ({'sequence': 0}, 'invalid_lease'),
+])
+def test_bad_flight_commands(changes, reason):
+    assert reason_of(commands.flight_command, flight(**changes)) == reason
+
+
+def batch(**changes):
+    engines = [EngineCommand(id='engine_1_0', enabled=True, target_thrust=1000.0,
+                             timeout_sec=0.5, sequence=99, lease_id='ignored'),
+               EngineCommand(id='engine_2_0', enabled=True, target_thrust=0.0,
+                             timeout_sec=0.3, has_gimbal_command=True, gimbal_yaw=0.5)]
+    msg = ControlBatch(**IDENTITY, renew_lease=True, lease_duration_sec=2.0,
+                       has_flight=True, flight=flight(sequence=1, lease_id='other'),
+                       engines=engines, has_separation=True,
+                       separation=SeparationCommand(id='decoupler_3_0', separate=True))
+    for name, value in changes.items():
+        setattr(msg, name, value)
+    return msg
+
+
+def test_batch_members_carry_the_batch_identity_and_travel_as_strings():
+    core = opened_core()
+    packet = packets.decode_command(core.command(commands.control_batch(batch()), 0.1))
+    assert (packet['renewLease'], packet['leaseDurationSeconds'], packet['hasFlight']) == (
+        True, 2.0, True)
+    members = packets.batch_members(packet)
+    identity = ('vesselId', 'controllerId', 'leaseId', 'sequence')
+    for member in (members['flight'], members['separation'], *members['engines']):
+        assert tuple(member[k] for k in identity) == (d.VESSEL, 'ctl', 'lease-1', 7)
+    assert [e['name'] for e in members['engines']] == ['engine_1_0', 'engine_2_0']
+    assert members['engines'][1]['gimbalYaw'] == 0.5 and members['flight']['roll'] == 1.0
+    separation = members['separation']
+    assert separation['operationId'] == names.legacy_operation_id(
+        'ctl', 'lease-1', 'decoupler_3_0', 7)
+    assert (separation['operationInstance'], separation['operationEpoch'],
+            separation['operationVesselId']) == (d.INSTANCE, d.EPOCH, d.VESSEL)
+    assert all(isinstance(text, str) for text in json.loads(
+        core.command(commands.control_batch(batch(sequence=8)), 0.1))['engineJson'])
+
+
+def bad_engine(**changes):
+    msg = batch()
+    engines = list(msg.engines)
+    for name, value in changes.items():
+        setattr(engines[1], name, value)
+    msg.engines = engines
+    return msg
+
+
+@pytest.mark.parametrize('msg, reason', [
+    (bad_engine(timeout_sec=0.0), 'invalid_command'),   # no default in a batch
+    (bad_engine(timeout_sec=2.0), 'invalid_command'),   # batch engines: at most 1 s
+    (bad_engine(id='Engine 1 0'), 'invalid_command'),   # repeats engine_1_0 once sanitised
+    (bad_engine(target_thrust=math.nan), 'non_finite_command'),
+    (bad_engine(gimbal_pitch=-1.5), 'invalid_command'),
+    (batch(lease_duration_sec=20.0), 'invalid_lease'),
+    (batch(sequence=2**63), 'invalid_lease'),
+    (batch(flight=flight(timeout_sec=0.0)), 'invalid_command'),
+    (batch(separation=SeparationCommand(id='decoupler_3_0', separate=False)),
+     'invalid_command'),
+])
+def test_a_batch_with_one_bad_member_is_refused_whole(msg, reason):
+    assert reason_of(commands.control_batch, msg) == reason
+
+
+def test_separation_command_operation_identity_is_filled_once_the_session_is_known():
+    core = opened_core()
+    given = SeparationCommand(**IDENTITY, id='decoupler_1_0', separate=True, operation_id='op-9')
+    packet = json.loads(core.command(commands.separation_command(given, 0.5), 0.1))
+    assert (packet['operationId'], packet['operationEpoch']) == ('op-9', d.EPOCH)
+    empty = SeparationCommand(**IDENTITY, id='decoupler_1_0', separate=True)
+    packet = json.loads(core.command(commands.separation_command(empty, 0.5), 0.1))
+    assert packet['operationId'].startswith('legacy-') and len(packet['operationId']) == 71
+    assert packet['operationVesselId'] == d.VESSEL

@@ -3,50 +3,12 @@
 import math
 
 import numpy as np
-from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, Publish
+from pylon_bridge.core import Destroy, Publish
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import VesselLifecycle
 from pylon_testing import mod_datagrams as d
+from pylon_testing.core_driver import Driver, ROS_T0, started
 import pytest
-
-LOOPBACK = ('127.0.0.1', 49999)
-ROS_T0 = 1000.0
-
-
-class Driver:
-    """Feeds datagrams to a core on a simulated clock and keeps what it publishes."""
-
-    def __init__(self, **config):
-        self.core = BridgeCore(CoreConfig(**config))
-        self.now = 0.0
-        self.out = list(self.core.initial(ROS_T0))
-
-    def feed(self, *datagrams, source=LOOPBACK, dt=0.0):
-        actions = []
-        for data in datagrams:
-            self.now += dt
-            actions += self.core.handle(data, source, self.now, ROS_T0 + self.now)
-        self.out += actions
-        return actions
-
-    def tick(self, dt):
-        self.now += dt
-        actions = self.core.tick(self.now, ROS_T0 + self.now)
-        self.out += actions
-        return actions
-
-    def published(self, key, actions=None):
-        return [a.msg for a in (self.out if actions is None else actions)
-                if isinstance(a, Publish) and a.key == key]
-
-    def lifecycle(self):
-        return self.published('lifecycle')[-1]
-
-
-def started(**config):
-    driver = Driver(**config)
-    driver.feed(d.session())
-    return driver
 
 
 def test_nothing_before_a_heartbeat():
@@ -344,10 +306,10 @@ def test_unknown_types_and_states_without_topic_are_ignored_not_dropped():
     assert driver.feed(unknown) == []
     assert driver.core.stats.ignored['unknown_type'] == 1
     assert sum(driver.core.stats.dropped.values()) == 0
-    health = d.encode('pylon_vehicle_health', vesselId=d.VESSEL, observationSequence=5,
-                      universalTime=d.UT, electricCharge=1.0, electricCapacity=2.0)
-    assert driver.feed(health) == []
-    assert driver.core.stats.ignored['pylon_vehicle_health'] == 1
+    manifest = d.encode('pylon_docking_port_manifest', vesselId=d.VESSEL, ports=[
+        {'name': 'docking_port_7_0', 'partFlightId': 7, 'moduleIndex': 0}])
+    assert driver.feed(manifest) == []
+    assert driver.core.stats.ignored['pylon_docking_port_manifest'] == 1
     assert sum(driver.core.stats.dropped.values()) == 0
 
 

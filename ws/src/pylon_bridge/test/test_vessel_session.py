@@ -20,10 +20,20 @@ def test_starts_unavailable_then_changed_then_active():
     state = life.session(key(), 'Sat', True, 100.0, changed=True, reopened=False)
     assert (state.state, state.generation, state.reason) == (CHANGED, 1, lc.REASON_SESSION_STARTED)
     assert state.vessel_id == A and state.world_frame == 'pylon_ground_truth_enu'
-    assert life.session(key(), 'Sat', True, 100.1, changed=False, reopened=False) is None
     state = life.measured()
     assert (state.state, state.reason) == (ACTIVE, lc.REASON_MEASURING)
     assert life.measured() is None
+    assert life.session(key(), 'Sat', True, 100.1, changed=False, reopened=False) is None
+
+
+def test_the_next_heartbeat_makes_the_session_active_without_a_measurement():
+    life = Lifecycle('')
+    life.session(key(), 'Sat', True, 100.0, changed=True, reopened=False)
+    state = life.session(key(), 'Sat', True, 100.1, changed=False, reopened=False)
+    assert (state.state, state.generation, state.reason) == (
+        ACTIVE, 1, lc.REASON_SESSION_CURRENT)
+    assert life.measured() is None
+    assert life.session(key(), 'Sat', True, 100.2, changed=False, reopened=False) is None
 
 
 def started() -> Lifecycle:

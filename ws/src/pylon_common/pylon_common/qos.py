@@ -63,6 +63,16 @@ ACTUATOR_STATE = Profile(BEST_EFFORT, VOLATILE, 10, 'typed actuator state (servo
 SEPARATION_STATE = Profile(RELIABLE, TRANSIENT_LOCAL, 10, 'decoupler and fairing state, as '
                            'specified: separations cannot be undone, so a late subscriber '
                            'still gets the recent results')
+CONTROL_SNAPSHOT = Profile(RELIABLE, VOLATILE, 10, 'control snapshots, as the public PyLoN '
+                           'bridge publishes them: every frame of a tuning run arrives')
+HEALTH = Profile(BEST_EFFORT, VOLATILE, 100, 'power and part temperatures, as the public '
+                 'PyLoN bridge publishes them: one message per part, a deep history so that '
+                 "a reader's burst of parts is not cut")
+SEPARATION_RESULT = Profile(RELIABLE, TRANSIENT_LOCAL, 128, 'separation results, as the '
+                            'public PyLoN bridge publishes them: a late subscriber still gets '
+                            'the receipts of the last 128 operations')
+CLOCK = Profile(RELIABLE, VOLATILE, 1, '/clock: only the newest time matters; a Reliable '
+                "publisher also reaches rclpy's Best Effort /clock subscription")
 TF = Profile(RELIABLE, VOLATILE, 100, '/tf: what tf2_ros.TransformBroadcaster uses, so every '
              'tf2 listener matches')
 TF_STATIC = Profile(RELIABLE, TRANSIENT_LOCAL, 1, '/tf_static: what '
@@ -77,7 +87,8 @@ PROFILES: dict[str, Profile] = {
     'LATCHED': LATCHED, 'IMU': IMU, 'GROUND_TRUTH': GROUND_TRUTH,
     'STAR_TRACKER': STAR_TRACKER, 'COMMAND': COMMAND, 'ACTUATOR_STATE': ACTUATOR_STATE,
     'SEPARATION_STATE': SEPARATION_STATE, 'TF': TF, 'TF_STATIC': TF_STATIC,
-    'DEFAULT_STREAM': DEFAULT_STREAM,
+    'DEFAULT_STREAM': DEFAULT_STREAM, 'CONTROL_SNAPSHOT': CONTROL_SNAPSHOT, 'HEALTH': HEALTH,
+    'SEPARATION_RESULT': SEPARATION_RESULT, 'CLOCK': CLOCK,
 }
 
 

@@ -26,6 +26,10 @@ WRENCH = 'geometry_msgs/Wrench'
 POINT = 'geometry_msgs/Point'
 QUATERNION = 'geometry_msgs/Quaternion'
 VECTOR3 = 'geometry_msgs/Vector3'
+RUNTIME_IDENTITY: list[Field] = [
+    ('vessel_id', 'string'), ('runtime_instance', 'string'), ('runtime_epoch', 'string'),
+    ('runtime_generation', 'uint64'), ('observation_sequence', 'uint64'),
+]
 
 # name -> (ordered fields in .msg spelling, constants)
 MESSAGES: dict[str, tuple[list[Field], dict[str, int]]] = {
@@ -172,13 +176,88 @@ MESSAGES: dict[str, tuple[list[Field], dict[str, int]]] = {
         + typed('string', 'vessel_id', 'controller_id', 'lease_id'),
         {'ACTION_SELECT_CAMERA': 1, 'ACTION_STOP_CAMERA': 2, 'ACTION_RELEASE': 3},
     ),
+    'FlightState': (
+        HEADER + typed('string', 'runtime_instance') + typed('uint64', 'runtime_generation')
+        + typed('string', 'runtime_epoch') + typed('uint64', 'observation_sequence')
+        + typed('string', 'vessel_id', 'body_name')
+        + typed('float64', 'universal_time', 'altitude_asl', 'altitude_agl', 'latitude',
+                'longitude', 'mass', 'liquid_fuel', 'oxidizer', 'electric_charge', 'gravity',
+                'body_radius', 'gravitational_parameter', 'atmosphere_depth', 'apoapsis',
+                'periapsis', 'time_to_apoapsis', 'vertical_speed', 'horizontal_speed',
+                'dynamic_pressure')
+        + typed('bool', 'landed', 'splashed')
+        + typed(VECTOR3, 'up_body', 'east_body', 'north_body', 'surface_velocity_body',
+                'orbital_velocity_body', 'angular_velocity_body')
+        + typed('bool', 'applied_input_valid', 'flight_command_active')
+        + typed('uint64', 'applied_input_sequence')
+        + typed('float64', 'applied_input_age', 'applied_pitch', 'applied_yaw', 'applied_roll')
+        + typed('bool', 'input_at_limit'),
+        {},
+    ),
+    'SimulatorState': (
+        HEADER + typed('string', 'vessel_id', 'runtime_instance', 'runtime_epoch')
+        + typed('uint64', 'runtime_generation', 'observation_sequence') + typed('uint8', 'state')
+        + typed('bool', 'communication_alive', 'paused', 'packed', 'physics_warp',
+                'control_available', 'simulation_advancing')
+        + typed('float64', 'universal_time', 'realtime_since_startup', 'warp_rate',
+                'seconds_since_progress', 'heartbeat_age_sec'),
+        {'STATE_INITIALIZING': 0, 'STATE_ADVANCING': 1, 'STATE_PAUSED': 2, 'STATE_STALLED': 3,
+         'STATE_UNAVAILABLE': 4, 'STATE_STALE': 5},
+    ),
+    'FlightControlCommand': (
+        IDENTITY + typed('float64', 'pitch', 'yaw', 'roll') + typed('bool', 'landing_gear')
+        + typed('float64', 'timeout_sec'),
+        {},
+    ),
+    'ControlBatch': (
+        IDENTITY + typed('bool', 'renew_lease') + typed('float64', 'lease_duration_sec')
+        + typed('bool', 'suppress_sas', 'has_flight')
+        + typed('pylon_interfaces/FlightControlCommand', 'flight')
+        + typed('pylon_interfaces/EngineCommand[<=16]', 'engines')
+        + typed('bool', 'has_separation')
+        + typed('pylon_interfaces/SeparationCommand', 'separation'),
+        {},
+    ),
+    'ControlSnapshot': (
+        HEADER + typed('pylon_interfaces/FlightState', 'flight')
+        + typed('pylon_interfaces/EngineState[]', 'engines')
+        + typed('pylon_interfaces/SeparationState[]', 'separations'),
+        {},
+    ),
+    'VehicleHealth': (
+        HEADER + RUNTIME_IDENTITY
+        + typed('float64', 'universal_time', 'electric_charge', 'electric_capacity',
+                'net_charge_rate_estimate') + typed('bool', 'net_charge_rate_valid')
+        + typed('float64', 'rate_sample_interval_sec', 'generation_rate')
+        + typed('bool', 'generation_rate_valid') + typed('float64', 'consumption_rate')
+        + typed('bool', 'consumption_rate_valid'),
+        {},
+    ),
+    'PartThermalState': (
+        HEADER + RUNTIME_IDENTITY + typed('float64', 'universal_time')
+        + typed('uint32', 'part_flight_id', 'part_persistent_id') + typed('string', 'part_name')
+        + typed('float64', 'temperature', 'max_temperature', 'skin_temperature',
+                'max_skin_temperature') + typed('bool', 'shielded_from_airstream')
+        + typed('float64', 'electric_charge', 'electric_capacity'),
+        {},
+    ),
+    'SeparationResult': (
+        HEADER + typed('string', 'operation_id', 'original_runtime_instance',
+                       'original_runtime_epoch', 'original_vessel_id')
+        + typed('uint64', 'original_runtime_generation') + typed('string', 'id', 'controller_id')
+        + typed('uint64', 'sequence') + typed('bool', 'completed', 'success', 'retained')
+        + typed('string', 'reason', 'result_runtime_epoch')
+        + typed('uint64', 'result_runtime_generation') + typed('string', 'active_vessel_id')
+        + typed('string[]', 'resulting_vessel_ids') + typed('float64', 'retention_remaining_sec'),
+        {},
+    ),
 }
 
 NAMES = sorted(MESSAGES)
 
 PRIMITIVE_SPELLING = {'bool': 'boolean', 'float64': 'double', 'float32': 'float'}
 
-ARRAY_RE = re.compile(r'^(?P<base>[^\[\]]+)\[(?P<size>\d*)\]$')
+ARRAY_RE = re.compile(r'^(?P<base>[^\[\]]+)\[(?P<bound><=)?(?P<size>\d*)\]$')
 
 SAMPLES: dict[str, object] = {
     'bool': True,
@@ -198,6 +277,8 @@ def rosidl_spelling(msg_type: str) -> str:
         return PRIMITIVE_SPELLING.get(msg_type, msg_type)
     base = rosidl_spelling(match['base'])
     size = match['size']
+    if match['bound']:
+        return f'sequence<{base}, {size}>'
     if size:
         return f'{base}[{size}]'
     return f'sequence<{base}>'
@@ -238,9 +319,9 @@ def round_trip(message: object) -> object:
     return deserialize_message(serialize_message(message), type(message))
 
 
-def test_table_lists_21_messages_without_duplicate_fields() -> None:
-    """Check the table itself: 21 messages, field names unique in each."""
-    assert len(MESSAGES) == 21
+def test_table_lists_29_messages_without_duplicate_fields() -> None:
+    """Check the table itself: 29 messages, field names unique in each."""
+    assert len(MESSAGES) == 29
     for name, (fields, _) in MESSAGES.items():
         field_names = [field for field, _ in fields]
         assert len(field_names) == len(set(field_names)), name
@@ -310,3 +391,16 @@ def test_populated_message_round_trips(name: str) -> None:
         message.header.stamp.sec = 7
     assert message != message_class(name)()
     assert message == round_trip(message)
+
+
+def test_get_separation_result_service() -> None:
+    """Check the service's request and response fields, in order."""
+    from pylon_interfaces.srv import GetSeparationResult
+    request = GetSeparationResult.Request.get_fields_and_field_types()
+    response = GetSeparationResult.Response.get_fields_and_field_types()
+    assert list(request.items()) == [
+        ('operation_id', 'string'), ('original_runtime_instance', 'string'),
+        ('original_runtime_epoch', 'string'), ('original_vessel_id', 'string')]
+    assert list(response.items()) == [
+        ('found', 'boolean'), ('query_sent', 'boolean'), ('reason', 'string'),
+        ('result', 'pylon_interfaces/SeparationResult')]

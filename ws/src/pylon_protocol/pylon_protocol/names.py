@@ -15,6 +15,7 @@ Vessel ids, runtime instances/epochs and module session ids are 32 lowercase hex
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import uuid
@@ -77,6 +78,17 @@ def sanitize_name(raw: object, fallback: str, *, max_length: int | None = None) 
     if max_length is not None:
         text = text[:max_length].rstrip('_')
     return text
+
+
+def legacy_operation_id(controller_id: str, lease_id: str, name: str, sequence: int) -> str:
+    """Return the operation id of a separation command that gives none.
+
+    ``"legacy-"`` + SHA-256 (hex) of controller id, lease id, the sanitised actuator name
+    and the sequence, joined by newlines: the mod and the bridge compute the same one, so
+    a retried command names the same operation.
+    """
+    text = '\n'.join((controller_id, lease_id, sanitize_name(name, 'actuator'), str(sequence)))
+    return 'legacy-' + hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
 def _uint32(value: object, field: str) -> int:

@@ -93,6 +93,9 @@ MAX_LEASE_SEC = 10.0
 LIDAR_FAST_RATE_HZ = 20.0          # LiDAR with streamAt20Fps
 DOCKING_CAMERA_RATE_HZ = 5.0
 SEPARATION_RESULT_REPEAT_SEC = 10.0  # results keep being sent this long after completion
+SEPARATION_RESULT_PENDING_REPEAT_SEC = 0.5  # and at this period while pending and after
+SEPARATION_RESULT_RETENTION_SEC = 600.0    # the mod keeps a completed result this long
+SEPARATION_RESULT_CAPACITY = 128           # results the mod's journal (and the bridge) keep
 
 #: Authority actions; the ROS ``ACTION_*`` constant of each is its index + 1.
 AUTHORITY_ACTIONS = ('acquire', 'renew', 'release', 'emergency_stop', 'clear_emergency_stop')
@@ -709,7 +712,7 @@ SEPARATION_RESULT = Schema('pylon_separation_result', {
     'resultGeneration': required(_UINT64),
     'activeVesselId': required(_STR),
     'resultingVesselIds': required(sc.array(_ID, max_count=MAX_RESULTING_VESSELS)),
-    'retentionRemainingSeconds': required(sc.number(0.0, 600.0)),
+    'retentionRemainingSeconds': required(sc.number(0.0, SEPARATION_RESULT_RETENTION_SEC)),
 }, [_check_separation_result])
 
 # -- commands ------------------------------------------------------------------------------

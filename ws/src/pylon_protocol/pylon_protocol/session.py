@@ -312,11 +312,15 @@ class UtClock:
     ``offset = receipt_time - universal_time``; every later stamp is
     ``universal_time + offset``, so receive jitter never changes sample intervals. The
     offset is never re-based; call ``reset`` on a session change. A sample without a
-    usable universal time is stamped with its receipt time.
+    usable universal time is stamped with its receipt time. ``reset(floor)`` makes the next
+    session start no earlier than ``floor`` (the last stamp of the previous one), so that
+    stamps never go backwards across sessions either (e.g. after a revert that follows
+    time warp, when mapped time had run ahead of the receiver's clock).
     """
 
     def __init__(self) -> None:
         self._offset: float | None = None
+        self._floor: float | None = None
 
     @property
     def offset(self) -> float | None:
@@ -328,12 +332,16 @@ class UtClock:
         if not _finite(ut):
             return float(receipt_time)
         if self._offset is None:
-            self._offset = float(receipt_time) - float(ut)
+            start = float(receipt_time)
+            if self._floor is not None:
+                start = max(start, self._floor)
+            self._offset = start - float(ut)
         return float(ut) + self._offset
 
-    def reset(self) -> None:
-        """Forget the offset; the next sample fixes a new one."""
+    def reset(self, floor: float | None = None) -> None:
+        """Forget the offset; the next sample fixes a new one, starting at ``floor`` or later."""
         self._offset = None
+        self._floor = floor if _finite(floor) else None
 
 
 def _position(value: object) -> tuple[float, float, float] | None:
