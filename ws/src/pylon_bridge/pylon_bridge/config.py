@@ -112,6 +112,13 @@ OPTIONS: tuple[Parameter, ...] = (
                'publish /clock (rosgraph_msgs/Clock) from KSP universal time through the '
                "session's UT -> ROS mapping, for nodes run with use_sim_time:=true; the "
                'bridge itself keeps the system clock'),
+    _behaviour('frame_prefix', 'pylon',
+               'first word of every sensor frame name: <prefix>_<vessel id, 8 hex>_<sensor id>'
+               ' (sanitised to [a-z0-9_])', metavar='PREFIX'),
+    _behaviour('model_tf_rate', 5.0,
+               'Hz of the timer that keeps base_link -> proxy root on /tf at the latest game '
+               'time when nothing else carries it (no ground truth, no sensor)',
+               minimum=0.5, maximum=60.0, metavar='HZ'),
     _behaviour('node_name', topics.UDP_BRIDGE,
                'ROS node name, sanitised to [a-z0-9_] (-r __node:=NAME works too; a '
                'node_name parameter that differs from the running name is an error)',

@@ -33,6 +33,7 @@ class CoreConfig:
     body_frame: str = frames.BASE_LINK
     reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
     publish_clock: bool = False    # publish /clock from the UT-mapped time
+    frame_prefix: str = 'pylon'    # first word of sensor frame names
 
 
 class Shared:

@@ -180,6 +180,18 @@ class BridgeCore:
                                         simulator_state.message(stale, ros_now), now))
         return out
 
+    def model_tf(self, now: float, ros_now: float) -> list:
+        """Return /tf with ``base_link -> proxy root`` at the newest game time, if not sent.
+
+        The node calls this at ``--model-tf-rate``: the proxy model's frames then stay
+        connected when no ground truth and no sensor sample carries them.
+        """
+        s = self.shared
+        latest = s.time.latest_stamp
+        if latest is None or s.description.model is None:
+            return []
+        return s.transforms.cover(latest, now, s.description.model)
+
     def reject(self, reason: str, detail: str) -> None:
         """Count a datagram the node could not even read (e.g. longer than the buffer)."""
         self.stats.received += 1

@@ -28,6 +28,7 @@ from pylon_interfaces.msg import (
     WheelCommand,
 )
 from pylon_interfaces.srv import GetSeparationResult
+from pylon_protocol.names import sanitize_name
 from rclpy.node import Node
 
 from pylon_bridge import commands, diagnostics
@@ -65,7 +66,8 @@ class UdpBridge(Node):
             allow_servo_joints=o.allow_servo_joints,
             publish_proxy_static_tf=o.publish_proxy_static_tf,
             max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True,
-            publish_clock=o.publish_clock))
+            publish_clock=o.publish_clock,
+            frame_prefix=sanitize_name(o.frame_prefix, 'pylon')))
         # system time unless the node runs on /clock: then ask the ROS clock each time
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
         if self.sim_time and o.publish_clock:
@@ -89,6 +91,7 @@ class UdpBridge(Node):
         self.expiry_timer = self.create_timer(EXPIRY_PERIOD_SEC, self._on_expiry)
         self.diagnostics_timer = self.create_timer(o.diagnostics_period_sec,
                                                    self._on_diagnostics)
+        self.model_tf_timer = self.create_timer(1.0 / o.model_tf_rate, self._on_model_tf)
         self.command_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.command_addr = (o.command_host, o.command_port)
         self.command_subscriptions: dict = {}
@@ -252,6 +255,10 @@ class UdpBridge(Node):
     def _on_expiry(self) -> None:
         with self.lock:
             self._apply(self.core.tick(time.monotonic(), self._ros_now()))
+
+    def _on_model_tf(self) -> None:
+        with self.lock:
+            self._apply(self.core.model_tf(time.monotonic(), self._ros_now()))
 
     def _on_diagnostics(self) -> None:
         with self.lock:

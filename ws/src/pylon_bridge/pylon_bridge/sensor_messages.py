@@ -4,10 +4,11 @@ PROTOCOL.md §5.9–§5.12 facts this module applies:
 
 - Sensor data are in the ``ros_sensor`` frame (+X along the look direction, +Y left, +Z
   up) whose pose relative to the owning part's link is the packet's ``framePosition`` /
-  ``frameRotation``. The bridge names that frame ``pylon_<vessel id, 8 hex>_<sensor id>``
-  (``sensor_frame``) and sends it on ``/tf_static`` under the part's link; a camera's
+  ``frameRotation``. The bridge names that frame
+  ``<frame prefix>_<vessel id, 8 hex>_<sensor id>`` (prefix ``pylon``, ``--frame-prefix``;
+  ``sensor_frame``) and sends it on ``/tf_static`` under the part's link; a camera's
   images are in the REP-103 optical frame ``<sensor frame>_optical`` (z forward, x right,
-  y down). A docking-port camera's frame is ``pylon_<vid8>_<port name>_camera``.
+  y down). A docking-port camera's frame is ``<prefix>_<vid8>_<port name>_camera``.
 - 2D LiDAR: the rays follow the ``vertical-major`` layout (``pylon_protocol.lidar``).
   Ranges that are not finite, negative or beyond ``maxDistance`` become +Inf; missing ones
   are padded with +Inf.
@@ -37,10 +38,15 @@ _XYZ_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, 
                for i, name in enumerate('xyz')]
 
 
-def sensor_frame(vessel_id: str, sensor_id: str, source: str = 'lidar') -> str:
+DEFAULT_FRAME_PREFIX = 'pylon'
+"""The first word of every sensor frame name (``--frame-prefix``)."""
+
+
+def sensor_frame(vessel_id: str, sensor_id: str, source: str = 'lidar',
+                 prefix: str = DEFAULT_FRAME_PREFIX) -> str:
     """Return the frame name of a sensor of a vessel (see the module docstring)."""
     suffix = '_camera' if source == 'docking_port' else ''
-    return f'pylon_{vessel_id[:8]}_{sensor_id}{suffix}'
+    return f'{prefix}_{vessel_id[:8]}_{sensor_id}{suffix}'
 
 
 def _stamp(msg, stamp: float, frame_id: str):

@@ -114,7 +114,8 @@ class SensorStreams:
                 return s.stats.drop('stale_scan', f'pylon_lidar_scan {sensor}: UT {ut} <= {last}')
             self.last_scan_ut[mode, sensor] = ut
         stamp = s.stamp(packet, ros_now)
-        frame = sensor_messages.sensor_frame(s.vessel_id(), sensor)
+        frame = sensor_messages.sensor_frame(s.vessel_id(), sensor,
+                                              prefix=s.config.frame_prefix)
         try:
             msg = sensor_messages.lidar_message(packet, stamp, frame)
         except ValueError as exc:
@@ -142,7 +143,8 @@ class SensorStreams:
         if frame is None:
             return []
         stamp = s.stamp({'universalTime': frame.universal_time}, ros_now)
-        base = sensor_messages.sensor_frame(s.vessel_id(), frame.sensor_id, frame.source)
+        base = sensor_messages.sensor_frame(s.vessel_id(), frame.sensor_id, frame.source,
+                                           s.config.frame_prefix)
         optical = base + sensor_messages.OPTICAL_SUFFIX
         out = s.transforms.cover(stamp, now, s.description.model)
         out += s.transforms.mounts(s.description.model, [

@@ -25,7 +25,9 @@ BRIDGED = {'pylon_session', 'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_ves
            'pylon_motor_state', 'pylon_vessel_urdf_chunk', 'pylon_vessel_urdf_clear',
            'pylon_control_authority_state', 'pylon_wrench_status', 'pylon_actuator_state',
            'pylon_docking_port_state', 'pylon_star_tracker', 'pylon_lidar_scan',
-           'pylon_lidar_inactive', 'pylon_camera_frame_chunk', 'pylon_camera_inactive'}
+           'pylon_lidar_inactive', 'pylon_camera_frame_chunk', 'pylon_camera_inactive',
+           'pylon_flight_state', 'pylon_control_snapshot', 'pylon_vehicle_health',
+           'pylon_part_thermal_state', 'pylon_separation_result'}
 RECORDED = {       # name -> (topic key, sensor or port id in the file)
     'life': ('lifecycle', ''), 'imu': ('imu', ''), 'pose': ('ground_truth/pose', ''),
     'twist_body': ('ground_truth/twist_body', ''),
@@ -37,6 +39,9 @@ RECORDED = {       # name -> (topic key, sensor or port id in the file)
     'dock': ('docking_port/state', 'docking_port_3008_0'),
     'tracker': ('star_tracker/state', 'star_tracker_00c0ffee'),
     'scan': ('lidar_2d', 'lidar_2d_1a2b3c4d'), 'image': ('camera', 'camera_0badf00d'),
+    'flight': ('ground_truth/flight', ''), 'snapshot': ('control/snapshot', ''),
+    'power': ('health/power', ''), 'thermal': ('health/thermal', ''),
+    'result': ('actuators/separation/result', ''), 'simulator': ('simulator/state', ''),
 }
 RECORDED_NAMES = {name: topics.name(key, id=sensor) for name, (key, sensor) in RECORDED.items()}
 FIRST_PUBLISHED = ('imu', 'pose', 'engine', 'joints', 'dock')
@@ -212,6 +217,40 @@ def test_control(replay):
     assert feedback.requested.force.x == 1000.0 and feedback.achieved.force.x == 750.0
     assert feedback.allocation_residual.force.x == 200.0
     assert feedback.reason == 'magnitude_limit,slew_rate_limit'
+
+
+def test_flight_snapshot_health_and_separation_result(replay):
+    flight = replay.first('flight')
+    assert (flight.vessel_id, flight.body_name, flight.observation_sequence) == (
+        d.VESSEL, 'Kerbin', 900)
+    assert (flight.altitude_asl, flight.periapsis, flight.landed) == (75.2, -599000.0, True)
+    assert (flight.gravitational_parameter, flight.orbital_velocity_body.x) == (3.5316e12, 174.5)
+    assert flight.runtime_epoch == MOD_EPOCH and flight.header.frame_id == 'base_link'
+    snapshot = replay.first('snapshot')
+    assert snapshot.flight.observation_sequence == 900
+    assert snapshot.header == snapshot.flight.header
+    assert all(m.header == snapshot.header for m in (*snapshot.engines, *snapshot.separations))
+    assert snapshot.engines and snapshot.engines[0].runtime_epoch == MOD_EPOCH
+    sequences = [m.flight.observation_sequence for m in replay.got.messages('snapshot')]
+    assert sequences == sorted(set(sequences))                    # never one twice
+    power = replay.first('power')
+    assert (power.electric_charge, power.electric_capacity, power.net_charge_rate_valid) == (
+        120.0, 150.0, False)
+    thermal = replay.first('thermal')
+    assert (thermal.part_flight_id, thermal.part_persistent_id, thermal.part_name) == (
+        4001, 3001, 'liquidEngine2')
+    assert (thermal.temperature, thermal.skin_temperature, thermal.max_temperature) == (
+        300.0, 295.0, 2000.0)
+    result = replay.first('result')
+    assert (result.operation_id, result.id, result.controller_id, result.sequence) == (
+        'op-42', 'decoupler_3002_0', 'planner', 7)
+    assert (result.completed, result.success, result.retained, result.reason) == (
+        True, True, True, 'separated')
+    assert (result.result_runtime_epoch, result.result_runtime_generation) == ('f' * 32, 4)
+    assert result.resulting_vessel_ids == [d.VESSEL, d.OTHER]
+    assert len(replay.got.messages('result')) == 2               # repeats are republished
+    simulator = replay.got.last('simulator')
+    assert simulator.vessel_id == d.VESSEL and simulator.runtime_epoch == MOD_EPOCH
 
 
 def test_diagnostics_count_drops_and_ignored_types(replay):

@@ -1,0 +1,134 @@
+"""The game's state, universal time, flight truth and /clock through pylon_sim and udp_bridge.
+
+Real processes over real DDS: the simulator flies the orbit scenario, the bridge publishes
+``simulator/state``, ``simulator/universal_time``, ``ground_truth/flight`` and (with
+``--publish-clock``) ``/clock``; a node of the test reads them, and a timer of a node on
+``use_sim_time`` shows that game time drives ROS time: it stops while the game is paused.
+"""
+
+import math
+
+from pylon_interfaces.msg import FlightState, SimulatorState
+from pylon_testing.recorder import stamp_of, TopicRecorder
+import pytest
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64
+
+pytestmark = pytest.mark.integration
+
+SAT = '5a7e1f0c3b2d4e6f8a9b0c1d2e3f4a5b'
+KERBIN_RADIUS, KERBIN_GM = 600_000.0, 3.5316e12
+ORBIT_RADIUS = KERBIN_RADIUS + 100_000.0          # the orbit scenario's circular orbit
+LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STREAM = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+                    reliability=ReliabilityPolicy.BEST_EFFORT)
+RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+                      reliability=ReliabilityPolicy.RELIABLE)
+S = SimulatorState
+
+
+def norm(v):
+    return math.sqrt(v.x * v.x + v.y * v.y + v.z * v.z)
+
+
+def test_flight_state_is_the_analytic_orbit(sim_stack, ros_node):
+    sim_stack()
+    rec = TopicRecorder(ros_node).add('flight', '/ksp_vessel/ground_truth/flight',
+                                      FlightState, STREAM)
+    msgs = rec.wait_stamp_span('flight', 2.0)
+    speed = math.sqrt(KERBIN_GM / ORBIT_RADIUS)
+    for msg in msgs:
+        assert msg.vessel_id == SAT and msg.body_name == 'Kerbin'
+        assert msg.header.frame_id == 'base_link' and msg.observation_sequence > 0
+        assert msg.altitude_asl == pytest.approx(100_000.0, abs=1.0)
+        assert msg.apoapsis == pytest.approx(100_000.0, abs=5.0)
+        assert msg.periapsis == pytest.approx(100_000.0, abs=5.0)
+        assert msg.gravity == pytest.approx(KERBIN_GM / ORBIT_RADIUS ** 2, rel=1e-4)
+        assert msg.gravitational_parameter == KERBIN_GM and msg.body_radius == KERBIN_RADIUS
+        assert norm(msg.orbital_velocity_body) == pytest.approx(speed, rel=1e-4)
+        assert msg.orbital_velocity_body.x == pytest.approx(speed, rel=1e-3)   # prograde
+        assert msg.up_body.z == pytest.approx(1.0, abs=1e-3)                    # radial out
+        assert msg.vertical_speed == pytest.approx(0.0, abs=0.5)
+        assert (msg.dynamic_pressure, msg.landed, msg.splashed) == (0.0, False, False)
+        assert msg.mass > 0 and msg.electric_charge > 0
+    stamps = [stamp_of(m) for m in msgs]
+    uts = [m.universal_time for m in msgs]
+    for (s0, u0), (s1, u1) in zip(zip(stamps, uts), zip(stamps[1:], uts[1:])):
+        assert s1 - s0 == pytest.approx(u1 - u0, abs=1e-6)     # stamped on KSP time
+
+
+def test_simulator_state_through_pause(sim_stack, ros_node):
+    stack = sim_stack()
+    rec = TopicRecorder(ros_node)
+    rec.add('state', '/ksp_vessel/simulator/state', SimulatorState, LATCHED)
+    rec.add('ut', '/ksp_vessel/simulator/universal_time', Float64, LATCHED)
+    advancing = rec.wait_for('state', lambda m: m.state == S.STATE_ADVANCING)
+    assert advancing.vessel_id == SAT and advancing.communication_alive
+    assert advancing.control_available and not advancing.packed
+    assert advancing.warp_rate == 1.0 and advancing.simulation_advancing
+    since = rec.mark()
+    stack.admin('pause')
+    paused = rec.wait_for('state', lambda m: m.state == S.STATE_PAUSED, since)
+    assert paused.paused and paused.seconds_since_progress == 0.0
+    # heartbeats keep coming while paused: more PAUSED states, UT standing still
+    more = rec.mark()
+    rec.until(stack.clock_reached(1.0), 'one second of pause')
+    held = list(rec.messages('state', more))
+    assert len(held) >= 5 and {m.state for m in held} == {S.STATE_PAUSED}
+    assert len({m.universal_time for m in held}) == 1
+    assert rec.last('ut').data == held[-1].universal_time
+    since = rec.mark()
+    stack.admin('resume')
+    rec.wait_for('state', lambda m: m.state == S.STATE_ADVANCING, since)
+    assert rec.last('ut').data > held[-1].universal_time
+
+
+def test_stale_when_the_heartbeats_stop(sim_stack, ros_node):
+    stack = sim_stack(bridge_args=['--topic-timeout-sec', '1.0'])
+    rec = TopicRecorder(ros_node).add('state', '/ksp_vessel/simulator/state', SimulatorState,
+                                      LATCHED)
+    rec.wait_for('state', lambda m: m.state == S.STATE_ADVANCING)
+    since = rec.mark()
+    stack.admin('heartbeat', enabled=False)
+    stale = rec.wait_for('state', lambda m: m.state == S.STATE_STALE, since)
+    assert not stale.communication_alive and stale.heartbeat_age_sec >= 1.0
+    assert stale.vessel_id == SAT
+    since = rec.mark()
+    stack.admin('heartbeat', enabled=True)
+    back = rec.wait_for('state', lambda m: m.communication_alive, since)
+    assert back.state in (S.STATE_INITIALIZING, S.STATE_ADVANCING)
+
+
+@pytest.mark.parametrize('rate', [1, 4])
+def test_clock_drives_a_sim_time_node(sim_stack, ros_node, rate):
+    stack = sim_stack(bridge_args=['--publish-clock'], sim_args=['--rate', str(rate)])
+    ros_node.set_parameters([Parameter('use_sim_time', Parameter.Type.BOOL, True)])
+    fired = []
+    ros_node.create_timer(0.1, lambda: fired.append(ros_node.get_clock().now().nanoseconds))
+    rec = TopicRecorder(ros_node).add('clock', '/clock', Clock, RELIABLE)
+    rec.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, STREAM)
+    rec.wait_count('clock', 2)
+    start = len(fired)
+    first = stamp_of(rec.last('clock').clock)
+    rec.until(lambda: stamp_of(rec.last('clock').clock) >= first + 2.0, '2 s of game time')
+    ticks = len(fired) - start
+    assert 15 <= ticks <= 25, ticks                   # a 10 Hz timer over 2 s of game time
+    clocks = [stamp_of(m.clock) for m in rec.messages('clock')]
+    assert clocks == sorted(clocks)
+    # /clock is the stamps' time: a flight state's stamp is never ahead of the clock after it
+    flight = rec.wait_for('flight')
+    rec.until(lambda: stamp_of(rec.last('clock').clock) >= stamp_of(flight), 'the clock')
+    # paused: the clock stands still, and so does the timer
+    stack.admin('pause')
+    rec.until(stack.clock_reached(0.5 * rate), 'the bridge seeing the pause')
+    held_clock, held_ticks = stamp_of(rec.last('clock').clock), len(fired)
+    rec.until(stack.clock_reached(1.0 * rate), 'a second of pause')
+    assert stamp_of(rec.last('clock').clock) == held_clock
+    assert len(fired) - held_ticks <= 1
+    stack.admin('resume')
+    rec.until(lambda: stamp_of(rec.last('clock').clock) > held_clock + 0.5, 'time again')
+    assert len(fired) > held_ticks + 2
