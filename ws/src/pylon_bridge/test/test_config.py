@@ -155,3 +155,16 @@ def test_readme_tables_are_current():
     result = subprocess.run([sys.executable, str(root / 'ci' / 'docs.py')], capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_node_name_frame_prefix_model_tf_rate_and_clock_flags():
+    explicit, _ = config.parse_cli(['--node-name', 'Rover Bridge', '--frame-prefix', 'rv',
+                                    '--model-tf-rate', '20', '--publish-clock'])
+    assert config.node_name(explicit) == 'rover_bridge'
+    assert config.node_name({}) == 'udp_bridge'
+    options = config.resolve(explicit, {})
+    assert (options.frame_prefix, options.model_tf_rate, options.publish_clock) == (
+        'rv', 20.0, True)
+    assert config.defaults().publish_clock is False
+    with pytest.raises(SystemExit):
+        config.parse_cli(['--model-tf-rate', '100'])            # 0.5-60 Hz

@@ -259,3 +259,21 @@ def test_clock_follows_mapped_ut_and_never_goes_back():
     after = [to_seconds(c.clock) for c in driver.published('clock')]
     assert after == sorted(after)
     assert not started().published('clock')
+
+
+def test_frame_prefix_names_the_sensor_frames():
+    driver = started(frame_prefix='rover')
+    [scan] = driver.published('lidar_2d', driver.feed(d.lidar_2d(ut=d.UT + 0.1)))
+    assert scan.header.frame_id == f'rover_{d.VESSEL[:8]}_lidar_2d_front'
+
+
+def test_model_tf_keeps_the_proxy_connected_without_ground_truth_or_sensors():
+    driver = started(disable_ground_truth=True)
+    driver.feed(*d.model_chunks())
+    model = driver.core.shared.description.model
+    assert model is not None and driver.core.model_tf(driver.now, 2000.0) == []  # no time yet
+    driver.feed(d.vehicle_health(100.0, ut=d.UT + 1.0))       # a datagram with UT
+    [tf] = driver.published('tf', driver.core.model_tf(driver.now, 2000.0))
+    [root] = tf.transforms
+    assert (root.header.frame_id, root.child_frame_id) == ('base_link', model.root_frame)
+    assert driver.core.model_tf(driver.now, 2000.0) == []      # that stamp was sent
