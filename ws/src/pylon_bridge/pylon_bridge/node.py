@@ -39,7 +39,8 @@ from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC
 RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
 ANCILLARY_BYTES = 64
-LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth'}
+LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth',
+                'ground_truth/flight': 'flight_state'}
 LATENCY_WINDOW = 4096
 LOG_THROTTLE_SEC = 5.0
 
@@ -244,7 +245,7 @@ class UdpBridge(Node):
                     throttle_duration_sec=LOG_THROTTLE_SEC)
 
     def _note_latency(self, actions: list, arrived: float) -> None:
-        """Record arrival → publish-returned latency of IMU and ground-truth datagrams."""
+        """Record arrival → publish-returned latency of IMU, ground-truth and flight datagrams."""
         for action in actions:
             kind = LATENCY_KEYS.get(getattr(action, 'key', None))
             if kind is not None:
