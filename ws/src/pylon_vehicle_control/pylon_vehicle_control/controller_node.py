@@ -41,6 +41,7 @@ from pylon_interfaces.msg import (
 )
 from pylon_protocol import frames, rotations
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import Imu
 from std_msgs.msg import String
@@ -83,8 +84,12 @@ class ControllerNode(Node):
         self.last_period: float | None = None
         self.periods: list[float] = []
         self._wire(p['topic_prefix'])
-        self.timer = self.create_timer(p['command_period_sec'], self._tick)
-        self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics)
+        # the loop runs on the steady clock even with use_sim_time: the mod's leases and
+        # command timeouts run on the game computer's wall clock, paused game or not
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.timer = self.create_timer(p['command_period_sec'], self._tick, clock=steady)
+        self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics,
+                                            clock=steady)
 
     def _wire(self, prefix: str) -> None:
         """Create the publishers and subscriptions, names and QoS from the topic contract."""

@@ -168,8 +168,9 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
                   m.reason == 'lease_released', what='the lease released on shutdown')
 
 
+@pytest.mark.parametrize('sim_time', [False, True], ids=['system_time', 'use_sim_time'])
 def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_node,
-                                                   tmp_path):
+                                                   tmp_path, sim_time):
     from pylon_sim.scenario import resolve
     import yaml
     data = yaml.safe_load(resolve('orbit').read_text(encoding='utf-8'))
@@ -178,9 +179,11 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
             vessel['angular_velocity'] = [0.0, 0.18, -0.24]           # |w| = 0.3 rad/s
     scenario = tmp_path / 'orbit_spinning.yaml'
     scenario.write_text(yaml.safe_dump(data), encoding='utf-8')
-    sim_stack(scenario=str(scenario))
-    ros_process(['attitude_estimator'], name='estimator')
-    ros_process(CONTROLLER, name='controller')
+    # with use_sim_time the nodes run on the game time the bridge publishes on /clock
+    sim_stack(scenario=str(scenario), bridge_args=['--publish-clock'] if sim_time else [])
+    on_game_time = ['-p', 'use_sim_time:=true'] if sim_time else []
+    ros_process(['attitude_estimator', '--ros-args', *on_game_time], name='estimator')
+    ros_process([*CONTROLLER, *on_game_time], name='controller')
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease')
     first = user.wait_for('twist', what='ground truth rates')
