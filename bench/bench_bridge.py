@@ -9,8 +9,9 @@ every phase has the same subscriber.
    real time for ``SIM_SECONDS``. The bridge measures, for each IMU and ground-truth
    datagram, the time from its kernel arrival to the publish call returning and reports
    p50/p99/max/count over each 1 s diagnostics period (flight state datagrams too); the
-   bench keeps the worst p99, the median p50 and the counts. The bridge's CPU is ``utime + stime`` of its Python process
-   (``/proc/<pid>/stat``) over ``CPU_WINDOW_SECONDS``, in percent of one core.
+   bench keeps the worst p99, the median p50 and the counts. The bridge's CPU is
+   ``utime + stime`` of its Python process (``/proc/<pid>/stat``) over
+   ``CPU_WINDOW_SECONDS``, in percent of one core.
 2. **throughput**: a child process floods a fresh bridge with valid IMU datagrams (one
    ``pylon_session`` heartbeat every 0.5 s, UT strictly increasing) for ``FLOOD_SECONDS``.
    It keeps the bridge's socket queue non-empty but below ``FLOOD_QUEUE_HIGH_BYTES``
