@@ -340,6 +340,10 @@ class Allocator:
                                 lsq_solver='exact', tol=TOLERANCE)
         return result.x
 
+    def channel_thrust(self, channels: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Return each nozzle's thrust (N) for 12 channel values in [0, 1] (KSP's RCS rule)."""
+        return np.minimum(self.response @ np.asarray(channels, dtype=float), self.max_thrust)
+
     def solve(self, force: Sequence[float] | np.ndarray,
               torque: Sequence[float] | np.ndarray) -> Allocation:
         """Return the allocation of one wrench (N, N·m, base_link)."""
@@ -354,7 +358,7 @@ class Allocator:
                                      self.lower[self.usable],
                                      self.upper[self.usable])
         channels = x[:12]
-        thrust = np.minimum(self.response @ channels, self.max_thrust)
+        thrust = self.channel_thrust(channels)
         throttle = x[12:12 + n_eng]
         wheel = x[12 + n_eng:]
         wrench = self.nozzle_wrench @ thrust + self.engine_wrench @ throttle

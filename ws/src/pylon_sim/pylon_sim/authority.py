@@ -17,6 +17,9 @@ Identity and ordering
   accepted commands advance the counter, so a refused command may be retried with the
   same number. At most ``max_identities`` counters are kept, the least recently used
   evicted first; the current owner and the issuer of a latched stop are never evicted.
+  The mod keeps one counter per stream (``authority``, ``attitude`` for body wrench and
+  flight inputs, ``batch``, ``actuator:<type>:<name>``, ...); here they all share the
+  identity's counter, which is stricter and so accepts only what the mod accepts.
 
 Lease
   ``acquire`` needs ``leaseDurationSeconds`` in 0.1–10 s and an integer ``priority``
@@ -27,6 +30,8 @@ Lease
   (``lease_acquired``); otherwise ``authority_held_by_higher_or_equal_priority``.
   ``renew`` (same duration rule) and ``release`` are for the owner only
   (``lease_not_owned``); renewal sets the end of the lease to ``now`` plus the duration.
+  A ``pylon_control_batch`` accepted by ``check`` may renew the lease
+  (``renew_in_batch``: same duration rule, its ``suppressSas`` applied with it).
   A lease ends at ``acquired/renewed + duration`` (owned while ``now`` is before that):
   ``expire`` reports ``lease_expired`` once. A vessel switch or a runtime-session change
   ends the lease (``active_vessel_changed`` / ``runtime_session_changed``); the sequence
@@ -251,6 +256,26 @@ class ControlAuthority:
             return Decision(False, 'stale_sequence')
         self._record(identity, sequence)
         return Decision(True, 'command_accepted')
+
+    def renew_in_batch(self, cmd: Mapping, now: float) -> Decision:
+        """Renew the lease for a ``pylon_control_batch`` that ``check`` has accepted.
+
+        The batch's own sequence (stream ``batch``) was checked and recorded by ``check``;
+        the renewal takes ``leaseDurationSeconds`` (0.1–10 s) from ``now`` and sets SAS
+        suppression to the batch's ``suppressSas``.
+        """
+        identity, duration = _identity_of(cmd), _duration_of(cmd)
+        suppress = cmd.get('suppressSas', False)
+        if identity is None or duration is None or not isinstance(suppress, bool):
+            return Decision(False, 'invalid_lease')
+        if self.emergency_stop:
+            return Decision(False, 'emergency_stop')
+        self._expire_due(now)
+        if self.owner != identity:
+            return Decision(False, 'lease_not_owned')
+        self.lease = Lease(identity[0], identity[1], self.lease.priority, now + duration,
+                           suppress)
+        return Decision(True, 'lease_renewed')
 
     # -- events ---------------------------------------------------------------------------
     def expire(self, now: float) -> str | None:

@@ -85,6 +85,18 @@ def sun_position(ut: float) -> np.ndarray:
     return -circular_position(KERBIN_ORBIT, ut)
 
 
+#: The exponential atmosphere of a body with one: sea-level density and scale height.
+SEA_LEVEL_AIR_DENSITY = 1.225     # kg/m^3
+ATMOSPHERE_SCALE_HEIGHT = 5600.0  # m
+
+
+def air_density(body: Body, alt: float) -> float:
+    """Return an exponential-atmosphere density (kg/m^3), zero above the atmosphere."""
+    if body.atmosphere_depth <= 0 or alt >= body.atmosphere_depth:
+        return 0.0
+    return SEA_LEVEL_AIR_DENSITY * math.exp(-max(0.0, alt) / ATMOSPHERE_SCALE_HEIGHT)
+
+
 def body_fixed_rotation(body: Body, ut: float) -> np.ndarray:
     """Return the rotation matrix KCI -> body-fixed frame at ``ut``."""
     angle = body.rotation_angle(ut)

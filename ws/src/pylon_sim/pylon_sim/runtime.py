@@ -23,15 +23,16 @@ import time
 
 import numpy as np
 from pylon_protocol import packets, wire
-from pylon_protocol.envelope import Envelope
+from pylon_protocol.envelope import Envelope, ENVELOPE_KEYS_SET
 from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
-from pylon_sim import actuators, ksp_view, proxy_model, telemetry
+from pylon_sim import actuators, environment, ksp_view, proxy_model, telemetry
+from pylon_sim.power import set_electric_charge
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
-from pylon_sim.sensing import Sensing, set_electric_charge
+from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import part_masses
 from pylon_sim.world import World
@@ -51,6 +52,9 @@ MODEL_PERIOD = 1.0 / _RATES['pylon_vessel_urdf_chunk']
 AUTHORITY_PERIOD = 1.0 / _RATES['pylon_control_authority_state']
 DOCKING_STATE_PERIOD = 1.0 / _RATES['pylon_docking_port_state']
 DOCKING_MANIFEST_PERIOD = 1.0 / _RATES['pylon_docking_port_manifest']
+SNAPSHOT_PERIOD = 1.0 / _RATES['pylon_control_snapshot']
+HEALTH_PERIOD = 1.0 / _RATES['pylon_vehicle_health']
+THERMAL_PERIOD = 1.0 / _RATES['pylon_part_thermal_state']
 STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
 MAX_DATAGRAM_BYTES = 65000
@@ -78,6 +82,10 @@ class Schedule:
         """Make the next check fire."""
         self.next = 0.0
 
+    def restart(self, clock: float) -> None:
+        """Count the period from ``clock`` (the packet was just sent out of turn)."""
+        self.next = clock + self.period
+
 
 @dataclass
 class Stats:
@@ -92,6 +100,7 @@ class Stats:
         self.commands = Counter()
         self.command_rejected = Counter()
         self.dropped_oversize = 0
+        self.oversize = Counter()       # packets not sent for their size, by type
 
 
 class Simulator:
@@ -143,7 +152,9 @@ class Simulator:
             ('flight', FLIGHT_STATE_PERIOD), ('actuator', ACTUATOR_STATE_PERIOD),
             ('manifest', ACTUATOR_MANIFEST_PERIOD), ('motor', MOTOR_STATE_PERIOD),
             ('model', MODEL_PERIOD), ('authority', AUTHORITY_PERIOD),
-            ('docking', DOCKING_STATE_PERIOD), ('docking_manifest', DOCKING_MANIFEST_PERIOD))}
+            ('docking', DOCKING_STATE_PERIOD), ('docking_manifest', DOCKING_MANIFEST_PERIOD),
+            ('snapshot', SNAPSHOT_PERIOD), ('health', HEALTH_PERIOD),
+            ('thermal', THERMAL_PERIOD))}
         self._observe(first=True)
 
     def _new_id(self) -> str:
@@ -179,6 +190,11 @@ class Simulator:
         vessel = self.world.active
         if first:
             return
+        # the new session's heartbeat goes out before anything else of it, as the mod does
+        # on a reset: the bridge drops every other packet of a session it has not seen
+        if self.heartbeat_enabled:
+            self.emit('pylon_session', self._session_payload())
+            self.schedules['session'].restart(self.clock)
         if vessel.vessel_id != self.control_vessel:
             answers = self.control.vessel_changed(vessel, self.clock)
         else:
@@ -204,19 +220,22 @@ class Simulator:
         except OSError as exc:   # nobody listening, or a full buffer: UDP loses it
             self._throttled('send', f'state datagram not sent: {exc}')
 
-    def emit(self, type_name: str, payload: dict) -> None:
-        """Build, validate, encode and send one state packet."""
+    def emit(self, type_name: str, payload: dict,
+             max_bytes: int = MAX_DATAGRAM_BYTES) -> dict | None:
+        """Build, validate, encode and send one state packet; return it (None if too big)."""
         start = time.perf_counter()
         packet = packets.build_state(type_name, self.envelope, **payload)
         data = wire.encode_state(packet)
         self.stats.encode_seconds[type_name] += time.perf_counter() - start
-        if len(data) > MAX_DATAGRAM_BYTES:
+        if len(data) > max_bytes:
             self.stats.dropped_oversize += 1
+            self.stats.oversize[type_name] += 1
             self._throttled('oversize', f'{type_name} of {len(data)} B not sent')
-            return
+            return None
         self.stats.sent[type_name] += 1
         self.stats.sent_bytes[type_name] += len(data)
         self.send(data)
+        return packet
 
     def _throttled(self, key: str, message: str, level: int = logging.WARNING) -> None:
         now = time.monotonic()
@@ -233,43 +252,65 @@ class Simulator:
         self.drain_admin()
         vessel = self.world.active
         answers: list = []
-        if self.paused or not self.available:
-            answers = self.control.expire(vessel, self.clock)
-            forces = {}
-        else:
+        ticked = not self.paused and self.available
+        if ticked:
             force, torque, answers = self.control.tick(vessel, self.clock,
                                                        self.world.physics_step *
                                                        self.world.warp_rate)
             forces = {vessel.key: (force, torque)}
+        else:
+            answers = self.control.expire(vessel, self.clock)
+            forces = {}
         if not self.paused:
-            self.world.step(forces)
+            self._step_world(forces, ticked)
         self._observe()
         if self.available:
             for type_name, payload in answers:
                 self.emit(type_name, payload)
         self.emit_due()
 
+    def _step_world(self, forces: dict, ticked: bool) -> None:
+        """Advance physics, then every vessel's power and heat, by one step of UT."""
+        dt = self.world.step(forces)
+        active = self.world.active
+        for vessel in self.world.vessels.values():
+            controlled = ticked and vessel is active
+            environment.step(
+                vessel, self.world.ut, dt,
+                wheel_torque=self.control.wheel_torque if controlled else environment.ZERO,
+                engine_thrust=self.control.engine_thrust if controlled else None)
+
     def emit_due(self) -> None:
         """Send every packet whose period has elapsed on the simulator clock."""
         due = {name: schedule.due(self.clock) for name, schedule in self.schedules.items()}
         if due['session'] and self.heartbeat_enabled:
             self.emit('pylon_session', self._session_payload())
+        if not self.paused:       # also while packed: the tracker then says ``packed``
+            for sample in self.sensing.star_tracker_samples(self.clock, self.world.ut):
+                self.emit('pylon_star_tracker', sample)
         if not self.available:
             return
         vessel = self.world.active
-        spec = vessel.spec
-        ut = self.world.ut
-        sequence = self.stats.frames
         if due['model']:
             self._send_model()
         if due['manifest']:
-            self.emit('pylon_actuator_manifest', actuators.manifest(spec))
+            self.emit('pylon_actuator_manifest', actuators.manifest(vessel.spec))
         if due['authority']:
             self.emit(*self.control.authority_state(vessel, self.clock,
                                                     self.control.last_reason))
+        for result in self.control.journal.due(self.clock):
+            self.emit('pylon_separation_result', result)
         if self.paused:
             return
-        view = ksp_view.observe(vessel, ut)
+        view = ksp_view.observe(vessel, self.world.ut)
+        self._emit_motion(due, view)
+        self._emit_control_state(due, view)
+        self._emit_health(due)
+        self._emit_imaging(due)
+
+    def _emit_motion(self, due: dict, view: ksp_view.KspView) -> None:
+        """Send the IMU, ground truth and nearby vessels that are due."""
+        vessel, ut = self.world.active, self.world.ut
         if due['imu']:
             if self.imu_skip:
                 self.imu_skip = False
@@ -281,8 +322,16 @@ class Simulator:
             self.emit('pylon_ground_truth', gt)
             self.emit('pylon_nearby_vessels',
                       telemetry.nearby_vessels(self.world, self.anchor, view, gt))
+
+    def _emit_control_state(self, due: dict, view: ksp_view.KspView) -> None:
+        """Send flight, actuator and motor states, and the snapshot of that frame."""
+        vessel, ut, sequence = self.world.active, self.world.ut, self.stats.frames
+        spec = vessel.spec
+        flight = None
+        states: list[dict] = []
         if due['flight']:
-            self.emit('pylon_flight_state', telemetry.flight_state(self.world, view, sequence))
+            flight = self.emit('pylon_flight_state', telemetry.flight_state(
+                self.world, view, sequence, self.control.flight_fields(self.clock)))
         found = actuators.actuators_of(spec)
         if due['actuator']:
             com = tuple(float(v) for v in vessel.mass.com)
@@ -290,15 +339,48 @@ class Simulator:
                 if actuator.actuator_type != 'motor':
                     payload = actuators.state(actuator, spec, ut, sequence, com)
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
-                    self.emit('pylon_actuator_state', payload)
+                    states.append(self.emit('pylon_actuator_state', payload))
+        if due['snapshot'] and flight is not None and due['actuator']:
+            self._send_snapshot(flight, states)
         if due['motor']:
             for actuator in found:
                 if actuator.actuator_type == 'motor':
                     payload = actuators.motor_state(actuator, spec, ut)
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
                     self.emit('pylon_motor_state', payload)
-        for sample in self.sensing.star_tracker_samples(self.clock, ut):
-            self.emit('pylon_star_tracker', sample)
+
+    def _send_snapshot(self, flight: dict, states: list[dict]) -> None:
+        """Send the frame's ``pylon_control_snapshot``: the packets just sent, unwrapped.
+
+        Its members are the flight state and the engine and separator states sent
+        individually in this frame, without their envelope; omitted when its JSON would
+        pass ``MOD_MAX_DATAGRAM_BYTES``, as the mod omits it.
+        """
+        def member(packet: dict) -> dict:
+            return {k: v for k, v in packet.items() if k not in ENVELOPE_KEYS_SET}
+
+        kinds = {'engine': [], 'separation': []}
+        for state in states:
+            if state is not None and state['actuatorType'] in kinds:
+                kinds[state['actuatorType']].append(member(state))
+        self.emit('pylon_control_snapshot', {
+            'vesselId': flight['vesselId'], 'observationSequence': flight['observationSequence'],
+            'flight': member(flight), 'engines': kinds['engine'],
+            'separations': kinds['separation']}, max_bytes=packets.MOD_MAX_DATAGRAM_BYTES)
+
+    def _emit_health(self, due: dict) -> None:
+        """Send the vessel's power (2 Hz) and one thermal state per part (2 Hz)."""
+        vessel, ut, sequence = self.world.active, self.world.ut, self.stats.frames
+        if due['health']:
+            self.emit('pylon_vehicle_health', telemetry.vehicle_health(vessel, ut, sequence))
+        if due['thermal']:
+            for payload in telemetry.part_thermal_states(vessel, ut, sequence):
+                self.emit('pylon_part_thermal_state', payload)
+
+    def _emit_imaging(self, due: dict) -> None:
+        """Send LiDAR scans, camera frames and docking-port state that are due."""
+        vessel, ut = self.world.active, self.world.ut
+        spec = vessel.spec
         typed = self.control.typed(vessel)
         port = typed.camera_port()
         docking = None
@@ -344,7 +426,7 @@ class Simulator:
 
     # -- commands and admin -------------------------------------------------------------
     def drain_commands(self) -> None:
-        """Read at most 256 command datagrams; validate and count them."""
+        """Read at most 256 command datagrams and handle each one."""
         if self.command_sock is None:
             return
         for _ in range(MAX_COMMANDS_PER_FRAME):
@@ -355,24 +437,31 @@ class Simulator:
             except OSError as exc:
                 self._throttled('recv', f'command socket: {exc}')
                 return
-            try:
-                command = packets.decode_command(data)
-            except ProtocolError as exc:
-                if exc.reason == 'unknown_type':
-                    self.stats.command_rejected['unknown_type'] += 1
-                    continue
-                self.stats.command_rejected[exc.reason] += 1
+            self.handle_command(data)
+
+    def handle_command(self, data: bytes) -> None:
+        """Decode, validate and check one command datagram, apply it and send the answers.
+
+        A datagram that does not decode, or has a non-finite, out-of-range or mistyped
+        field, is dropped whole and counted by reason in ``stats.command_rejected``; so is
+        one for another runtime session (``session_mismatch``).
+        """
+        try:
+            command = packets.decode_command(data)
+        except ProtocolError as exc:
+            self.stats.command_rejected[exc.reason] += 1
+            if exc.reason != 'unknown_type':
                 self._throttled(f'command:{exc.reason}',
                                 f'dropped a malformed command datagram ({len(data)} B): {exc}'
                                 f' [{sum(self.stats.command_rejected.values())} dropped]')
-                continue
-            if not self.available or not self.runtime.accept_command(command):
-                self.stats.command_rejected['session_mismatch'] += 1
-                continue
-            self.stats.commands[command['type']] += 1
-            for type_name, payload in self.control.command(command, self.world.active,
-                                                           self.clock):
-                self.emit(type_name, payload)
+            return
+        if not self.available or not self.runtime.accept_command(command):
+            self.stats.command_rejected['session_mismatch'] += 1
+            return
+        self.stats.commands[command['type']] += 1
+        for type_name, payload in self.control.command(command, self.world.active, self.clock,
+                                                       self.envelope):
+            self.emit(type_name, payload)
 
     def drain_admin(self) -> None:
         """Apply admin requests (JSON over UDP) and answer each one."""

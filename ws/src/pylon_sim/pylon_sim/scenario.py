@@ -21,6 +21,7 @@ import yaml
 
 from pylon_sim.bodies import BODIES, Body
 from pylon_sim.vessel import (
+    DEFAULT_MAX_TEMP,
     Module,
     MODULE_KINDS,
     Part,
@@ -263,7 +264,8 @@ def _module(reader: _Reader, rng: random.Random, sensor_ids: set[str]) -> Module
 
 def _part(reader: _Reader, count: int, rng: random.Random, sensor_ids: set[str]) -> Part:
     reader.check_keys(('name', 'title', 'persistent_id', 'flight_id', 'parent', 'position',
-                       'rpy_deg', 'mass', 'shape', 'resources', 'modules'))
+                       'rpy_deg', 'mass', 'shape', 'resources', 'modules', 'max_temp',
+                       'skin_max_temp'))
     parent = reader.data.get('parent')
     if parent is not None and (isinstance(parent, bool) or not isinstance(parent, int)
                                or not 0 <= parent < count):
@@ -291,7 +293,9 @@ def _part(reader: _Reader, count: int, rng: random.Random, sensor_ids: set[str])
         parent=parent, position=reader.vector('position', 3, (0.0, 0.0, 0.0)),
         rotation=tuple(rotations.from_rpy(roll, pitch, yaw).tolist()),
         dry_mass=reader.number('mass', positive=True), shape=_shape(reader),
-        resources=resources, capacity=capacity, modules=modules)
+        resources=resources, capacity=capacity, modules=modules,
+        max_temp=reader.number('max_temp', DEFAULT_MAX_TEMP, positive=True),
+        skin_max_temp=reader.number('skin_max_temp', DEFAULT_MAX_TEMP, positive=True))
 
 
 def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStart:

@@ -19,7 +19,7 @@ own ``sampleRateHz`` on the simulator clock (the mod's wall-time rate). When ano
 becomes active, the trackers of the one left behind send ``inactive`` once.
 
 Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off switch) and
-``set_electric_charge`` (fill or empty the vessel's batteries).
+``power.set_electric_charge`` (fill or empty the vessel's batteries).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from pylon_protocol.errors import ProtocolError
 from pylon_sim import raycast, render
 from pylon_sim import star_tracker as st
 from pylon_sim.bodies import KERBIN, MUN, mun_position, sun_position
+from pylon_sim.environment import body_offset
+from pylon_sim.power import draw_electric_charge, electric_charge
 from pylon_sim.vessel import Part
 from pylon_sim.world import SimVessel, World
 
@@ -46,41 +48,6 @@ LIDAR_3D_DEFAULTS = {'hemisphere_density': 163.0, 'max_distance': 200.0,
                      'scan_rate_hz': 10.0}
 CAMERA_DEFAULTS = {'width': 320, 'height': 240, 'vertical_fov_deg': 60.0, 'rate_hz': 5.0}
 DOCKING_CAMERA = {'width': 320, 'height': 240, 'vertical_fov_deg': 60.0, 'rate_hz': 5.0}
-
-ELECTRIC_CHARGE = 'ElectricCharge'
-
-
-def body_offset(vessel: SimVessel, ut: float) -> np.ndarray:
-    """Return the KCI position of the body the vessel's state is relative to."""
-    return mun_position(ut) if vessel.body.name == MUN.name else np.zeros(3)
-
-
-def electric_charge(vessel: SimVessel) -> float:
-    """Return the ElectricCharge the vessel holds."""
-    return float(sum(v for (_, name), v in vessel.resources.items()
-                     if name == ELECTRIC_CHARGE))
-
-
-def draw_electric_charge(vessel: SimVessel, amount: float) -> None:
-    """Take ``amount`` of ElectricCharge from the parts that hold it, in part order."""
-    for key in sorted(k for k in vessel.resources if k[1] == ELECTRIC_CHARGE):
-        if amount <= 0.0:
-            return
-        take = min(amount, vessel.resources[key])
-        vessel.resources[key] -= take
-        amount -= take
-
-
-def set_electric_charge(vessel: SimVessel, amount: float) -> None:
-    """Set the vessel's ElectricCharge to ``amount`` (spread over its parts, capped)."""
-    draw_electric_charge(vessel, electric_charge(vessel))
-    for index, part in enumerate(vessel.spec.parts):
-        key = (index, ELECTRIC_CHARGE)
-        if key in vessel.resources and amount > 0.0:
-            capacity = float(part.capacity.get(ELECTRIC_CHARGE, amount))
-            vessel.resources[key] = min(amount, capacity)
-            amount -= vessel.resources[key]
-
 
 def _setting(part: Part, kind: str, key: str, default: float) -> float:
     module = part.modules_of(kind)[0]

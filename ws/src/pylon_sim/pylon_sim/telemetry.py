@@ -10,17 +10,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import math
+from types import MappingProxyType
 
 import numpy as np
 from pylon_protocol import frames, rotations
 
-from pylon_sim.bodies import body_fixed_rotation, enu_rotation, geodetic_from_fixed
+from pylon_sim import power, thermal
+from pylon_sim.bodies import air_density, body_fixed_rotation, enu_rotation, geodetic_from_fixed
 from pylon_sim.ksp_view import KspView
 from pylon_sim.physics import altitude
 from pylon_sim.world import SimVessel, World
 
 NEARBY_RANGE_M = 2500.0
 NEARBY_MAX = 32
+NO_APPLIED_INPUT = MappingProxyType({
+    'appliedInputValid': False, 'flightCommandActive': False, 'inputAtLimit': False,
+    'appliedInputSequence': 0, 'appliedInputAge': 0.0,
+    'appliedPitch': 0.0, 'appliedYaw': 0.0, 'appliedRoll': 0.0})
 
 
 def vec(values) -> list[float]:
@@ -164,8 +170,13 @@ def nearby_vessels(world: World, anchor: GroundTruthAnchor, view: KspView,
     }
 
 
-def flight_state(world: World, view: KspView, observation_sequence: int) -> dict:
-    """Return the ``pylon_flight_state`` payload of the active vessel."""
+def flight_state(world: World, view: KspView, observation_sequence: int,
+                 applied: dict | None = None) -> dict:
+    """Return the ``pylon_flight_state`` payload of the active vessel.
+
+    ``applied`` holds the applied-input fields (``VehicleManager.flight_fields``); without
+    it they say that no input was applied.
+    """
     vessel = world.active
     body = vessel.body
     state = vessel.state
@@ -189,7 +200,7 @@ def flight_state(world: World, view: KspView, observation_sequence: int) -> dict
     periapsis = (float(h @ h) / body.gm / (1 + ecc)) - body.radius
     time_to_ap = _time_to_apoapsis(body.gm, a, ecc, state.position, state.velocity)
     totals = vessel.spec.resource_totals(vessel.resources)
-    density = _air_density(body, alt)
+    density = air_density(body, alt)
     return {
         'vesselId': vessel.vessel_id, 'observationSequence': observation_sequence,
         'bodyName': body.name, 'universalTime': ut,
@@ -204,9 +215,7 @@ def flight_state(world: World, view: KspView, observation_sequence: int) -> dict
         'verticalSpeed': vertical, 'horizontalSpeed': horizontal,
         'dynamicPressure': 0.5 * density * float(srf @ srf),
         'landed': state.landed, 'splashed': False,
-        'appliedInputValid': False, 'flightCommandActive': False, 'inputAtLimit': False,
-        'appliedInputSequence': 0, 'appliedInputAge': 0.0,
-        'appliedPitch': 0.0, 'appliedYaw': 0.0, 'appliedRoll': 0.0,
+        **(applied or NO_APPLIED_INPUT),
         'upBody': to_base(view, view.world_unity(up_i)),
         'eastBody': to_base(view, view.world_unity(east_i)),
         'northBody': to_base(view, view.world_unity(north_i)),
@@ -215,13 +224,6 @@ def flight_state(world: World, view: KspView, observation_sequence: int) -> dict
         'angularVelocityBody': vec(frames.vessel_angular_velocity_to_body(
             view.angular_velocity_local)),
     }
-
-
-def _air_density(body, alt: float) -> float:
-    """Return an exponential-atmosphere density (kg/m^3), zero above the atmosphere."""
-    if body.atmosphere_depth <= 0 or alt >= body.atmosphere_depth:
-        return 0.0
-    return 1.225 * math.exp(-max(0.0, alt) / 5600.0)
 
 
 def _time_to_apoapsis(mu: float, a: float, ecc: float, position: np.ndarray,
@@ -236,6 +238,32 @@ def _time_to_apoapsis(mu: float, a: float, ecc: float, position: np.ndarray,
     mean = ecc_anomaly - ecc * math.sin(ecc_anomaly)
     n = math.sqrt(mu / a ** 3)
     return ((math.pi - mean) % (2 * math.pi)) / n
+
+
+def vehicle_health(vessel: SimVessel, ut: float, observation_sequence: int) -> dict:
+    """Return the ``pylon_vehicle_health`` payload: the vessel's ElectricCharge."""
+    return {'vesselId': vessel.vessel_id, 'observationSequence': observation_sequence,
+            'universalTime': ut, 'electricCharge': max(0.0, power.electric_charge(vessel)),
+            'electricCapacity': power.electric_capacity(vessel.spec)}
+
+
+def part_thermal_states(vessel: SimVessel, ut: float, observation_sequence: int) -> list[dict]:
+    """Return one ``pylon_part_thermal_state`` payload per part of the vessel."""
+    temperatures = vessel.thermal or thermal.initial_state(len(vessel.spec.parts))
+    out = []
+    for index, part in enumerate(vessel.spec.parts):
+        out.append({
+            'vesselId': vessel.vessel_id, 'observationSequence': observation_sequence,
+            'universalTime': ut,
+            'electricCharge': max(0.0, power.part_charge(vessel.resources, index)),
+            'electricCapacity': float(part.capacity.get(power.ELECTRIC_CHARGE, 0.0)),
+            'partFlightId': part.flight_id, 'partPersistentId': part.persistent_id,
+            'partName': part.name, 'temperature': float(temperatures.internal[index]),
+            'maxTemperature': float(part.max_temp),
+            'skinTemperature': float(temperatures.skin[index]),
+            'maxSkinTemperature': float(part.skin_max_temp),
+            'shieldedFromAirstream': False})
+    return out
 
 
 def session(world: World, envelope_vessel_id: str, available: bool, paused: bool,

@@ -51,7 +51,9 @@ Wheels (module ``wheel``)
     torque), ``brake`` 0–1 hold until the timeout, then the stock settings return.
 
 Servos (module ``servo``, ``pylon_motor_command``)
-    Modes ``position`` (move toward the clamped target at the servo's speed),
+    A servo needs ElectricCharge: while the vessel holds none it does not move and reports
+    ``powered`` false (no draw is modelled). Modes ``position`` (move toward the clamped
+    target at the servo's speed),
     ``velocity`` (move at the clamped velocity) and ``effort`` (a simple rate model: speed =
     max speed × effort / max effort). Positions stay within ``lower``..``upper``. ``enabled``
     false holds the servo where it is. On timeout or ``release_all`` the servo holds its
@@ -229,6 +231,7 @@ class TypedActuators:
         self._ports: dict[str, _Port] = {}
         self._undocked: set[str] = set()
         self._camera: str | None = None
+        self._powered = True              # the vessel holds ElectricCharge (servos move)
         for name, actuator in self._actuators.items():
             kind = actuator.actuator_type
             if kind == 'engine':
@@ -467,6 +470,7 @@ class TypedActuators:
         commands in force before ``now``; overrides whose time is up at ``now`` then end.
         """
         dt = max(0.0, float(dt))
+        self._powered = resources.get('ElectricCharge', 0.0) > EXHAUSTED
         for servo in self._servos.values():
             self._move_servo(servo, dt)
         for gimbal in self._gimbals.values():
@@ -488,7 +492,7 @@ class TypedActuators:
 
     def _move_servo(self, servo: _Servo, dt: float) -> None:
         command = servo.command
-        if command is None or not command.values['enabled'] or dt <= 0.0:
+        if command is None or not command.values['enabled'] or dt <= 0.0 or not self._powered:
             servo.velocity = 0.0
             return
         value = command.values['value']
@@ -698,7 +702,7 @@ class TypedActuators:
         return {'position': servo.position, 'velocity': servo.velocity, 'effort': effort,
                 'target': servo.target, 'commandMode': servo.mode,
                 'engaged': command is None or command.values['enabled'],
-                'commandActive': command is not None}
+                'commandActive': command is not None, 'powered': self._powered}
 
     def _engine_fields(self, name: str) -> dict:
         engine = self._engines[name]

@@ -2,16 +2,25 @@
 
 ``VehicleManager`` is what the mod's vehicle manager decides, frame by frame:
 
-- ``command(packet, vessel, now)`` takes one decoded command datagram (already past the
-  runtime-session check) and returns the state packets it answers with: every authority
-  command gets a ``pylon_control_authority_state`` with the outcome as ``reason``; a
-  refused body wrench a ``pylon_wrench_status`` with ``accepted`` false; a refused formal
-  actuator command an authority state carrying the failure reason.
-- ``tick(vessel, now, dt)`` runs once per physics step: lease expiry, wrench timeout,
-  emergency stop, then the safety filter (``safety``) and the allocation (``allocation``)
-  of the current wrench. It returns the force and torque acting on the vessel (base_link:
-  the modelled RCS nozzle and engine thrust plus the reaction-wheel torque) and the packets
-  to send: a ``pylon_wrench_status`` after each tick that allocated an accepted wrench.
+- ``command(packet, vessel, now, session)`` takes one decoded command datagram (already
+  past the runtime-session check) and returns the state packets it answers with: every
+  authority command gets a ``pylon_control_authority_state`` with the outcome as
+  ``reason``; a refused body wrench a ``pylon_wrench_status`` with ``accepted`` false; a
+  refused actuator, flight or batch command an authority state carrying the failure
+  reason (every refusal is counted in ``refused`` by command type and reason); a
+  separation operation or query a ``pylon_separation_result`` (``separation_journal``).
+- Stream ``attitude``: a body wrench and a flight command (``flight_control``) cancel each
+  other, the newer accepted one acts. A ``pylon_control_batch`` is checked once (its
+  sequence, stream ``batch``) and then applied in one go before the next physics step:
+  optional lease renewal (answered ``lease_renewed``), flight inputs, engines in array
+  order, separation last.
+- ``tick(vessel, now, dt)`` runs once per physics step: lease expiry, wrench and flight
+  timeouts, emergency stop, then the safety filter (``safety``) and the allocation
+  (``allocation``) of the current wrench, or the stock flight inputs. It returns the force
+  and torque acting on the vessel (base_link: the modelled RCS nozzle and engine thrust
+  plus the reaction-wheel torque) and the packets to send: a ``pylon_wrench_status`` after
+  each tick that allocated an accepted wrench. Reaction wheels give no torque while the
+  vessel holds no ElectricCharge; ``wheel_torque`` is what they gave (for their draw).
 
 ``achieved`` in the wrench status is rebuilt from the engine and RCS thrust of the
 *previous* physics tick, as the mod does (reaction wheels excluded). Times (``now``) are
@@ -26,6 +35,7 @@ import math
 
 import numpy as np
 from pylon_protocol import names, packets, rotations
+from pylon_protocol.envelope import Envelope
 from pylon_protocol.packets import (
     MAX_COMMAND_TIMEOUT_SEC,
     MIN_COMMAND_TIMEOUT_SEC,
@@ -33,14 +43,21 @@ from pylon_protocol.packets import (
 )
 
 from pylon_sim import allocation, safety
-from pylon_sim.authority import ControlAuthority
+from pylon_sim.authority import ControlAuthority, Decision
+from pylon_sim.flight_control import FlightControl, stock_input_wrench
 from pylon_sim.safety import SafetyLimits
+from pylon_sim.separation_journal import operation_of, refusal, SeparationJournal
 from pylon_sim.typed_actuators import ACCEPTED, TypedActuators
 from pylon_sim.vessel import mass_properties, RESOURCE_DENSITY
 from pylon_sim.world import SimVessel
 
 ZERO = np.zeros(3)
 Packet = tuple[str, dict]
+SEPARATION_RESULT = 'pylon_separation_result'
+#: a separator's typed outcome -> the operation's result reason
+SEPARATION_OUTCOMES = {ACCEPTED: 'separated', 'already_separated': 'actuator_unavailable',
+                       'unknown_actuator': 'actuator_not_found',
+                       'actuator_kind_mismatch': 'actuator_not_found'}
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,14 @@ def burn(vessel: SimVessel, engine_thrust: dict[str, float], rcs_thrust: dict[st
     return bool(flows)
 
 
+def _module_thrust(nozzles: list[allocation.Nozzle], thrust) -> dict[str, float]:
+    """Return the thrust (N) of each RCS module, summed over its nozzles."""
+    out: dict[str, float] = {}
+    for nozzle, value in zip(nozzles, thrust):
+        out[nozzle.module] = out.get(nozzle.module, 0.0) + float(value)
+    return out
+
+
 def clamp_timeout(value: object) -> float:
     """Return a command timeout as the mod applies it: 0.05–10 s, 0.5 s if unusable."""
     if not isinstance(value, int | float) or isinstance(value, bool) \
@@ -160,6 +185,10 @@ class VehicleManager:
         self._allocator_cache: allocation.Allocator | None = None
         self.typed_by_vessel: dict[str, TypedActuators] = {}
         self.typed_refused: Counter = Counter()     # typed commands the vessel refused
+        self.refused: Counter = Counter()           # (command type, reason) of every refusal
+        self.flight = FlightControl()               # stock flight inputs and gear
+        self.journal = SeparationJournal()          # separation operations and results
+        self.wheel_torque = ZERO                    # N·m the reaction wheels gave, last tick
         self.rcs_thrust: dict[str, float] = {}      # N per RCS module, last tick
         self.engine_thrust: dict[str, float] = {}   # N per engine, last tick
         self.sas_torque = ZERO                      # N·m, the stock SAS's, last tick
@@ -168,40 +197,135 @@ class VehicleManager:
         self.authority_command_at: float | None = None  # clock of the last authority command
 
     # -- commands -------------------------------------------------------------------------
-    def command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
-        """Apply one command; return the state packets that answer it."""
+    def command(self, packet: dict, vessel: SimVessel, now: float,
+                session: Envelope | None = None) -> list[Packet]:
+        """Apply one command; return the state packets that answer it.
+
+        ``session`` is the runtime envelope current now; separation operations need it
+        (without it a separation is a plain typed command and gets no result).
+        """
         kind = packet['type']
         if kind == 'pylon_control_authority_command':
-            self.authority_command_at = now
-            decision = self.authority.command(packet, vessel.vessel_id, now)
-            if self.authority.emergency_stop or not self.authority.owned:
-                self._drop_commands()
-                self._release_overrides()
-            return [self.authority_state(vessel, now, decision.reason)]
+            return self._authority_command(packet, vessel, now)
+        if kind == 'pylon_separation_query':
+            return [(SEPARATION_RESULT, self.journal.query(packet, now))]
+        if kind == 'pylon_control_batch':
+            return self._batch(packet, vessel, now, session)
+        if packet.get('actuatorType') == 'separation' and packet.get('separate') is True:
+            return self._separation(packet, vessel, now, session)
         decision = self.authority.check(packet, vessel.vessel_id, now)
-        if kind == 'pylon_body_wrench_command':
-            if not decision.accepted:
-                return [self._status(packet, False, decision.reason, vessel)]
-            self.wrench = WrenchCommand(
-                identity={k: packet[k] for k in ('vesselId', 'controllerId', 'leaseId',
-                                                 'sequence')},
-                force=np.array(packet['force'], dtype=float),
-                torque=np.array(packet['torque'], dtype=float),
-                expires=now + clamp_timeout(packet.get('timeoutSeconds')))
-            self.wrench_received_at = now
-            return []
         if not decision.accepted:
-            return [self.authority_state(vessel, now, decision.reason)]
-        typed = self.typed(vessel)
-        if kind == 'pylon_docking_port_command':
-            result = typed.docking(packet, now)
-        elif kind in ('pylon_actuator_command', 'pylon_motor_command'):
-            result = typed.command(packet, now)
-        else:                                   # flight control and batches: not modelled
-            result = 'unsupported_command'
+            if kind == 'pylon_body_wrench_command':
+                self.refused[(kind, decision.reason)] += 1
+                return [self._status(packet, False, decision.reason, vessel)]
+            return self._refused(kind, decision.reason, vessel, now)
+        if kind == 'pylon_body_wrench_command':
+            self._accept_wrench(packet, now)
+        elif kind == 'pylon_flight_control_command':
+            self._accept_flight(packet, vessel, now)
+        elif kind == 'pylon_docking_port_command':
+            self._typed_result(kind, self.typed(vessel).docking(packet, now))
+        else:
+            self._typed_result(kind, self.typed(vessel).command(packet, now))
+        return []
+
+    def _authority_command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
+        self.authority_command_at = now
+        decision = self.authority.command(packet, vessel.vessel_id, now)
+        if self.authority.emergency_stop or not self.authority.owned:
+            self._drop_commands()
+            self._release_overrides()
+        return [self.authority_state(vessel, now, decision.reason)]
+
+    def _accept_wrench(self, packet: dict, now: float) -> None:
+        """Hold an accepted body wrench; it cancels a flight command (stream attitude)."""
+        self.flight.clear()
+        self.wrench = WrenchCommand(
+            identity={k: packet[k] for k in ('vesselId', 'controllerId', 'leaseId',
+                                             'sequence')},
+            force=np.array(packet['force'], dtype=float),
+            torque=np.array(packet['torque'], dtype=float),
+            expires=now + clamp_timeout(packet.get('timeoutSeconds')))
+        self.wrench_received_at = now
+
+    def _accept_flight(self, packet: dict, vessel: SimVessel, now: float) -> None:
+        """Hold accepted stock inputs; they cancel a body wrench (stream attitude)."""
+        self.wrench = None
+        self.flight.accept(packet, vessel.vessel_id, now)
+
+    def _refused(self, kind: str, reason: str, vessel: SimVessel, now: float) -> list[Packet]:
+        """Count a refused command and answer it with an authority state."""
+        self.refused[(kind, reason)] += 1
+        return [self.authority_state(vessel, now, reason)]
+
+    def _typed_result(self, kind: str, result: str) -> str:
         if result != ACCEPTED:
             self.typed_refused[result] += 1
-        return []
+            self.refused[(kind, result)] += 1
+        return result
+
+    def _batch(self, packet: dict, vessel: SimVessel, now: float,
+               session: Envelope | None) -> list[Packet]:
+        """Apply a ``pylon_control_batch`` in one go: renewal, flight, engines, separation.
+
+        The members were checked with the batch on decoding (a bad one drops the whole
+        batch there); the batch's sequence is checked once, on stream ``batch``, and the
+        members are applied as their single commands would be, in the mod's order.
+        """
+        kind = packet['type']
+        members = packets.batch_members(packet)
+        separation = members['separation']
+        decision = self.authority.check(packet, vessel.vessel_id, now)
+        if not decision.accepted:
+            out = self._refused(kind, decision.reason, vessel, now)
+            operation = (operation_of(separation, session)
+                         if separation is not None and session is not None else None)
+            if operation is not None:
+                out.append((SEPARATION_RESULT, refusal(operation, decision.reason)))
+            return out
+        out: list[Packet] = []
+        if packet['renewLease']:
+            renewal = self.authority.renew_in_batch(packet, now)
+            out.append(self.authority_state(vessel, now, renewal.reason))
+        if members['flight'] is not None:
+            self._accept_flight(members['flight'], vessel, now)
+        typed = self.typed(vessel)
+        for engine in members['engines']:
+            self._typed_result('pylon_actuator_command', typed.command(engine, now))
+        if separation is not None:
+            out += self._separation(separation, vessel, now, session, decision)
+        return out
+
+    def _separation(self, packet: dict, vessel: SimVessel, now: float,
+                    session: Envelope | None, decision: Decision | None = None
+                    ) -> list[Packet]:
+        """Carry out a separation operation once and answer with its result (journal)."""
+        kind = 'pylon_actuator_command'
+        operation = operation_of(packet, session) if session is not None else None
+        entry = self.journal.lookup(operation.key, now) if operation is not None else None
+        if entry is not None:
+            if entry.operation.fingerprint != operation.fingerprint:
+                self.refused[(kind, 'operation_id_conflict')] += 1
+                return [(SEPARATION_RESULT, refusal(operation, 'operation_id_conflict'))]
+            return [(SEPARATION_RESULT, self.journal.result(entry, now))]
+        decision = decision or self.authority.check(packet, vessel.vessel_id, now)
+        if not decision.accepted:
+            out = self._refused(kind, decision.reason, vessel, now)
+            if operation is not None:
+                out.append((SEPARATION_RESULT, refusal(operation, decision.reason)))
+            return out
+        if operation is None:
+            self._typed_result(kind, self.typed(vessel).command(packet, now))
+            return []
+        entry = self.journal.begin(operation, now)
+        if entry is None:
+            self.refused[(kind, 'result_journal_full')] += 1
+            return [(SEPARATION_RESULT, refusal(operation, 'result_journal_full'))]
+        outcome = self._typed_result(kind, self.typed(vessel).command(packet, now))
+        self.journal.complete(entry, outcome == ACCEPTED,
+                              SEPARATION_OUTCOMES.get(outcome, 'separation_exception'),
+                              session, now)
+        return [(SEPARATION_RESULT, self.journal.result(entry, now))]
 
     def typed(self, vessel: SimVessel) -> TypedActuators:
         """Return the typed actuator state of a vessel (kept per vessel)."""
@@ -216,8 +340,17 @@ class VehicleManager:
         return 'pylon_control_authority_state', self.authority.state(
             vessel.vessel_id, vessel.spec.name, now, reason)
 
+    def flight_fields(self, now: float) -> dict:
+        """Return the applied-input fields of ``pylon_flight_state`` at ``now``."""
+        command, lease = self.flight.command, self.authority.lease
+        active = (command is not None and now < command.expires
+                  and not self.authority.emergency_stop and lease is not None
+                  and lease.identity == command.identity and now < lease.expires_at)
+        return self.flight.fields(now, active)
+
     def _drop_commands(self) -> None:
         self.wrench = None
+        self.flight.clear()
 
     def _release_overrides(self) -> None:
         """End every typed override (lease gone, emergency stop, vessel switch)."""
@@ -229,6 +362,7 @@ class VehicleManager:
         """End the lease when another vessel is active (an emergency stop stays latched)."""
         self._drop_commands()
         self._release_overrides()
+        self.flight.new_session()
         self.safety = safety.zero_state()
         reason = self.authority.vessel_changed(now)
         return [self.authority_state(vessel, now, reason or 'active_vessel_changed')]
@@ -237,13 +371,19 @@ class VehicleManager:
         """End the lease after a runtime reset of the same vessel."""
         self._drop_commands()
         self._release_overrides()
+        self.flight.new_session()
         self.safety = safety.zero_state()
         reason = self.authority.session_changed(now)
         return [self.authority_state(vessel, now, reason or 'runtime_session_changed')]
 
     # -- physics tick ---------------------------------------------------------------------
     def expire(self, vessel: SimVessel, now: float) -> list[Packet]:
-        """End a lease whose time ran out (also while paused: leases run on wall time)."""
+        """End a lease whose time ran out (also while paused: leases run on wall time).
+
+        A flight command whose timeout is up ends here too.
+        """
+        self.flight.expire(now)
+        self.wheel_torque = ZERO
         expired = self.authority.expire(now)
         if not expired:
             return []
@@ -259,25 +399,52 @@ class VehicleManager:
         if command is not None and now >= command.expires:
             out.append(self._status(command.identity, False, 'command_timeout', vessel,
                                     command=command))
-            self.wrench = command = None
+            self.wrench = None
         if self.authority.emergency_stop:
-            self.wrench = command = None
+            self._drop_commands()
             self._release_overrides()
         typed = self.typed(vessel)
         typed.tick(now, dt, vessel.spec.resource_totals(vessel.resources))
         allocator, engines = self._allocator(vessel, typed)
-        fixed_force, fixed_torque, fixed_thrust = self._typed_engines(typed, engines)
-        if command is None:
-            # no command in force (none yet, timed out, lease gone, emergency stop): the
-            # output stops at once, without a slew ramp: the fail-safe path
-            self.safety = safety.idle(self.safety, self.limits, dt)
+        fixed = self._typed_engines(typed, engines)
+        self.sas_torque = self._sas(vessel, allocator)
+        if self.wrench is None:
+            self._tick_without_wrench(allocator, fixed, now, dt)
+        else:
+            out.append(self._tick_wrench(vessel, allocator, fixed, dt))
+        burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
+        return self.applied[0], self.applied[1], out
+
+    def _tick_without_wrench(self, allocator: allocation.Allocator, fixed: tuple,
+                             now: float, dt: float) -> None:
+        """Act without a body wrench: typed engines, SAS and the stock flight inputs.
+
+        With neither a wrench nor a flight command in force (none yet, timed out, lease
+        gone, emergency stop) the commanded output stops at once, without a slew ramp:
+        the fail-safe path.
+        """
+        force, torque, self.engine_thrust = fixed
+        self.safety = safety.idle(self.safety, self.limits, dt)
+        flight = self.flight.write(now)
+        wheel = ZERO
+        self.rcs_thrust = {}
+        if flight is None:
             self._apply_zero(now)
-            self.measured = (fixed_force, fixed_torque)
-            self.sas_torque = self._sas(vessel, allocator)
-            self.applied = (fixed_force, fixed_torque + self.sas_torque)
-            self.engine_thrust, self.rcs_thrust = fixed_thrust, {}
-            burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
-            return self.applied[0], self.applied[1], out
+        else:
+            stock = stock_input_wrench(flight.pitch, flight.yaw, flight.roll, allocator)
+            force, torque = force + stock.force, torque + stock.torque - stock.wheel_torque
+            wheel = stock.wheel_torque
+            self.rcs_thrust = _module_thrust(allocator.nozzles, stock.nozzle_thrust)
+            self.last_allocation = None
+        self.measured = (force, torque)
+        self.wheel_torque = wheel + self.sas_torque
+        self.applied = (force, torque + self.wheel_torque)
+
+    def _tick_wrench(self, vessel: SimVessel, allocator: allocation.Allocator, fixed: tuple,
+                     dt: float) -> Packet:
+        """Act on the body wrench in force: safety filter, allocation; return its status."""
+        command = self.wrench
+        fixed_force, fixed_torque, fixed_thrust = fixed
         result = safety.step(self.safety, self.limits, command.force, command.torque,
                              vessel.state.body_rate, dt)
         self.safety = result.state
@@ -287,19 +454,15 @@ class VehicleManager:
                                              allocator.engines, thrust)
         measured = (force + fixed_force, torque + fixed_torque)
         achieved, self.measured = self.measured, measured
-        self.sas_torque = self._sas(vessel, allocator)
-        self.applied = (measured[0], measured[1] + alloc.wheel_torque + self.sas_torque)
+        self.wheel_torque = alloc.wheel_torque + self.sas_torque
+        self.applied = (measured[0], measured[1] + self.wheel_torque)
         self.last_allocation = alloc
         self.engine_thrust = {**{e.id: float(t) for e, t in zip(allocator.engines, thrust)
                                  if t > 0.0}, **fixed_thrust}
-        self.rcs_thrust = {}
-        for nozzle, value in zip(allocator.nozzles, alloc.nozzle_thrust):
-            self.rcs_thrust[nozzle.module] = self.rcs_thrust.get(nozzle.module, 0.0) + float(value)
-        burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
+        self.rcs_thrust = _module_thrust(allocator.nozzles, alloc.nozzle_thrust)
         reason = ','.join(result.reasons) or 'accepted'
-        out.append(self._status(command.identity, True, reason, vessel, command=command,
-                                allocated=(alloc.force, alloc.torque), achieved=achieved))
-        return self.applied[0], self.applied[1], out
+        return self._status(command.identity, True, reason, vessel, command=command,
+                            allocated=(alloc.force, alloc.torque), achieved=achieved)
 
     def _sas(self, vessel: SimVessel, allocator: allocation.Allocator) -> np.ndarray:
         """Return the torque of the stock SAS (zero while off or suppressed).
@@ -354,10 +517,13 @@ class VehicleManager:
         for values in settings.values():
             values['has_propellant'] = monopropellant
         allocatable = typed.allocatable_engines()
-        _, all_engines, _ = allocation.geometry(vessel.spec, vessel.mass.com)
+        _, all_engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
         for engine in all_engines:
             if engine.id not in allocatable:
                 settings[engine.id] = {'operational': False}
+        if totals.get('ElectricCharge', 0.0) <= EMPTY:     # wheels need ElectricCharge
+            for wheel in wheels:
+                settings[wheel.id] = {'enabled': False}
         key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 2)),
                repr(sorted((k, sorted(v.items())) for k, v in settings.items())))
         if self._allocator_key != key:
@@ -398,6 +564,9 @@ class VehicleManager:
             'applied_torque': [float(v) for v in self.applied[1]],
             'wrench_received_at': self.wrench_received_at, 'zeroed_at': self.zeroed_at,
             'authority_command_at': self.authority_command_at,
+            'wheel_torque': [float(v) for v in self.wheel_torque],
+            'refused': {f'{kind}:{reason}': count
+                        for (kind, reason), count in self.refused.items()},
         }
 
     def _apply_zero(self, now: float) -> None:

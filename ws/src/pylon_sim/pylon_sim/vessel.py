@@ -29,7 +29,8 @@ RESOURCE_DENSITY = {
 SHAPES = ('box', 'cylinder', 'sphere')
 MODULE_KINDS = ('rcs', 'engine', 'reaction_wheel', 'docking_port', 'star_tracker', 'lidar_2d',
                 'lidar_3d', 'camera', 'wheel', 'servo', 'decoupler', 'fairing',
-                'launch_clamp', 'command')
+                'launch_clamp', 'command', 'solar_panel')
+DEFAULT_MAX_TEMP = 2000.0   # K, KSP's default part maxTemp and skinMaxTemp
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class Part:
     resources: Mapping[str, float] = field(default_factory=dict)  # initial amounts
     capacity: Mapping[str, float] = field(default_factory=dict)   # maximum amounts
     modules: tuple[Module, ...] = ()
+    max_temp: float = DEFAULT_MAX_TEMP        # K, internal temperature limit (maxTemp)
+    skin_max_temp: float = DEFAULT_MAX_TEMP   # K, skin temperature limit (skinMaxTemp)
 
     def modules_of(self, kind: str) -> list[Module]:
         """Return the part's modules of one kind."""

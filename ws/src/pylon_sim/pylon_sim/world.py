@@ -18,7 +18,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim import kepler, physics
+from pylon_sim import kepler, physics, thermal
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
@@ -41,6 +41,7 @@ class SimVessel:
     packed: bool = False
     specific_force: np.ndarray = field(default_factory=lambda: np.zeros(3))
     sas: bool = False           # the player's SAS switch
+    thermal: thermal.State | None = None   # part temperatures (``environment.step``)
 
     @property
     def vessel_id(self) -> str:

@@ -169,7 +169,9 @@ def test_admin_events_have_their_runtime_consequences():
     sessions = capture.of('pylon_session')
     assert sessions and not any(p['available'] for p in sessions)
     assert all(p['packed'] for p in sessions)
-    assert {p['type'] for p in capture.packets} == {'pylon_session'}
+    # nothing but heartbeats, and the star tracker saying why it cannot measure
+    assert {p['type'] for p in capture.packets} == {'pylon_session', 'pylon_star_tracker'}
+    assert {p['reason'] for p in capture.of('pylon_star_tracker')} == {'packed'}
     sim.admin({'cmd': 'unpack'})
 
     capture.clear()

@@ -8,7 +8,7 @@ from pylon_sim.vessel import Module, Part, Shape, VesselSpec
 import pytest
 
 VESSEL_ID = '5a1e0c3b9d8f47e6a2b4c6d8e0f1a2b3'
-FULL = {'LiquidFuel': 100.0, 'Oxidizer': 100.0, 'SolidFuel': 100.0}
+FULL = {'LiquidFuel': 100.0, 'Oxidizer': 100.0, 'SolidFuel': 100.0, 'ElectricCharge': 100.0}
 OK = 'command_accepted'
 
 MAIN = 'engine_101_0'        # gimballed, instant response
