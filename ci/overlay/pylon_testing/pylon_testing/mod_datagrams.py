@@ -106,10 +106,14 @@ def model_clear(session_id: str = 'ef' * 16, env: Envelope = ENV) -> bytes:
 def star_tracker(sequence: int = 1, ut: float = UT, env: Envelope = ENV,
                  sensor: str = 'star_tracker_main', reason: str = 'tracking',
                  orientation=(0.0, 0.0, 0.38268343236509, 0.923879532511287),
-                 session_id: str = 'ab' * 16) -> bytes:
-    """Return a ``pylon_star_tracker`` sample (valid exactly when ``reason`` is tracking)."""
+                 session_id: str = 'ab' * 16, vessel: str | None = None) -> bytes:
+    """Return a ``pylon_star_tracker`` sample (valid exactly when ``reason`` is tracking).
+
+    ``vessel`` is the tracker's vessel (default: the session's).
+    """
     valid = reason == 'tracking'
-    return encode('pylon_star_tracker', env, vesselId=env.runtime_vessel_id, sensorId=sensor,
+    return encode('pylon_star_tracker', env, vesselId=vessel or env.runtime_vessel_id,
+                  sensorId=sensor,
                   sessionId=session_id, sequence=sequence, universalTime=ut,
                   referenceFrame='kerbol_inertial', measuredFrame='base_link', valid=valid,
                   reason=reason, angularRateDegSec=0.5, noiseStdRad=9.696273622190799e-05,

@@ -61,6 +61,18 @@ PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state'
 """Measurements: none is published while the game is paused."""
 
 
+def _gated_fields(packet: dict) -> dict:
+    """Return what the session gate checks of a datagram.
+
+    A star tracker's ``inactive`` notice comes when its vessel stops being the active one:
+    under the new session's envelope, with the old vessel's id. Its envelope must match;
+    its ``vesselId`` is the vessel it leaves, so the gate does not compare it.
+    """
+    if packet['type'] == 'pylon_star_tracker' and packet.get('reason') == 'inactive':
+        return {key: value for key, value in packet.items() if key != 'vesselId'}
+    return packet
+
+
 class BridgeCore:
     """Gates and dispatches datagrams; expires what fell silent."""
 
@@ -131,7 +143,7 @@ class BridgeCore:
         if kind == 'pylon_session':
             return self._heartbeat(packet, now, ros_now)
         try:
-            self.shared.time.admit(packet)
+            self.shared.time.admit(_gated_fields(packet))
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
         handler = self._handlers.get(kind)

@@ -277,3 +277,15 @@ def test_model_tf_keeps_the_proxy_connected_without_ground_truth_or_sensors():
     [root] = tf.transforms
     assert (root.header.frame_id, root.child_frame_id) == ('base_link', model.root_frame)
     assert driver.core.model_tf(driver.now, 2000.0) == []      # that stamp was sent
+
+
+def test_a_star_trackers_inactive_notice_of_the_vessel_left_passes_the_gate():
+    driver = started()
+    switched = d.envelope(generation=4, vessel=d.OTHER)
+    driver.feed(d.session(env=switched, sequence=2))
+    left = d.star_tracker(env=switched, reason='inactive', vessel=d.VESSEL)
+    [state] = driver.published('star_tracker/state', driver.feed(left))
+    assert state.reason == 'inactive' and not state.valid
+    tracking = d.star_tracker(env=switched, sequence=2, vessel=d.VESSEL)   # others must match
+    assert driver.feed(tracking) == []
+    assert driver.core.stats.dropped['vessel_id_mismatch'] == 1

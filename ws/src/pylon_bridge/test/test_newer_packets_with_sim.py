@@ -1,0 +1,256 @@
+"""The mod's newer packets end to end: pylon_sim and udp_bridge as real processes over DDS.
+
+Flight inputs and batches commanded through the bridge and seen acting in the simulator
+(flight state, ground truth, snapshots); power in eclipse and sun; an engine part heating
+while it burns; a separation result fetched through the service after the topic was
+missed; and what a vessel switch must deliver at once (the new session's notices).
+"""
+
+
+from geometry_msgs.msg import TwistStamped
+from pylon_interfaces.msg import (
+    ControlAuthorityState,
+    ControlBatch,
+    ControlSnapshot,
+    EngineCommand,
+    FlightControlCommand,
+    FlightState,
+    PartThermalState,
+    SeparationCommand,
+    SeparationResult,
+    StarTrackerState,
+    VehicleHealth,
+)
+from pylon_interfaces.srv import GetSeparationResult
+from pylon_sim.scenario import resolve
+from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
+from pylon_testing.recorder import stamp_of
+from pylon_testing.wait import spin_until
+import pytest
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+import yaml
+
+pytestmark = pytest.mark.integration
+
+ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
+ENGINE, ENGINE_PART = 'engine_1100004_0', 4100004
+RELIABLE = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+HEALTH = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
+RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=LATCHED.durability)
+
+
+class Flyer(Pilot):
+    """A pilot with the flight, batch and engine command topics and the new reports."""
+
+    def __init__(self, node):
+        super().__init__(node)
+        self.add('flight', '/ksp_vessel/ground_truth/flight', FlightState,
+                 qos_profile_sensor_data)
+        self.add('snapshot', '/ksp_vessel/control/snapshot', ControlSnapshot, RELIABLE)
+        self.add('rates', '/ksp_vessel/ground_truth/twist_body', TwistStamped,
+                 qos_profile_sensor_data)
+        self.flight_pub = node.create_publisher(
+            FlightControlCommand, '/ksp_vessel/control/flight_command', COMMAND)
+        self.batch_pub = node.create_publisher(ControlBatch, '/ksp_vessel/control/batch',
+                                               COMMAND)
+        self.engine_pub = node.create_publisher(
+            EngineCommand, '/ksp_vessel/actuators/propulsion/command', COMMAND)
+
+    def identity(self, msg, vessel=SAT):
+        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', 'lease-1'
+        msg.sequence = self.next_sequence('ctl', 'lease-1')
+        return msg
+
+    def flight_command(self, **inputs):
+        msg = self.identity(FlightControlCommand(**{'timeout_sec': 0.3, **inputs}))
+        self.until(lambda: self.flight_pub.get_subscription_count() > 0, 'the bridge')
+        self.flight_pub.publish(msg)
+        return msg
+
+
+def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(sim_stack, ros_node):
+    sim_stack()
+    flyer = Flyer(ros_node)
+    flyer.ready()
+    assert acquire(flyer, duration=5.0)[0].reason == 'lease_acquired'
+    before = flyer.wait_for('rates').twist.angular.x
+    sent = flyer.flight_command(roll=1.0)
+    applied = flyer.wait_for('flight', lambda m: m.applied_input_sequence == sent.sequence,
+                             what='the roll input applied')
+    assert (applied.applied_input_valid, applied.flight_command_active) == (True, True)
+    assert (applied.applied_roll, applied.applied_pitch, applied.input_at_limit) == (
+        1.0, 0.0, True)
+    # the stock path (wheel, then RCS) turns the vessel about +X, the roll axis
+    spun = flyer.wait_for('rates', lambda m: m.twist.angular.x > before + 1e-3,
+                          what='a roll rate')
+    assert abs(spun.twist.angular.y) < abs(spun.twist.angular.x)
+    # no new command: after 0.3 s the input ends (measured on the stamps, KSP time)
+    ended = flyer.wait_for('flight', lambda m: m.applied_input_valid and
+                           not m.flight_command_active, what='the input timing out')
+    assert stamp_of(ended) - stamp_of(applied) < 0.3 + 0.1
+    # a refused command (timeout 0: flight inputs have no default) sends nothing
+    refused = flyer.mark()
+    flyer.flight_command(roll=0.5, timeout_sec=0.0)
+    flyer.wait_for('diag', lambda m: int(flyer.diagnostics(
+        'pylon_bridge: commands', m).get('refused.invalid_command', 0)) >= 1, refused,
+        'the refusal counted')
+    assert all(m.applied_roll == 1.0 for m in flyer.messages('flight', refused))
+
+
+def test_a_batch_acts_in_one_physics_step(sim_stack, ros_node):
+    sim_stack()
+    flyer = Flyer(ros_node)
+    flyer.ready()
+    assert acquire(flyer, duration=2.0)[0].reason == 'lease_acquired'
+    since = flyer.mark()
+    batch = flyer.identity(ControlBatch(renew_lease=True, lease_duration_sec=3.0,
+                                        has_flight=True))
+    batch.flight = FlightControlCommand(pitch=0.5, timeout_sec=0.5)
+    batch.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=6000.0,
+                                   timeout_sec=0.5)]
+    flyer.until(lambda: flyer.batch_pub.get_subscription_count() > 0, 'the bridge')
+    flyer.batch_pub.publish(batch)
+    renewed = flyer.answer(since, lambda m: m.reason == 'lease_renewed', 'the renewal')
+    assert renewed.state == ControlAuthorityState.STATE_OWNED
+    # the first snapshot in which the flight input is applied has the engine override too
+    snapshot = flyer.wait_for('snapshot', lambda m: m.flight.applied_input_sequence ==
+                              batch.sequence, since, 'the batch applied')
+    [engine] = [e for e in snapshot.engines if e.id == ENGINE]
+    assert engine.command_active and engine.thrust == pytest.approx(6000.0)
+    assert snapshot.flight.applied_pitch == 0.5
+    assert {stamp_of(m) for m in (snapshot, snapshot.flight, engine)} == {stamp_of(snapshot)}
+    # one bad member refuses the whole batch: nothing of it acts
+    bad = flyer.identity(ControlBatch(has_flight=True))
+    bad.flight = FlightControlCommand(pitch=0.9, timeout_sec=0.5)
+    bad.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=-1.0, timeout_sec=0.5)]
+    refused = flyer.mark()
+    flyer.batch_pub.publish(bad)
+    flyer.wait_for('diag', lambda m: int(flyer.diagnostics(
+        'pylon_bridge: commands', m).get('refused.invalid_command', 0)) >= 1, refused,
+        'the refusal counted')
+    assert all(m.applied_pitch != 0.9 for m in flyer.messages('flight', refused))
+
+
+def lean_scenario(tmp_path, true_anomaly):
+    """Return the orbit scenario without LiDAR and camera, the sat at ``true_anomaly`` deg."""
+    data = yaml.safe_load(resolve('orbit').read_text(encoding='utf-8'))
+    for vessel in data['vessels']:
+        if vessel['key'] == 'sat':
+            vessel['orbit']['true_anomaly'] = true_anomaly
+            for part in vessel['parts']:
+                part['modules'] = [m for m in part.get('modules', [])
+                                   if m['kind'] not in ('lidar_2d', 'lidar_3d', 'camera')]
+    path = tmp_path / 'orbit_lean.yaml'
+    path.write_text(yaml.safe_dump(data), encoding='utf-8')
+    return str(path)
+
+
+def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, tmp_path):
+    # 72 degrees along the orbit the sat is about 13 s of game time before sunrise
+    sim_stack(scenario=lean_scenario(tmp_path, 72.0), sim_args=['--rate', '2'])
+    pilot = Pilot(ros_node)
+    pilot.add('power', '/ksp_vessel/health/power', VehicleHealth, HEALTH)
+    pilot.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, qos_profile_sensor_data)
+    night = pilot.wait_for('power', lambda m: m.net_charge_rate_valid and
+                           m.net_charge_rate_estimate < 0.0, what='discharging in eclipse')
+    assert night.vessel_id == SAT and night.electric_capacity == 150.0
+    assert night.rate_sample_interval_sec == pytest.approx(0.5, abs=0.05)   # 2 Hz of UT
+    day = pilot.wait_for('power', lambda m: m.net_charge_rate_valid and
+                         m.net_charge_rate_estimate > 0.0, pilot.after('power', night),
+                         'charging in sunlight')
+    assert day.universal_time > night.universal_time
+    assert day.electric_charge > min(m.electric_charge for m in pilot.messages('power'))
+    assert not day.generation_rate_valid and not day.consumption_rate_valid
+    # the flight state reports the same charge for the same game time
+    flight = pilot.wait_for('flight', lambda m: m.universal_time >= day.universal_time)
+    assert flight.electric_charge == pytest.approx(day.electric_charge, abs=0.2)
+
+
+def test_an_engine_part_heats_while_it_burns(sim_stack, ros_node):
+    sim_stack()
+    flyer = Flyer(ros_node)
+    flyer.add('thermal', '/ksp_vessel/health/thermal', PartThermalState, HEALTH)
+    flyer.ready()
+    cold = flyer.wait_for('thermal', lambda m: m.part_flight_id == ENGINE_PART)
+    assert (cold.part_name, cold.max_temperature) == ('liquidEngine3.v2', 2000.0)
+    assert acquire(flyer, duration=10.0)[0].reason == 'lease_acquired'
+
+    def burn():
+        msg = flyer.identity(EngineCommand(id=ENGINE, enabled=True, target_thrust=60000.0,
+                                           timeout_sec=0.5))
+        flyer.engine_pub.publish(msg)
+        return False
+    since = flyer.mark()
+    heated = []
+
+    def hotter():
+        burn()
+        heated[:] = [m for m in flyer.messages('thermal', since)
+                     if m.part_flight_id == ENGINE_PART and m.temperature > cold.temperature + 1.0]
+        return bool(heated)
+    flyer.until(hotter, 'the engine part heating')
+    hot = heated[0]
+    # about 1.2 K per second of full thrust: one kelvin needs most of a second of game time
+    assert hot.universal_time - cold.universal_time > 0.5
+    tank = [m for m in flyer.messages('thermal', since) if m.part_flight_id == 4100003]
+    assert tank and all(m.temperature < hot.temperature for m in tank)
+
+
+def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ros_node):
+    sim_stack(scenario='launchpad')
+    flyer = Flyer(ros_node)
+    flyer.add('result', '/ksp_vessel/actuators/separation/result', SeparationResult, RESULTS)
+    flyer.ready()
+    assert acquire(flyer, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
+    command = flyer.identity(SeparationCommand(id='decoupler_9900002_0', separate=True,
+                                               operation_id='stage-1'), vessel=ROCKET)
+    flyer.until(lambda: flyer.separation_pub.get_subscription_count() > 0, 'the bridge')
+    flyer.separation_pub.publish(command)
+    done = flyer.wait_for('result', lambda m: m.operation_id == 'stage-1' and m.completed,
+                          what='the separation result')
+    assert (done.success, done.retained, done.reason, done.id) == (
+        True, True, 'separated', 'decoupler_9900002_0')
+    # a client that missed the topic asks the service: the cached receipt, no query
+    client = ros_node.create_client(GetSeparationResult,
+                                    '/ksp_vessel/actuators/separation/get_result')
+    assert client.wait_for_service(timeout_sec=60.0)
+
+    def call(operation_id):
+        future = client.call_async(GetSeparationResult.Request(
+            operation_id=operation_id, original_runtime_instance=done.original_runtime_instance,
+            original_runtime_epoch=done.original_runtime_epoch,
+            original_vessel_id=done.original_vessel_id))
+        spin_until(ros_node, future.done, 60.0, flyer.executor, what='the service answer')
+        return future.result()
+    cached = call('stage-1')
+    assert (cached.found, cached.query_sent, cached.reason) == (True, False, 'separated')
+    assert cached.result.success and cached.result.sequence == command.sequence
+    assert 0.0 < cached.result.retention_remaining_sec <= 600.0
+    # an operation the bridge never saw: a query goes to the game, the answer on the topic
+    unknown = call('never-sent')
+    assert (unknown.found, unknown.query_sent, unknown.reason) == (False, True, 'query_sent')
+    answer = flyer.wait_for('result', lambda m: m.operation_id == 'never-sent',
+                            what="the game's answer to the query")
+    assert (answer.completed, answer.retained, answer.reason) == (
+        True, False, 'result_not_retained')
+
+
+def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node):
+    stack = sim_stack()
+    pilot = Pilot(ros_node)
+    pilot.add('tracker', '/ksp_vessel/star_tracker/star_tracker_main/state', StarTrackerState,
+              QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+    pilot.ready()
+    pilot.wait_for('tracker')
+    since = pilot.mark()
+    stack.admin('switch', vessel='target')
+    changed = pilot.wait_for('life', lambda m: m.vessel_id != SAT, since, 'the switch')
+    authority = pilot.wait_for('authority', lambda m: m.reason == 'active_vessel_changed',
+                               since, 'the authority notice')
+    inactive = pilot.wait_for('tracker', lambda m: m.reason == 'inactive', since,
+                              'the star tracker inactive notice')
+    # all three are stamped on the bridge's receipt: within 0.2 s of each other
+    for notice in (authority, inactive):
+        assert abs(stamp_of(notice) - stamp_of(changed)) < 0.2
+    assert not inactive.valid
