@@ -61,16 +61,20 @@ PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state'
 """Measurements: none is published while the game is paused."""
 
 
-def _gated_fields(packet: dict) -> dict:
-    """Return what the session gate checks of a datagram.
+def _gated_fields(packet: dict) -> tuple[dict, bool]:
+    """Return what the session gate checks of a datagram, and whether it may pass unavailable.
 
-    A star tracker's ``inactive`` notice comes when its vessel stops being the active one:
-    under the new session's envelope, with the old vessel's id. Its envelope must match;
-    its ``vesselId`` is the vessel it leaves, so the gate does not compare it.
+    Star tracker notices (seed 003): ``inactive`` comes when its vessel stops being the
+    active one, under the new session's envelope with the old vessel's id, so the gate
+    checks its envelope but not its ``vesselId``; ``packed`` comes while the vessel is on
+    rails, when the session is not available, so it passes while unavailable.
     """
-    if packet['type'] == 'pylon_star_tracker' and packet.get('reason') == 'inactive':
-        return {key: value for key, value in packet.items() if key != 'vesselId'}
-    return packet
+    if packet['type'] == 'pylon_star_tracker':
+        reason = packet.get('reason')
+        if reason == 'inactive':
+            return {key: value for key, value in packet.items() if key != 'vesselId'}, False
+        return packet, reason == 'packed'
+    return packet, False
 
 
 class BridgeCore:
@@ -143,7 +147,8 @@ class BridgeCore:
         if kind == 'pylon_session':
             return self._heartbeat(packet, now, ros_now)
         try:
-            self.shared.time.admit(_gated_fields(packet))
+            gated, while_unavailable = _gated_fields(packet)
+            self.shared.time.admit(gated, while_unavailable)
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
         handler = self._handlers.get(kind)

@@ -38,9 +38,9 @@ class SessionTime:
             self.paused = bool(packet.get('paused', False))
         return result
 
-    def admit(self, packet: dict) -> None:
+    def admit(self, packet: dict, while_unavailable: bool = False) -> None:
         """Raise ProtocolError unless ``packet`` belongs to the current session."""
-        self.tracker.admit(packet)
+        self.tracker.admit(packet, while_unavailable=while_unavailable)
 
     def expire(self, now: float, timeout: float) -> bool:
         """Return whether the session just timed out (no heartbeat for ``timeout``)."""

@@ -289,3 +289,13 @@ def test_a_star_trackers_inactive_notice_of_the_vessel_left_passes_the_gate():
     tracking = d.star_tracker(env=switched, sequence=2, vessel=d.VESSEL)   # others must match
     assert driver.feed(tracking) == []
     assert driver.core.stats.dropped['vessel_id_mismatch'] == 1
+
+
+def test_the_star_trackers_packed_notice_passes_while_the_vessel_is_on_rails():
+    driver = started()
+    driver.feed(d.session(sequence=2, available=False))           # packed: unavailable
+    [state] = driver.published('star_tracker/state',
+                               driver.feed(d.star_tracker(reason='packed')))
+    assert state.reason == 'packed' and not state.valid
+    assert driver.feed(d.imu()) == []                              # nothing else does
+    assert driver.core.stats.dropped['session_unavailable'] == 1

@@ -254,3 +254,17 @@ def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ro
     for notice in (authority, inactive):
         assert abs(stamp_of(notice) - stamp_of(changed)) < 0.2
     assert not inactive.valid
+
+
+def test_the_star_tracker_says_packed_on_rails(sim_stack, ros_node):
+    stack = sim_stack()
+    pilot = Pilot(ros_node)
+    pilot.add('tracker', '/ksp_vessel/star_tracker/star_tracker_main/state', StarTrackerState,
+              QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+    pilot.ready()
+    pilot.wait_for('tracker')
+    since = pilot.mark()
+    stack.admin('pack')
+    packed = pilot.wait_for('tracker', lambda m: m.reason == 'packed', since,
+                            'the packed reason')
+    assert not packed.valid and packed.header.frame_id == 'kerbol_inertial'

@@ -240,20 +240,21 @@ class SessionTracker:
     def _ignored(self, reason: str) -> HeartbeatResult:
         return HeartbeatResult(False, reason, False, self._key, self.available, self._key)
 
-    def admit(self, packet: Mapping[str, object]) -> None:
+    def admit(self, packet: Mapping[str, object], *, while_unavailable: bool = False) -> None:
         """
         Check that a non-heartbeat datagram belongs to the current session.
 
         Raise ProtocolError with reason ``no_session``, ``session_unavailable``,
         ``envelope_mismatch`` or ``vessel_id_mismatch`` when it must be dropped. A packet
-        without ``vesselId`` passes on its envelope alone.
+        without ``vesselId`` passes on its envelope alone. ``while_unavailable`` admits a
+        packet of the current session while it is not available (a notice about that).
         """
         if not isinstance(packet, Mapping):
             raise ProtocolError('bad_packet', 'expected a JSON object')
         key = self._key
         if key is None:
             raise ProtocolError('no_session', 'no session heartbeat accepted yet')
-        if not self.available:
+        if not self.available and not while_unavailable:
             raise ProtocolError('session_unavailable', 'the session is not available')
         generation = packet.get('runtimeGeneration')
         if (packet.get('runtimeInstance') == key.instance and type(generation) is int
