@@ -116,19 +116,26 @@ def test_clock_drives_a_sim_time_node(sim_stack, ros_node, rate):
     first = stamp_of(rec.last('clock').clock)
     rec.until(lambda: stamp_of(rec.last('clock').clock) >= first + 2.0, '2 s of game time')
     ticks = len(fired) - start
-    assert 15 <= ticks <= 25, ticks                   # a 10 Hz timer over 2 s of game time
+    # a 10 Hz timer over 2 s of game time: 20 ticks, at most one more; fewer only when the
+    # test process falls behind the clock and rcl skips the periods it missed
+    assert 10 <= ticks <= 21, ticks
     clocks = [stamp_of(m.clock) for m in rec.messages('clock')]
     assert clocks == sorted(clocks)
     # /clock is the stamps' time: a flight state's stamp is never ahead of the clock after it
     flight = rec.wait_for('flight')
     rec.until(lambda: stamp_of(rec.last('clock').clock) >= stamp_of(flight), 'the clock')
-    # paused: the clock stands still, and so does the timer
+    # paused: neither the clock nor the timer passes the game time of the pause (messages
+    # sent just before it may still arrive: the bound is the paused UT, mapped)
+    rec.add('state', '/ksp_vessel/simulator/state', SimulatorState, LATCHED)
+    since = rec.mark()
     stack.admin('pause')
-    rec.until(stack.clock_reached(0.5 * rate), 'the bridge seeing the pause')
-    held_clock, held_ticks = stamp_of(rec.last('clock').clock), len(fired)
+    paused = rec.wait_for('state', lambda m: m.state == S.STATE_PAUSED, since, 'the pause')
+    offset = stamp_of(flight) - flight.universal_time
+    held = paused.universal_time + offset
     rec.until(stack.clock_reached(1.0 * rate), 'a second of pause')
-    assert stamp_of(rec.last('clock').clock) == held_clock
-    assert len(fired) - held_ticks <= 1
+    assert all(stamp_of(m.clock) <= held + 1e-6 for m in rec.messages('clock'))
+    assert all(t * 1e-9 <= held + 1e-6 for t in fired)
+    held_ticks = len(fired)
     stack.admin('resume')
-    rec.until(lambda: stamp_of(rec.last('clock').clock) > held_clock + 0.5, 'time again')
+    rec.until(lambda: stamp_of(rec.last('clock').clock) > held + 0.5, 'time again')
     assert len(fired) > held_ticks + 2

@@ -24,7 +24,8 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
 def test_one_latched_profile_for_every_latched_state():
     latched = {key for key, row in topics.TOPICS.items() if row.qos == 'LATCHED'}
     assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
-                       'control/authority/state'}
+                       'control/authority/state', 'simulator/state',
+                       'simulator/universal_time'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
