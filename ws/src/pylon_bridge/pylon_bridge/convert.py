@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+import functools
 
 from geometry_msgs.msg import (
     AccelStamped,
@@ -271,29 +272,33 @@ def camel(name: str) -> str:
     return head + ''.join(part.capitalize() for part in rest)
 
 
+_VECTORS = ('geometry_msgs/Point', 'geometry_msgs/Vector3')
+_CASTS = {'double': float, 'float': float, 'boolean': bool, 'string': str}
+
+
+@functools.cache
+def _field_plan(msg_type: type) -> tuple[tuple[str, str, str], ...]:
+    """Return (field, wire key, rosidl type) of each field but the header, once per type."""
+    return tuple((name, camel(name), kind)
+                 for name, kind in msg_type.get_fields_and_field_types().items()
+                 if name != 'header')
+
+
 def copy_fields(msg, packet: Mapping, skip: Iterable[str] = ()):
     """Fill ``msg``'s plain fields from the packet's camelCase fields of the same name.
 
     Numbers, bools and strings are copied when present; ``geometry_msgs/Point`` and
     ``Vector3`` fields take a 3-array. Fields in ``skip`` and the header are left alone.
     """
-    skipped = {'header', *skip}
-    for name, kind in msg.get_fields_and_field_types().items():
-        if name in skipped:
+    for name, key, kind in _field_plan(type(msg)):
+        value = packet.get(key)
+        if value is None or name in skip:
             continue
-        value = packet.get(camel(name))
-        if value is None:
-            continue
-        if kind in ('geometry_msgs/Point', 'geometry_msgs/Vector3'):
+        if kind in _VECTORS:
             _xyz(getattr(msg, name), value)
-        elif kind in ('double', 'float'):
-            setattr(msg, name, float(value))
-        elif kind == 'boolean':
-            setattr(msg, name, bool(value))
-        elif kind == 'string':
-            setattr(msg, name, str(value))
         else:
-            setattr(msg, name, max(0, int(value)))
+            cast = _CASTS.get(kind)
+            setattr(msg, name, cast(value) if cast is not None else max(0, int(value)))
     return msg
 
 
