@@ -236,13 +236,19 @@ def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ro
         True, False, 'result_not_retained')
 
 
-def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node):
-    stack = sim_stack()
+def tracker_pilot(ros_node):
+    """Return a pilot that has seen the orbit sat's star tracker state."""
     pilot = Pilot(ros_node)
     pilot.add('tracker', '/ksp_vessel/star_tracker/star_tracker_main/state', StarTrackerState,
               QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
     pilot.ready()
     pilot.wait_for('tracker')
+    return pilot
+
+
+def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node):
+    stack = sim_stack()
+    pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('switch', vessel='target')
     changed = pilot.wait_for('life', lambda m: m.vessel_id != SAT, since, 'the switch')
@@ -258,11 +264,7 @@ def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ro
 
 def test_the_star_tracker_says_packed_on_rails(sim_stack, ros_node):
     stack = sim_stack()
-    pilot = Pilot(ros_node)
-    pilot.add('tracker', '/ksp_vessel/star_tracker/star_tracker_main/state', StarTrackerState,
-              QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-    pilot.ready()
-    pilot.wait_for('tracker')
+    pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('pack')
     packed = pilot.wait_for('tracker', lambda m: m.reason == 'packed', since,
