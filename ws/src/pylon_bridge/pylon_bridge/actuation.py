@@ -6,6 +6,13 @@ servos (``MotorState`` and ``joint_states``, and their joints on /tf for the ser
 extension) and the docking ports. Commands (ROS -> mod): ``command`` puts the session's
 envelope on a validated command, ``command_rejected`` reports a refused one to its sender
 (a WrenchFeedback or an authority state with the reason).
+
+RCS thrust limits are N per module on the ROS side (``RcsCommand``/``RcsState``, as the
+seed says) and N per nozzle on the wire. ``RcsModules`` converts with the module's nozzle
+count: the state's ``nozzleCount`` where the game sends it (pylon_sim does), else
+``round(maxThrust / thruster power)`` with the power taken as the largest per-nozzle
+limit the module ever reported: the stock limiter starts at 100 %, and where it never was,
+the estimate has too many nozzles and a command limits more than asked, never less.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 
 from pylon_protocol import wire
 from pylon_protocol.errors import ProtocolError
+from pylon_protocol.names import sanitize_name
 
 from pylon_bridge import commands, convert
 from pylon_bridge.actions import Publish
@@ -24,6 +32,38 @@ ACTUATOR_STATE_KEYS = {'wheel': 'actuators/wheel/state', 'engine': 'actuators/pr
 """The wire's actuator kinds and the topic keys of their state."""
 KSP_TIME_STAMPED = frozenset({'actuators/wheel/state'})
 """Actuator states stamped with their KSP time (their message says so); others on receipt."""
+
+
+class RcsModules:
+    """The nozzle count of each RCS module, from its states, for the unit conversion."""
+
+    def __init__(self) -> None:
+        """Know no module."""
+        self.nozzles: dict[str, int] = {}
+        self.power: dict[str, float] = {}        # largest per-nozzle limit seen (N)
+
+    def observe(self, packet: dict) -> int | None:
+        """Note a module's state; return its nozzle count (None while it cannot be told)."""
+        name = packet['name']
+        given = packet.get('nozzleCount')
+        if given is not None:
+            self.nozzles[name] = given
+            return given
+        power = max(self.power.get(name, 0.0), packet.get('thrustLimit', 0.0))
+        self.power[name] = power
+        if power > 0.0 and packet.get('maxThrust', 0.0) > 0.0:
+            self.nozzles[name] = max(1, round(packet['maxThrust'] / power))
+        return self.nozzles.get(name)
+
+    def per_nozzle(self, outgoing: commands.Outgoing) -> commands.Outgoing:
+        """Return an RCS command with its module limit turned into the wire's per-nozzle one."""
+        name = sanitize_name(outgoing.fields['name'], 'rcs')
+        count = self.nozzles.get(name)
+        if count is None:
+            raise commands.CommandError('rcs_module_unknown', f'RCS module {name}: no state '
+                                        'with its nozzle count yet')
+        fields = dict(outgoing.fields, thrustLimit=outgoing.fields['thrustLimit'] / count)
+        return commands.Outgoing(outgoing.type_name, fields)
 
 
 class Actuation:
@@ -37,8 +77,9 @@ class Actuation:
         self.new_session()
 
     def new_session(self) -> None:
-        """Forget the servos of the previous session."""
+        """Forget the servos and RCS modules of the previous session."""
         self.motors: dict[str, dict] = {}
+        self.rcs = RcsModules()
 
     # -- state -----------------------------------------------------------------------------------
     def authority_state(self, packet: dict, now: float, ros_now: float) -> list:
@@ -60,8 +101,10 @@ class Actuation:
             self.s.stats.ignored['pylon_actuator_state/motor'] += 1
             return []
         stamp = self.s.stamp(packet, ros_now) if key in KSP_TIME_STAMPED else ros_now
-        return [self.s.topics.publish(key, convert.actuator_state(
-            packet, stamp, self.s.config.body_frame), now)]
+        msg = convert.actuator_state(packet, stamp, self.s.config.body_frame)
+        if packet['actuatorType'] == 'rcs':          # N per nozzle -> N per module
+            msg.thrust_limit *= self.rcs.observe(packet) or 0
+        return [self.s.topics.publish(key, msg, now)]
 
     def motor(self, packet: dict, now: float, ros_now: float) -> list:
         """Publish a servo's state, every servo's joint state and the moved joints on /tf."""
@@ -91,6 +134,8 @@ class Actuation:
         except ProtocolError:
             raise commands.CommandError('control_unavailable',
                                         'no fresh active flight session') from None
+        if outgoing.fields.get('actuatorType') == 'rcs':
+            outgoing = self.rcs.per_nozzle(outgoing)
         data = wire.encode_command(commands.validate(outgoing, envelope))
         self.s.stats.commands_sent[outgoing.type_name] += 1
         return data

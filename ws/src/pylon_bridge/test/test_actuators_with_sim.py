@@ -89,14 +89,16 @@ def test_rcs_module_limit_and_restore(sim_stack, ros_node):
     pilot = Actuators(ros_node)
     pilot.ready()
     acquire(pilot, duration=5.0)
-    since = pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=250.0,
+    # N per module (the RV-105: 4 nozzles of 1 kN): half the module is 500 N per nozzle in
+    # the game, and the state says 2 kN again; sent per nozzle, 2 kN would limit nothing
+    since = pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=2000.0,
                                          timeout_sec=0.6))
     limited = pilot.wait_for('rcs', lambda m: m.id == RCS and m.command_active, since,
                              'the RCS override')
-    assert limited.thrust_limit == 250.0 and limited.enabled and limited.max_thrust == 4000.0
+    assert limited.thrust_limit == 2000.0 and limited.enabled and limited.max_thrust == 4000.0
     restored = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active,
                               pilot.after('rcs', limited), 'the RCS back to stock')
-    assert restored.thrust_limit == 1000.0
+    assert restored.thrust_limit == 4000.0
 
 
 def test_docking_port_camera_selection(sim_stack, ros_node):

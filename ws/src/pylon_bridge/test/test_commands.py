@@ -275,3 +275,35 @@ def test_separation_command_operation_identity_is_filled_once_the_session_is_kno
     packet = json.loads(core.command(commands.separation_command(empty, 0.5), 0.1))
     assert packet['operationId'].startswith('legacy-') and len(packet['operationId']) == 71
     assert packet['operationVesselId'] == d.VESSEL
+
+
+def rcs_state(name='rcs_1_0', limit=1000.0, **extra):
+    return d.encode('pylon_actuator_state', actuatorType='rcs', name=name, vesselId=d.VESSEL,
+                    enabled=True, active=False, flameout=False, thrust=0.0, maxThrust=4000.0,
+                    thrustLimit=limit, commandActive=False, **extra)
+
+
+def test_rcs_limits_are_per_module_in_ros_and_per_nozzle_on_the_wire():
+    core = opened_core()
+    limit = RcsCommand(**IDENTITY, id='rcs_1_0', enabled=True, thrust_limit=2000.0)
+    with pytest.raises(CommandError) as info:          # no state yet: nozzles unknown
+        core.command(commands.rcs_command(limit, 0.5), 0.1)
+    assert info.value.reason == 'rcs_module_unknown'
+    [state] = [a.msg for a in core.handle(rcs_state(limit=500.0, nozzleCount=4),
+                                          ('127.0.0.1', 1), 0.1, 100.1)
+               if a.key == 'actuators/rcs/state']
+    assert (state.thrust_limit, state.max_thrust) == (2000.0, 4000.0)     # N per module
+    packet = json.loads(core.command(commands.rcs_command(limit, 0.5), 0.1))
+    assert packet['thrustLimit'] == 500.0                                 # N per nozzle
+
+
+def test_rcs_nozzles_are_estimated_safely_without_the_extension():
+    core = opened_core()
+    core.handle(rcs_state(limit=1000.0), ('127.0.0.1', 1), 0.1, 100.1)   # stock 100 %
+    core.handle(rcs_state(limit=250.0), ('127.0.0.1', 1), 0.1, 100.1)    # limiter 25 %
+    assert core.actuation.rcs.nozzles['rcs_1_0'] == 4
+    low = opened_core()                     # a limiter never seen at 100 %: more nozzles
+    low.handle(rcs_state(limit=500.0), ('127.0.0.1', 1), 0.1, 100.1)
+    packet = json.loads(low.command(commands.rcs_command(
+        RcsCommand(**IDENTITY, id='rcs_1_0', enabled=True, thrust_limit=2000.0), 0.5), 0.1))
+    assert packet['thrustLimit'] == 250.0   # limits more than asked (8 nozzles), never less

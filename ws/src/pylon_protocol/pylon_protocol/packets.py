@@ -96,6 +96,7 @@ SEPARATION_RESULT_REPEAT_SEC = 10.0  # results keep being sent this long after c
 SEPARATION_RESULT_PENDING_REPEAT_SEC = 0.5  # and at this period while pending and after
 SEPARATION_RESULT_RETENTION_SEC = 600.0    # the mod keeps a completed result this long
 SEPARATION_RESULT_CAPACITY = 128           # results the mod's journal (and the bridge) keep
+MAX_RCS_NOZZLES = 1024                     # ``nozzleCount`` of an RCS state (our extension)
 
 #: Authority actions; the ROS ``ACTION_*`` constant of each is its index + 1.
 AUTHORITY_ACTIONS = ('acquire', 'renew', 'release', 'emergency_stop', 'clear_emergency_stop')
@@ -375,6 +376,8 @@ _ENGINE_STATE = {
 _RCS_STATE = {
     **_fields(_BOOL, 'enabled active flameout commandActive', False, needed=False),
     **_fields(_NUM, 'thrust maxThrust thrustLimit', 0.0, needed=False),
+    # our extension (pylon_sim sends it, the public mod does not): nozzles of the module
+    'nozzleCount': optional(sc.integer(1, MAX_RCS_NOZZLES)),
 }
 _SEPARATION_STATE = {
     'mechanism': required(sc.string(choices=SEPARATION_MECHANISMS)),

@@ -90,6 +90,8 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
         payload.update({
             'enabled': True, 'active': False, 'flameout': False, 'thrust': 0.0,
             'maxThrust': power * nozzles, 'thrustLimit': power, 'commandActive': False})
+        if nozzles:
+            payload['nozzleCount'] = nozzles     # our extension: the bridge's unit conversion
     elif actuator.actuator_type == 'wheel':
         position = [p - c for p, c in zip(actuator.part.position, com)]
         radius = float(module.get('radius', 0.3))
