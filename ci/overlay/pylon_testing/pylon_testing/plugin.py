@@ -169,3 +169,16 @@ def sim_stack(ros_process: Callable[..., RosProcess],
               sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
         return start_stack(ros_process, free_udp_port, scenario, bridge_args, sim_args, bridge)
     return start
+
+
+@pytest.fixture
+def lean_scenario(tmp_path: Path) -> Callable[..., str]:
+    """Return ``make(name='orbit', changes=None) -> path``: the scenario without LiDAR and camera.
+
+    For tests that do not look at scans or images (``scenarios.write_scenario``).
+    """
+    from pylon_testing.scenarios import write_scenario
+
+    def make(name: str = 'orbit', changes: dict | None = None) -> str:
+        return write_scenario(tmp_path, name, changes=changes)
+    return make

@@ -35,8 +35,8 @@ def norm(v):
     return math.sqrt(v.x * v.x + v.y * v.y + v.z * v.z)
 
 
-def test_flight_state_is_the_analytic_orbit(sim_stack, ros_node):
-    sim_stack()
+def test_flight_state_is_the_analytic_orbit(sim_stack, ros_node, lean_scenario):
+    sim_stack(scenario=lean_scenario())
     rec = TopicRecorder(ros_node).add('flight', '/ksp_vessel/ground_truth/flight',
                                       FlightState, STREAM)
     msgs = rec.wait_stamp_span('flight', 2.0)
@@ -61,8 +61,8 @@ def test_flight_state_is_the_analytic_orbit(sim_stack, ros_node):
         assert s1 - s0 == pytest.approx(u1 - u0, abs=1e-6)     # stamped on KSP time
 
 
-def test_simulator_state_through_pause(sim_stack, ros_node):
-    stack = sim_stack()
+def test_simulator_state_through_pause(sim_stack, ros_node, lean_scenario):
+    stack = sim_stack(scenario=lean_scenario())
     rec = TopicRecorder(ros_node)
     rec.add('state', '/ksp_vessel/simulator/state', SimulatorState, LATCHED)
     rec.add('ut', '/ksp_vessel/simulator/universal_time', Float64, LATCHED)
@@ -87,8 +87,8 @@ def test_simulator_state_through_pause(sim_stack, ros_node):
     assert rec.last('ut').data > held[-1].universal_time
 
 
-def test_stale_when_the_heartbeats_stop(sim_stack, ros_node):
-    stack = sim_stack(bridge_args=['--topic-timeout-sec', '1.0'])
+def test_stale_when_the_heartbeats_stop(sim_stack, ros_node, lean_scenario):
+    stack = sim_stack(scenario=lean_scenario(), bridge_args=['--topic-timeout-sec', '1.0'])
     rec = TopicRecorder(ros_node).add('state', '/ksp_vessel/simulator/state', SimulatorState,
                                       LATCHED)
     rec.wait_for('state', lambda m: m.state == S.STATE_ADVANCING)
@@ -104,8 +104,9 @@ def test_stale_when_the_heartbeats_stop(sim_stack, ros_node):
 
 
 @pytest.mark.parametrize('rate', [1, 4])
-def test_clock_drives_a_sim_time_node(sim_stack, ros_node, rate):
-    stack = sim_stack(bridge_args=['--publish-clock'], sim_args=['--rate', str(rate)])
+def test_clock_drives_a_sim_time_node(sim_stack, ros_node, lean_scenario, rate):
+    stack = sim_stack(scenario=lean_scenario(), bridge_args=['--publish-clock'],
+                      sim_args=['--rate', str(rate)])
     ros_node.set_parameters([Parameter('use_sim_time', Parameter.Type.BOOL, True)])
     fired = []
     ros_node.create_timer(0.1, lambda: fired.append(ros_node.get_clock().now().nanoseconds))

@@ -22,13 +22,11 @@ from pylon_interfaces.msg import (
     VehicleHealth,
 )
 from pylon_interfaces.srv import GetSeparationResult
-from pylon_sim.scenario import resolve
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
 from pylon_testing.recorder import stamp_of
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-import yaml
 
 pytestmark = pytest.mark.integration
 
@@ -69,8 +67,9 @@ class Flyer(Pilot):
         return msg
 
 
-def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(sim_stack, ros_node):
-    sim_stack()
+def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(sim_stack, ros_node,
+                                                                 lean_scenario):
+    sim_stack(scenario=lean_scenario())
     flyer = Flyer(ros_node)
     flyer.ready()
     assert acquire(flyer, duration=5.0)[0].reason == 'lease_acquired'
@@ -98,8 +97,8 @@ def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(sim_stack, ros_
     assert all(m.applied_roll == 1.0 for m in flyer.messages('flight', refused))
 
 
-def test_a_batch_acts_in_one_physics_step(sim_stack, ros_node):
-    sim_stack()
+def test_a_batch_acts_in_one_physics_step(sim_stack, ros_node, lean_scenario):
+    sim_stack(scenario=lean_scenario())
     flyer = Flyer(ros_node)
     flyer.ready()
     assert acquire(flyer, duration=2.0)[0].reason == 'lease_acquired'
@@ -132,23 +131,10 @@ def test_a_batch_acts_in_one_physics_step(sim_stack, ros_node):
     assert all(m.applied_pitch != 0.9 for m in flyer.messages('flight', refused))
 
 
-def lean_scenario(tmp_path, true_anomaly):
-    """Return the orbit scenario without LiDAR and camera, the sat at ``true_anomaly`` deg."""
-    data = yaml.safe_load(resolve('orbit').read_text(encoding='utf-8'))
-    for vessel in data['vessels']:
-        if vessel['key'] == 'sat':
-            vessel['orbit']['true_anomaly'] = true_anomaly
-            for part in vessel['parts']:
-                part['modules'] = [m for m in part.get('modules', [])
-                                   if m['kind'] not in ('lidar_2d', 'lidar_3d', 'camera')]
-    path = tmp_path / 'orbit_lean.yaml'
-    path.write_text(yaml.safe_dump(data), encoding='utf-8')
-    return str(path)
-
-
-def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, tmp_path):
+def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, lean_scenario):
     # 72 degrees along the orbit the sat is about 13 s of game time before sunrise
-    sim_stack(scenario=lean_scenario(tmp_path, 72.0), sim_args=['--rate', '2'])
+    sim_stack(scenario=lean_scenario(changes={'sat': {'orbit': {
+        'body': 'Kerbin', 'altitude': 100000, 'true_anomaly': 72.0}}}), sim_args=['--rate', '2'])
     pilot = Pilot(ros_node)
     pilot.add('power', '/ksp_vessel/health/power', VehicleHealth, HEALTH)
     pilot.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, qos_profile_sensor_data)
@@ -167,8 +153,8 @@ def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, tmp_path)
     assert flight.electric_charge == pytest.approx(day.electric_charge, abs=0.2)
 
 
-def test_an_engine_part_heats_while_it_burns(sim_stack, ros_node):
-    sim_stack()
+def test_an_engine_part_heats_while_it_burns(sim_stack, ros_node, lean_scenario):
+    sim_stack(scenario=lean_scenario())
     flyer = Flyer(ros_node)
     flyer.add('thermal', '/ksp_vessel/health/thermal', PartThermalState, HEALTH)
     flyer.ready()
@@ -197,8 +183,9 @@ def test_an_engine_part_heats_while_it_burns(sim_stack, ros_node):
     assert tank and all(m.temperature < hot.temperature for m in tank)
 
 
-def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ros_node):
-    sim_stack(scenario='launchpad')
+def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ros_node,
+                                                                  lean_scenario):
+    sim_stack(scenario=lean_scenario('launchpad'))
     flyer = Flyer(ros_node)
     flyer.add('result', '/ksp_vessel/actuators/separation/result', SeparationResult, RESULTS)
     flyer.ready()
@@ -246,8 +233,9 @@ def tracker_pilot(ros_node):
     return pilot
 
 
-def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node):
-    stack = sim_stack()
+def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node,
+                                                                   lean_scenario):
+    stack = sim_stack(scenario=lean_scenario())
     pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('switch', vessel='target')
@@ -262,8 +250,8 @@ def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ro
     assert not inactive.valid
 
 
-def test_the_star_tracker_says_packed_on_rails(sim_stack, ros_node):
-    stack = sim_stack()
+def test_the_star_tracker_says_packed_on_rails(sim_stack, ros_node, lean_scenario):
+    stack = sim_stack(scenario=lean_scenario())
     pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('pack')

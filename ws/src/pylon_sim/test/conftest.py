@@ -9,15 +9,12 @@ changed per vessel, written to a temporary file.
 
 from collections import deque
 import json
-from pathlib import Path
 
 from pylon_protocol import packets, wire
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
+from pylon_testing.scenarios import write_scenario
 import pytest
-import yaml
-
-IMAGING = ('lidar_2d', 'lidar_3d', 'camera')
 
 
 class Capture:
@@ -103,23 +100,6 @@ class Harness:
 
     def of(self, type_name: str) -> list[dict]:
         return self.capture.of(type_name)
-
-
-def write_scenario(directory: Path, name: str, *, lean: bool = True,
-                   changes: dict | None = None) -> str:
-    """Write a copy of a shipped scenario (lean: no LiDAR or camera modules); return it.
-
-    ``changes`` maps a vessel key to top-level vessel keys to replace (e.g. ``orbit``).
-    """
-    data = yaml.safe_load(Path(load_scenario(name).path).read_text(encoding='utf-8'))
-    for vessel in data['vessels']:
-        vessel.update((changes or {}).get(vessel['key'], {}))
-        for part in vessel['parts']:
-            if lean and part.get('modules'):
-                part['modules'] = [m for m in part['modules'] if m['kind'] not in IMAGING]
-    path = directory / f'{name}_{len(list(directory.iterdir()))}.yaml'
-    path.write_text(yaml.safe_dump(data), encoding='utf-8')
-    return str(path)
 
 
 @pytest.fixture

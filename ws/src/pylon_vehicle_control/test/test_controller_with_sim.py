@@ -170,17 +170,10 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
 
 @pytest.mark.parametrize('sim_time', [False, True], ids=['system_time', 'use_sim_time'])
 def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_node,
-                                                   tmp_path, sim_time):
-    from pylon_sim.scenario import resolve
-    import yaml
-    data = yaml.safe_load(resolve('orbit').read_text(encoding='utf-8'))
-    for vessel in data['vessels']:
-        if vessel['key'] == data.get('active', 'sat'):
-            vessel['angular_velocity'] = [0.0, 0.18, -0.24]           # |w| = 0.3 rad/s
-    scenario = tmp_path / 'orbit_spinning.yaml'
-    scenario.write_text(yaml.safe_dump(data), encoding='utf-8')
+                                                   lean_scenario, sim_time):
+    scenario = lean_scenario(changes={'sat': {'angular_velocity': [0.0, 0.18, -0.24]}})
     # with use_sim_time the nodes run on the game time the bridge publishes on /clock
-    sim_stack(scenario=str(scenario), bridge_args=['--publish-clock'] if sim_time else [])
+    sim_stack(scenario=scenario, bridge_args=['--publish-clock'] if sim_time else [])
     on_game_time = ['-p', 'use_sim_time:=true'] if sim_time else []
     ros_process(['attitude_estimator', '--ros-args', *on_game_time], name='estimator')
     ros_process([*CONTROLLER, *on_game_time], name='controller')
