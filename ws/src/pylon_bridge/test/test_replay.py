@@ -220,22 +220,23 @@ def test_control(replay):
 
 
 def test_flight_snapshot_health_and_separation_result(replay):
+    # the first pass or the second (one frame later): a subscriber may miss a topic's first
     flight = replay.first('flight')
-    assert (flight.vessel_id, flight.body_name, flight.observation_sequence) == (
-        d.VESSEL, 'Kerbin', 900)
+    assert (flight.vessel_id, flight.body_name) == (d.VESSEL, 'Kerbin')
+    assert flight.observation_sequence in (900, 901)
     assert (flight.altitude_asl, flight.periapsis, flight.landed) == (75.2, -599000.0, True)
     assert (flight.gravitational_parameter, flight.orbital_velocity_body.x) == (3.5316e12, 174.5)
     assert flight.runtime_epoch == MOD_EPOCH and flight.header.frame_id == 'base_link'
     snapshot = replay.first('snapshot')
-    assert snapshot.flight.observation_sequence == 900
+    assert snapshot.flight.observation_sequence in (900, 901)
     assert snapshot.header == snapshot.flight.header
     assert all(m.header == snapshot.header for m in (*snapshot.engines, *snapshot.separations))
     assert snapshot.engines and snapshot.engines[0].runtime_epoch == MOD_EPOCH
     sequences = [m.flight.observation_sequence for m in replay.got.messages('snapshot')]
     assert sequences == sorted(set(sequences))                    # never one twice
     power = replay.first('power')
-    assert (power.electric_charge, power.electric_capacity, power.net_charge_rate_valid) == (
-        120.0, 150.0, False)
+    assert (power.electric_charge, power.electric_capacity) == (120.0, 150.0)
+    assert power.net_charge_rate_estimate == 0.0          # the same charge 0.1 s later
     thermal = replay.first('thermal')
     assert (thermal.part_flight_id, thermal.part_persistent_id, thermal.part_name) == (
         4001, 3001, 'liquidEngine2')
