@@ -5,7 +5,11 @@ in the way: Kerbin and the Mun cast umbrae, with no penumbra) and how strong sun
 there relative to Kerbin's mean distance. ``step`` advances a vessel's ElectricCharge
 (``power``: solar panels in, reaction wheels out) and its parts' temperatures
 (``thermal``) by one step of UT; the runtime calls it for every vessel while UT
-advances (on rails too: KSP keeps the active vessel's resources going during warp).
+advances (on rails too: KSP keeps the active vessel's resources going during warp), every
+``PERIOD_UT`` of UT rather than every physics frame: ``Pending`` gathers the frames' time,
+wheel torque and engine thrust in between, and both flows are linear in them, so the
+means over the period give the same charge and heat (sunlight and attitude are taken at
+the period's end: they change little in 0.1 s).
 """
 
 from __future__ import annotations
@@ -30,6 +34,34 @@ from pylon_sim.vessel import part_masses, VesselSpec
 from pylon_sim.world import SimVessel
 
 ZERO = np.zeros(3)
+PERIOD_UT = 0.1
+"""s of UT between two power and heat updates of a vessel."""
+
+
+class Pending:
+    """The frames since a vessel's last power and heat update: time, |torque|, thrust."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self.dt = 0.0
+        self.torque = np.zeros(3)                 # integral of |wheel torque| per axis, N·m·s
+        self.thrust: dict[str, float] = {}        # integral of thrust per engine, N·s
+
+    def add(self, dt: float, wheel_torque=ZERO, engine_thrust: Mapping[str, float] | None = None
+            ) -> bool:
+        """Add one frame; return whether ``PERIOD_UT`` has gathered (time to ``flush``)."""
+        self.dt += dt
+        self.torque += np.abs(np.asarray(wheel_torque, dtype=float)) * dt
+        for name, value in (engine_thrust or {}).items():
+            self.thrust[name] = self.thrust.get(name, 0.0) + float(value) * dt
+        return self.dt >= PERIOD_UT - 1e-9
+
+    def flush(self, vessel: SimVessel, ut: float) -> None:
+        """Step the vessel's power and heat over the gathered time with its means; reset."""
+        if self.dt > 0.0:
+            step(vessel, ut, self.dt, wheel_torque=self.torque / self.dt,
+                 engine_thrust={k: v / self.dt for k, v in self.thrust.items()})
+        self.__init__()
 
 
 def body_offset(vessel: SimVessel, ut: float) -> np.ndarray:

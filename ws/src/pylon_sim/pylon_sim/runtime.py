@@ -126,6 +126,7 @@ class Simulator:
         self.admin_sock = admin_sock
         self.model_allowed = allow_remote_model or _is_loopback(state_addr[0])
         self.stats = Stats()
+        self.environment: dict[str, environment.Pending] = {}   # power and heat, per vessel
         self.clock = 0.0
         self.paused = False
         self.heartbeat_enabled = True
@@ -270,15 +271,15 @@ class Simulator:
         self.emit_due()
 
     def _step_world(self, forces: dict, ticked: bool) -> None:
-        """Advance physics, then every vessel's power and heat, by one step of UT."""
+        """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s."""
         dt = self.world.step(forces)
         active = self.world.active
         for vessel in self.world.vessels.values():
             controlled = ticked and vessel is active
-            environment.step(
-                vessel, self.world.ut, dt,
-                wheel_torque=self.control.wheel_torque if controlled else environment.ZERO,
-                engine_thrust=self.control.engine_thrust if controlled else None)
+            pending = self.environment.setdefault(vessel.key, environment.Pending())
+            if pending.add(dt, self.control.wheel_torque if controlled else environment.ZERO,
+                           self.control.engine_thrust if controlled else None):
+                pending.flush(vessel, self.world.ut)
 
     def emit_due(self) -> None:
         """Send every packet whose period has elapsed on the simulator clock."""
