@@ -131,9 +131,16 @@ def _slab(o: np.ndarray, d: np.ndarray, half: float) -> tuple[np.ndarray, np.nda
 def _sphere_interval(
     o: np.ndarray, d: np.ndarray, radius: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the interval of unit rays ``o + t d`` inside a sphere at the origin."""
-    b = np.einsum('ij,ij->i', o, d)
-    c = np.einsum('ij,ij->i', o, o) - radius * radius
+    """Return the interval of unit rays ``o + t d`` inside a sphere at the origin.
+
+    ``o`` is (N, 3), or (3,) when every ray starts at one point (a sensor: one product).
+    """
+    if o.ndim == 1:
+        b = d @ o
+        c = float(o @ o) - radius * radius
+    else:
+        b = np.einsum('ij,ij->i', o, d)
+        c = np.einsum('ij,ij->i', o, o) - radius * radius
     disc = b * b - c
     ok = disc >= 0.0
     root = np.sqrt(np.where(ok, disc, 0.0))
@@ -147,13 +154,20 @@ def _sphere_interval(
     return lo, hi
 
 
-def _primitive_hits(
+def primitive_hits(
     prim: Primitive, o: np.ndarray, d: np.ndarray, want_normals: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Return the nearest positive hit distance (inf if none) and the outward normals."""
+    """Return the nearest positive hit distance (inf if none) and the outward normals.
+
+    ``o`` is (N, 3), or (3,) for rays that all start at one point; ``d`` (N, 3) unit
+    directions. A ray starting inside the shape hits it where it leaves. The normals
+    (None unless ``want_normals``) face the ray's origin side.
+    """
+    n = len(d)
     local_o = (o - prim.center) @ prim.rotation
+    if local_o.ndim == 1:
+        local_o = np.broadcast_to(local_o, (n, 3))
     local_d = d @ prim.rotation
-    n = len(o)
     axis = np.zeros(n, dtype=int)
     if prim.kind == 'sphere':
         lo, hi = _sphere_interval(local_o, local_d, prim.size[0])
@@ -339,10 +353,18 @@ def _near(
     o: np.ndarray, d: np.ndarray, idx: np.ndarray, center: np.ndarray, radius: float,
     best: np.ndarray, limit: float,
 ) -> np.ndarray:
-    """Return the rays of ``idx`` that may enter a sphere before their current best hit."""
-    rel = o[idx] - center
-    b = np.einsum('ij,ij->i', rel, d[idx])
-    c = np.einsum('ij,ij->i', rel, rel)
+    """Return the rays of ``idx`` that may enter a sphere before their current best hit.
+
+    ``o`` is (N, 3), or (3,) for rays that all start at one point.
+    """
+    if o.ndim == 1:
+        rel = o - center
+        b = d[idx] @ rel
+        c = float(rel @ rel)
+    else:
+        rel = o[idx] - center
+        b = np.einsum('ij,ij->i', rel, d[idx])
+        c = np.einsum('ij,ij->i', rel, rel)
     r2 = radius * radius
     near = ((b * b - c + r2) >= 0.0) & ((b <= 0.0) | (c <= r2))
     near &= np.maximum(-b - radius, 0.0) < np.minimum(best[idx], limit)
@@ -362,7 +384,9 @@ def cast_full(
 ) -> Hits:
     """Cast rays like ``cast`` and also report what each ray hit and the surface normal."""
     d = _unit(directions)
-    o = np.broadcast_to(np.asarray(origins, dtype=float).reshape(-1, 3), d.shape)
+    o = np.asarray(origins, dtype=float).reshape(-1, 3)
+    # one origin for every ray (a sensor) stays (3,): products instead of per-ray copies
+    o = o[0] if len(o) == 1 else np.broadcast_to(o, d.shape)
     n = len(d)
     best = np.full(n, np.inf)
     what = np.full(n, -1, dtype=int)
@@ -377,13 +401,14 @@ def cast_full(
             t = np.where(lo > _EPS, lo, np.where(hi > _EPS, hi, np.inf))
             t = np.where(lo <= hi, t, np.inf)
         else:
-            t = _terrain_hits(rel, d, float(sphere_radius), terrain, limit)
+            t = _terrain_hits(np.broadcast_to(rel, d.shape), d, float(sphere_radius), terrain,
+                              limit)
         take = t < best
         best = np.where(take, t, best)
         what[take] = -2
         if want_normals and take.any():
             # Normal of the sphere (terrain slope is not shaded).
-            p = rel[take] + t[take, None] * d[take]
+            p = (rel if rel.ndim == 1 else rel[take]) + t[take, None] * d[take]
             normals[take] = p / np.linalg.norm(p, axis=1, keepdims=True)
 
     excluded = set(exclude)
@@ -409,7 +434,7 @@ def cast_full(
                 idx = _near(o, d, group_rays, prim.center, prim.bounding_radius, best, limit)
             if idx.size == 0:
                 continue
-            t, nrm = _primitive_hits(prim, o[idx], d[idx], want_normals)
+            t, nrm = primitive_hits(prim, o if o.ndim == 1 else o[idx], d[idx], want_normals)
             take = t < best[idx]
             sel = idx[take]
             best[sel] = t[take]
@@ -579,8 +604,9 @@ def scan(
     noise: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Cast a sensor-frame ray pattern from a sensor pose; return ranges (inf = no hit)."""
-    o, d = sensor_rays_world(directions_sensor, sensor_position, sensor_rotation)
-    ranges = cast(o, d, max_range, primitives, sphere_center, sphere_radius, terrain, exclude)
+    _, d = sensor_rays_world(directions_sensor, sensor_position, sensor_rotation)
+    ranges = cast(sensor_position, d, max_range, primitives, sphere_center, sphere_radius,
+                  terrain, exclude)
     if noise is not None:
         ranges = np.where(np.isfinite(ranges), noise(ranges), ranges)
     return ranges
