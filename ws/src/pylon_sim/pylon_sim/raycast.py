@@ -11,14 +11,15 @@ What a ray can hit:
 * ``Primitive`` shapes (sphere, oriented box, cylinder) of vessels' parts. A primitive whose
   ``owner`` is in ``exclude`` is ignored (the sensor's own part).
 
-Terrain model (documented simulator choice): by default the planet is the bare sphere of
-the body radius (``terrain=None``), which is what the tests check analytically. Optionally a
-``Terrain`` gives a height ``h(u)`` in metres above the sphere as a deterministic smooth
-function of the unit up vector ``u`` (in the caller's frame, e.g. rotate with the body
-yourself), and the surface is ``|p - c| = R + h((p - c)/|p - c|)``. ``SmoothTerrain`` is
-a sum of a few low-order spherical waves in latitude/longitude with a fixed amplitude
-bound. Terrain rays are marched inside the shell ``R + min_h .. R + max_h`` and refined by
-bisection.
+Terrain model: without a ``Terrain`` (``terrain=None``) the planet is the bare sphere of
+the body radius, which is what the tests check analytically. A ``Terrain`` gives a height
+``h(u)`` in metres above the sphere as a function of the unit up vector ``u`` in its own
+frame (``Terrain.in_frame(rotation)`` views it from the ray frame, e.g. a body-fixed
+terrain from the inertial frame at one UT), and the surface is
+``|p - c| = R + h((p - c)/|p - c|)``; ``Terrain.intersect`` casts at it (by default marched
+inside the shell ``R + min_h .. R + max_h`` and refined by bisection; a terrain with
+features of its own, ``terrain.SiteTerrain``, overrides it). ``SmoothTerrain`` is a sum of
+a few low-order spherical waves in latitude/longitude with a fixed amplitude bound.
 
 Ray patterns are the protocol's layouts (``pylon_protocol.lidar``) in the ``ros_sensor``
 frame (+X look direction, +Y left, +Z up): ``vertical_major_directions`` for the 2D LiDAR
@@ -29,6 +30,7 @@ payload fields of ``pylon_lidar_scan`` (keys exactly as the packet schema).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+import copy
 from dataclasses import dataclass, field
 import math
 
@@ -229,14 +231,61 @@ def primitive_hits(
 # -- terrain --------------------------------------------------------------------------------
 
 class Terrain:
-    """A height field over the sphere: ``height(u)`` m for unit up vectors ``u`` (N, 3)."""
+    """
+    A height field over the sphere: ``height(u)`` m for unit up vectors ``u`` (N, 3).
+
+    A terrain lives in a frame of its own (e.g. fixed to the body); ``frame_rotation`` is
+    the 3x3 rotation from the ray frame into it (None: the ray frame itself), see
+    ``in_frame``. ``intersect`` is the ray cast in the terrain's frame; a terrain with
+    features of its own (boulders, a local patch) overrides it.
+    """
 
     min_height = 0.0
     max_height = 0.0
+    frame_rotation: np.ndarray | None = None
 
     def height(self, up: np.ndarray) -> np.ndarray:
         """Return the terrain height above the sphere, m (override)."""
         return np.zeros(len(up))
+
+    def intersect(self, o: np.ndarray, d: np.ndarray, radius: float, max_range: float,
+                  want_normals: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Return the hit distance (inf: none) and unit normal of unit rays, terrain frame.
+
+        ``o`` is relative to the planet's centre; normals are None unless wanted. By
+        default the shell is marched (``_terrain_hits``) and the normal is the sphere's
+        (the slope is not shaded).
+        """
+        t = _terrain_hits(o, d, radius, self, max_range)
+        if not want_normals:
+            return t, None
+        p = o + np.where(np.isfinite(t), t, 0.0)[:, None] * d
+        return t, p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
+
+    def in_frame(self, rotation: np.ndarray) -> Terrain:
+        """Return this terrain seen from a ray frame; ``rotation`` turns ray -> terrain."""
+        view = copy.copy(self)
+        view.frame_rotation = np.asarray(rotation, dtype=float).reshape(3, 3)
+        return view
+
+
+def sphere_interval(o: np.ndarray, d: np.ndarray, radius: float,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the interval ``lo, hi`` of unit rays ``o + t d`` inside a sphere at the origin.
+
+    ``lo > hi`` (inf, -inf) for a ray that misses it.
+    """
+    return _sphere_interval(o, d, radius)
+
+
+def _terrain_cast(terrain: Terrain, rel: np.ndarray, d: np.ndarray, radius: float,
+                  max_range: float, want_normals: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Cast ray-frame rays (``rel`` from the planet centre) at a terrain in its frame."""
+    rot = terrain.frame_rotation
+    if rot is None:
+        return terrain.intersect(rel, d, radius, max_range, want_normals)
+    t, normals = terrain.intersect(rel @ rot.T, d @ rot.T, radius, max_range, want_normals)
+    return t, (normals @ rot if normals is not None else None)
 
 
 class SmoothTerrain(Terrain):
@@ -400,16 +449,19 @@ def cast_full(
             lo, hi = _sphere_interval(rel, d, float(sphere_radius))
             t = np.where(lo > _EPS, lo, np.where(hi > _EPS, hi, np.inf))
             t = np.where(lo <= hi, t, np.inf)
+            surface = None
         else:
-            t = _terrain_hits(np.broadcast_to(rel, d.shape), d, float(sphere_radius), terrain,
-                              limit)
+            rel = np.broadcast_to(rel, d.shape)   # the terrain marches each ray on its own
+            t, surface = _terrain_cast(terrain, rel, d, float(sphere_radius), limit,
+                                       want_normals)
         take = t < best
         best = np.where(take, t, best)
         what[take] = -2
-        if want_normals and take.any():
-            # Normal of the sphere (terrain slope is not shaded).
+        if want_normals and take.any() and surface is None:
             p = (rel if rel.ndim == 1 else rel[take]) + t[take, None] * d[take]
             normals[take] = p / np.linalg.norm(p, axis=1, keepdims=True)
+        elif want_normals and take.any():
+            normals[take] = surface[take]
 
     excluded = set(exclude)
     groups: dict[Hashable, list[int]] = {}
