@@ -1,5 +1,7 @@
 """VehicleManager without sockets: authority answers, wrench through filter and allocation."""
 
+import math
+
 import numpy as np
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
@@ -154,3 +156,53 @@ def test_sas_damps_the_rate_unless_a_lease_suppresses_it(vessel):
                      **identity(2)}, vessel, 0.2)
     _, torque, _ = control.tick(vessel, 0.3, DT)
     assert torque == pytest.approx(expected, rel=1e-9)          # restored on release
+
+
+CLUSTER_IDS = [f'engine_{pid}_0' for pid in (1200010, 1200011, 1200012, 1200013)]
+
+
+def cluster_parts():
+    """Return a probe, a tank and four gimballed 100 kN engines 0.8 m off the axis."""
+    parts = [{'name': 'probe', 'persistent_id': 1200001, 'flight_id': 4200001, 'mass': 100,
+              'shape': {'cylinder': [0.6, 0.3]}, 'resources': {'ElectricCharge': [10, 10]},
+              'modules': [{'kind': 'command', 'index': 0}]},
+             {'name': 'tank', 'persistent_id': 1200002, 'flight_id': 4200002, 'parent': 0,
+              'position': [-1.5, 0, 0], 'mass': 200, 'shape': {'cylinder': [1.25, 2.0]},
+              'resources': {'LiquidFuel': [900, 900], 'Oxidizer': [1100, 1100]}}]
+    for i, (y, z) in enumerate(((0.8, 0), (-0.8, 0), (0, 0.8), (0, -0.8))):
+        parts.append({'name': f'engine{i}', 'persistent_id': 1200010 + i,
+                      'flight_id': 4200010 + i, 'parent': 1, 'position': [-3.0, y, z],
+                      'mass': 300, 'shape': {'cylinder': [0.3, 0.5]},
+                      'modules': [{'kind': 'engine', 'index': 0, 'max_thrust': 100000,
+                                   'isp': 300, 'gimbal_range_deg': 5}]})
+    return parts
+
+
+def engine_command(name, sequence, roll):
+    return {'type': 'pylon_actuator_command', 'actuatorType': 'engine', 'name': name,
+            **identity(sequence), 'enabled': True, 'targetThrust': 100000.0,
+            'hasGimbalCommand': True, 'gimbalPitch': 0.0, 'gimbalYaw': 0.0,
+            'gimbalRoll': roll, 'timeoutSeconds': 0.5}
+
+
+@pytest.mark.parametrize('roll', [1.0, -0.4])
+def test_a_gimballed_cluster_rolls_the_vessel_as_its_geometry_says(tmp_path, roll):
+    from pylon_testing.scenarios import write_scenario
+    path = write_scenario(tmp_path, 'orbit', changes={'sat': {'parts': cluster_parts()}})
+    cluster = World(load_scenario(path)).active
+    control = VehicleManager()
+    acquire(control, cluster)
+    for sequence, name in enumerate(CLUSTER_IDS, start=2):
+        assert control.command(engine_command(name, sequence, roll), cluster, 0.0) == []
+    com = cluster.mass.com.copy()
+    force, torque, _ = control.tick(cluster, 0.02, DT)
+    # each thrust turns by roll x 5 deg towards its tangent: sum |r_perp| T sin(angle)
+    angle = math.radians(5.0) * roll
+    arms = [math.hypot(y - com[1], z - com[2]) for y, z in ((0.8, 0), (-0.8, 0), (0, 0.8),
+                                                             (0, -0.8))]
+    assert torque[0] == pytest.approx(sum(arms) * 1e5 * math.sin(angle), rel=1e-9)
+    np.testing.assert_allclose(torque[1:], 0.0, atol=1e-6)
+    np.testing.assert_allclose(force, [4e5 * math.cos(angle), 0.0, 0.0], atol=1e-6)
+    fields = control.actuator_fields(cluster, CLUSTER_IDS[0])
+    assert fields['gimbalRoll'] == roll and fields['thrust'] == 100000.0
+
