@@ -201,13 +201,14 @@ class VehicleManager:
             return self._refused(kind, decision.reason, vessel, now)
         if kind == 'pylon_body_wrench_command':
             self._accept_wrench(packet, now)
-        elif kind == 'pylon_flight_control_command':
+            return []
+        if kind == 'pylon_flight_control_command':
             self._accept_flight(packet, vessel, now)
-        elif kind == 'pylon_docking_port_command':
-            self._typed_result(kind, self.typed(vessel).docking(packet, now))
-        else:
-            self._typed_result(kind, self.typed(vessel).command(packet, now))
-        return []
+            return []
+        typed = self.typed(vessel)
+        if kind == 'pylon_docking_port_command':
+            return self._typed_answer(kind, typed.docking(packet, now), vessel, now)
+        return self._typed_answer(kind, typed.command(packet, now), vessel, now)
 
     def _authority_command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
         self.authority_command_at = now
@@ -244,6 +245,17 @@ class VehicleManager:
             self.refused[(kind, result)] += 1
         return result
 
+    def _typed_answer(self, kind: str, result: str, vessel: SimVessel,
+                      now: float) -> list[Packet]:
+        """Answer a typed command the vessel refused with an authority state (counted).
+
+        The reason is the vessel's (``unknown_actuator``, ``invalid_command``, ...); an
+        accepted command gets no answer.
+        """
+        if self._typed_result(kind, result) == ACCEPTED:
+            return []
+        return [self.authority_state(vessel, now, result)]
+
     def _batch(self, packet: dict, vessel: SimVessel, now: float,
                session: Envelope | None) -> list[Packet]:
         """Apply a ``pylon_control_batch`` in one go: renewal, flight, engines, separation.
@@ -271,7 +283,8 @@ class VehicleManager:
             self._accept_flight(members['flight'], vessel, now)
         typed = self.typed(vessel)
         for engine in members['engines']:
-            self._typed_result('pylon_actuator_command', typed.command(engine, now))
+            out += self._typed_answer('pylon_actuator_command', typed.command(engine, now),
+                                      vessel, now)
         if separation is not None:
             out += self._separation(separation, vessel, now, session, decision)
         return out

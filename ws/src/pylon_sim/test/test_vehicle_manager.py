@@ -206,3 +206,31 @@ def test_a_gimballed_cluster_rolls_the_vessel_as_its_geometry_says(tmp_path, rol
     fields = control.actuator_fields(cluster, CLUSTER_IDS[0])
     assert fields['gimbalRoll'] == roll and fields['thrust'] == 100000.0
 
+
+def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_reason(vessel):
+    control = VehicleManager()
+    acquire(control, vessel)
+    bad = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+           'name': 'engine_999_0', **identity(2), 'enabled': True, 'targetThrust': 10.0,
+           'timeoutSeconds': 0.5}
+    [(kind, state)] = control.command(bad, vessel, 0.1)
+    assert kind == 'pylon_control_authority_state' and state['reason'] == 'unknown_actuator'
+    servo = {'type': 'pylon_motor_command', 'name': 'no_such_servo', **identity(3),
+             'partFlightId': 0, 'mode': 'position', 'hasEnabled': True, 'enabled': True,
+             'hasPosition': True, 'position': 0.2, 'timeoutSeconds': 0.5}
+    [(_, state)] = control.command(servo, vessel, 0.1)
+    assert state['reason'] == 'unknown_actuator'
+    wrong = {**bad, **identity(4), 'name': 'rcs_1100005_0'}     # an RCS named as an engine
+    [(_, state)] = control.command(wrong, vessel, 0.1)
+    assert state['reason'] == 'actuator_kind_mismatch'
+    out_of_range = {**engine_command('engine_1100004_0', 5, 1.5), **identity(5)}
+    [(_, state)] = control.command(out_of_range, vessel, 0.1)
+    assert state['reason'] == 'invalid_command'
+    assert control.refused[('pylon_actuator_command', 'invalid_command')] == 1
+    assert control.refused[('pylon_actuator_command', 'unknown_actuator')] == 1
+    assert control.refused[('pylon_motor_command', 'unknown_actuator')] == 1
+    assert control.refused[('pylon_actuator_command', 'actuator_kind_mismatch')] == 1
+    assert control.status()['refused']['pylon_actuator_command:unknown_actuator'] == 1
+    force, torque, _ = control.tick(vessel, 0.12, DT)
+    assert not np.any(force) and not np.any(torque)                  # nothing acts
+    assert control.typed(vessel).state_fields('rcs_1100005_0')['commandActive'] is False
