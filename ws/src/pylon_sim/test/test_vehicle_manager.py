@@ -234,3 +234,25 @@ def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_rea
     force, torque, _ = control.tick(vessel, 0.12, DT)
     assert not np.any(force) and not np.any(torque)                  # nothing acts
     assert control.typed(vessel).state_fields('rcs_1100005_0')['commandActive'] is False
+
+
+def test_the_clusters_roll_torque_spins_the_simulated_vessel(harness):
+    h = harness('orbit', changes={'sat': {'parts': cluster_parts(),
+                                          'angular_velocity': [0, 0, 0]}})
+    h.frames(3)
+    h.acquire()
+    vessel = h.sim.world.active
+    for name in CLUSTER_IDS:
+        h.send('pylon_actuator_command', actuatorType='engine', name=name, enabled=True,
+               targetThrust=100000.0, hasGimbalCommand=True, gimbalPitch=0.0,
+               gimbalYaw=0.0, gimbalRoll=0.5, timeoutSeconds=2.0, **h.identity())
+    h.frames(1)                    # the commands act from the next physics step on
+    rate0, inertia0 = vessel.state.body_rate.copy(), vessel.mass.inertia[0, 0]
+    h.run(0.5)
+    # Euler about the principal X axis: the rate grows by torque / I_xx
+    torque = 4 * 0.8 * 1e5 * math.sin(math.radians(5.0) * 0.5)
+    inertia = 0.5 * (inertia0 + vessel.mass.inertia[0, 0])    # propellant burns meanwhile
+    assert vessel.state.body_rate[0] - rate0[0] == pytest.approx(torque / inertia * 0.5,
+                                                                 rel=2e-3)
+    np.testing.assert_allclose(vessel.state.body_rate[1:], 0.0, atol=1e-9)
+    assert not h.sim.control.refused
