@@ -265,7 +265,9 @@ def rcs_layout(conf: Mapping[str, object]) -> list[tuple[np.ndarray, np.ndarray]
         pairs = [(_vector3(entry, 'position'), _vector3(entry, 'direction'))
                  for entry in listed]
     else:
-        arm = _number(conf.get('nozzle_arm'), NOZZLE_ARM)
+        arm = _number(conf.get('nozzle_arm', NOZZLE_ARM), math.nan)
+        if not arm >= 0.0:
+            raise ValueError(f'nozzle_arm must be a number >= 0, got {conf["nozzle_arm"]!r}')
         entries = conf.get('thrust_directions')
         if entries is None:
             entries = [] if _flag(conf.get('use_z_axis'), False) else RV105_EXHAUSTS
@@ -312,8 +314,7 @@ def gimbal_direction(engine: Engine, inputs: Sequence[float]) -> np.ndarray:
     span = engine.gimbal_range
     if span <= 0.0 or not (pitch or yaw or roll):
         return engine.direction
-    radial = engine.position - (engine.position @ ROLL_AXIS) * ROLL_AXIS
-    radial = _unit(radial)
+    radial = _unit(engine.position - (engine.position @ ROLL_AXIS) * ROLL_AXIS)   # r_perp
     wanted = span * (pitch * PITCH_AXIS + yaw * YAW_AXIS)
     if radial is not None:
         wanted = wanted - span * roll * radial

@@ -492,7 +492,9 @@ def test_listed_nozzles_and_bad_layouts():
                          'zero'),
                         ({'nozzles': [{'position': [0, 0, 0], 'direction': ['x', 0, 0]}]},
                          'direction'),
-                        ({'thrust_directions': 'up'}, 'thrust_directions')):
+                        ({'thrust_directions': 'up'}, 'thrust_directions'),
+                        ({'nozzle_arm': -0.1}, 'nozzle_arm'),
+                        ({'nozzle_arm': 'far'}, 'nozzle_arm')):
         with pytest.raises(ValueError, match=reason):
             al.rcs_layout(bad)
 
@@ -514,3 +516,14 @@ def test_the_allocator_meets_a_feasible_torque_with_nozzles_where_they_sit(sat):
     pure = wheelless.solve([0.0, 0.0, 0.0], [150.0, 0.0, 0.0])
     np.testing.assert_allclose(pure.torque, [150.0, 0.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(pure.force, 0.0, atol=1e-6)
+
+
+def test_a_scenario_with_a_bad_nozzle_layout_does_not_load(tmp_path):
+    from pylon_sim.scenario import ScenarioError
+    from pylon_testing.scenarios import write_scenario
+    parts = [{'name': 'probe', 'mass': 100, 'shape': {'sphere': 0.5},
+              'modules': [{'kind': 'rcs', 'index': 0, 'thruster_power': 1000,
+                           'nozzles': [{'position': [0, 0, 0], 'direction': [0, 0, 0]}]}]}]
+    path = write_scenario(tmp_path, 'orbit', changes={'sat': {'parts': parts}})
+    with pytest.raises(ScenarioError, match=r'modules\[0\]\.nozzles: a nozzle direction is zero'):
+        load_scenario(path)
