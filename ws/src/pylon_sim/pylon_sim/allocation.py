@@ -126,6 +126,9 @@ _TINY = 1e-12
 ROLL_AXIS, PITCH_AXIS, YAW_AXIS = np.eye(3)     # base_link +X, +Y, +Z
 NOZZLE_ARM = 0.1        # m, nozzle from the part origin when a module lists no positions
 RV105_EXHAUSTS = ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, -1.0, 0.0))
+LAYOUT_KEYS = ('nozzles', 'thrust_directions', 'nozzle_arm', 'use_z_axis')
+MAX_LAYOUTS = 256       # distinct nozzle layouts kept parsed (geometry runs every frame)
+_LAYOUTS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 _gels = lapack.get_lapack_funcs('gels', dtype=np.float64)
 
 
@@ -283,13 +286,27 @@ def rcs_layout(conf: Mapping[str, object]) -> list[tuple[np.ndarray, np.ndarray]
 
 def _vector3(entry: object, key: str) -> np.ndarray:
     value = entry.get(key) if isinstance(entry, Mapping) else None
-    if not isinstance(value, list | tuple) or len(value) != 3 or not all(
-            math.isfinite(_number(v, math.nan)) for v in value):
+    try:
+        vector = np.array(value, dtype=float) if isinstance(value, list | tuple) else None
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.shape != (3,) or not np.isfinite(vector).all():
         raise ValueError(f'nozzle {key} must be 3 finite numbers, got {value!r}')
-    vector = np.array(value, dtype=float)
-    if key == 'direction' and float(np.linalg.norm(vector)) <= _TINY:
+    if key == 'direction' and float(vector @ vector) <= _TINY * _TINY:
         raise ValueError('a nozzle direction is zero')
     return vector
+
+
+def _layout_arrays(conf: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``rcs_layout`` as (N x 3 positions, N x 3 exhausts), parsed once per layout."""
+    key = repr([conf.get(k) for k in LAYOUT_KEYS])
+    found = _LAYOUTS.get(key)
+    if found is None:
+        layout = rcs_layout(conf)
+        found = (np.array([p for p, _ in layout]), np.array([d for _, d in layout]))
+        if len(_LAYOUTS) < MAX_LAYOUTS:
+            _LAYOUTS[key] = found
+    return found
 
 
 def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
@@ -301,11 +318,14 @@ def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.
         limit = 0.0
     enables = tuple(_flag(conf.get(key), True) for key in ENABLE_KEYS)
     try:
-        layout = rcs_layout(conf)
+        offsets, exhausts = _layout_arrays(conf)
     except ValueError as error:
         raise ValueError(f'{ident}: {error}') from None
-    return [Nozzle(ident, position + rot @ offset, -(rot @ exhaust) / np.linalg.norm(exhaust),
-                   limit, enables) for offset, exhaust in layout]
+    offsets = offsets @ rot.T
+    forces = -(exhausts @ rot.T)
+    forces /= np.linalg.norm(forces, axis=1)[:, None]
+    return [Nozzle(ident, position + offset, force, limit, enables)
+            for offset, force in zip(offsets, forces)]
 
 
 def gimbal_direction(engine: Engine, inputs: Sequence[float]) -> np.ndarray:
