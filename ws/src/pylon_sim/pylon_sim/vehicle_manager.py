@@ -163,6 +163,7 @@ class VehicleManager:
         self._allocator_key = None
         self._allocator_cache: allocation.Allocator | None = None
         self._engines: list[allocation.Engine] = []     # every engine, with the allocator
+        self._ids: tuple = (None, ([], []))             # (spec, (engine ids, wheel ids))
         self.typed_by_vessel: dict[str, TypedActuators] = {}
         self.typed_refused: Counter = Counter()     # typed commands the vessel refused
         self.refused: Counter = Counter()           # (command type, reason) of every refusal
@@ -506,13 +507,13 @@ class VehicleManager:
         for values in settings.values():
             values['has_propellant'] = monopropellant
         allocatable = typed.allocatable_engines()
-        _, all_engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
-        for engine in all_engines:
-            if engine.id not in allocatable:
-                settings[engine.id] = {'operational': False}
+        engine_ids, wheel_ids = self._actuator_ids(vessel)
+        for engine in engine_ids:
+            if engine not in allocatable:
+                settings[engine] = {'operational': False}
         if totals.get('ElectricCharge', 0.0) <= EMPTY:     # wheels need ElectricCharge
-            for wheel in wheels:
-                settings[wheel.id] = {'enabled': False}
+            for wheel in wheel_ids:
+                settings[wheel] = {'enabled': False}
         key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 2)),
                repr(sorted((k, sorted(v.items())) for k, v in settings.items())))
         if self._allocator_key != key:
@@ -522,8 +523,17 @@ class VehicleManager:
                 nozzles, engines, wheels, force_scale=self.limits.max_force_n,
                 torque_scale=self.limits.max_torque_nm)
             self._allocator_key = key
-            self._engines = all_engines
+            self._engines = engines     # where every engine sits (thrust 0 if not allocatable)
         return self._allocator_cache, self._engines
+
+    def _actuator_ids(self, vessel: SimVessel) -> tuple[list[str], list[str]]:
+        """Return the ids of a vessel's engines and reaction wheels (kept per spec)."""
+        spec, ids = self._ids
+        if spec is not vessel.spec:
+            _, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
+            ids = ([e.id for e in engines], [w.id for w in wheels])
+            self._ids = (vessel.spec, ids)
+        return ids
 
     def actuator_fields(self, vessel: SimVessel, actuator_id: str) -> dict:
         """Return the state fields the control decides for one actuator (merge them)."""
