@@ -19,6 +19,7 @@ from typing import Any
 from pylon_protocol import rotations
 import yaml
 
+from pylon_sim.allocation import rcs_layout
 from pylon_sim.bodies import BODIES, Body, fixed_from_geodetic
 from pylon_sim.terrain import Boulder, Crater, RIM_EXTENT, SiteTerrain, TerrainSpec
 from pylon_sim.vessel import (
@@ -261,6 +262,11 @@ def _module(reader: _Reader, rng: random.Random, sensor_ids: set[str]) -> Module
     for key, value in settings.items():
         if isinstance(value, float) and not math.isfinite(value):
             reader.fail(key, f'must be finite, got {value!r}')
+    if kind == 'rcs':
+        try:
+            rcs_layout(settings)
+        except ValueError as error:
+            reader.fail('nozzles', str(error))
     return Module(kind, index, settings)
 
 
