@@ -155,6 +155,11 @@ class SiteTerrain(raycast.Terrain):
         lift = self._b_radius * (1.0 - 2.0 * np.array([b.buried for b in self.boulders]))
         self.boulder_centers = up * (self.body_radius + ground + lift)[:, None]
         self.site = self.enu[2] * self.body_radius
+        middle, half = 0.5 * (self.max_height + self.min_height), \
+            0.5 * (self.max_height - self.min_height)
+        self._k_centers = self.up_of(self._c_en) * (self.body_radius + middle)
+        self._k_reach = np.hypot(RIM_EXTENT * self._c_radius, half) + 0.01
+        self._k_slope = self._local_slopes()
         relief = max(-self.min_height, self.max_height)
         self.relief_reach = self.patch_radius + relief + 1.0
         reach = np.linalg.norm(self.boulder_centers - self.site, axis=1) + self._b_radius
@@ -175,6 +180,14 @@ class SiteTerrain(raycast.Terrain):
         return (-float((overlap * self._c_depth).sum(axis=1).max()),
                 float((overlap * self._c_rim).sum(axis=1).max()),
                 float((overlap * slopes).sum(axis=1).max()))
+
+    def _local_slopes(self) -> np.ndarray:
+        """Return a slope bound inside each crater's bounding sphere (craters reaching in)."""
+        if not len(self.craters):
+            return np.zeros(0)
+        gap = np.linalg.norm(self._c_en[:, None, :] - self._c_en[None, :, :], axis=2)
+        reach = gap < self._k_reach[:, None] + RIM_EXTENT * self._c_radius[None, :]
+        return reach @ np.array([k.max_slope for k in self.craters])
 
     # -- local coordinates ------------------------------------------------------------
     def local(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,23 +291,37 @@ class SiteTerrain(raycast.Terrain):
 
     def _relief_hits(self, o: np.ndarray, d: np.ndarray, bare: np.ndarray,
                      max_range: float) -> np.ndarray:
-        """Replace the bare-sphere hits of rays through the patch by height-field hits."""
+        """Replace the bare-sphere hits of rays through craters by height-field hits.
+
+        Outside every crater's bounding sphere (its rim disc, 2 a, through the relief's
+        shell) the field is zero: there the bare sphere is the surface. Each (ray,
+        crater) pair is marched only over the ray's stretch inside both that sphere and
+        the shell ``R + min_h .. R + max_h``.
+        """
         if not len(self.craters):
             return bare
         r = self.body_radius
         shell_lo, shell_hi = raycast.sphere_interval(o, d, r + self.max_height)
         inner_lo, _ = raycast.sphere_interval(o, d, r + self.min_height)
         box_lo, box_hi = raycast.sphere_interval(o - self.site, d, self.relief_reach)
-        start = np.maximum(np.maximum(shell_lo, box_lo), 0.0)
-        stop = np.minimum(np.minimum(shell_hi, box_hi), max_range)
-        stop = np.minimum(stop, np.where(inner_lo > 0.0, inner_lo, np.inf))
-        live = np.flatnonzero(start < stop)
+        first = np.maximum(np.maximum(shell_lo, box_lo), 0.0)
+        last = np.minimum(np.minimum(shell_hi, box_hi), max_range)
+        last = np.minimum(last, np.where(inner_lo > 0.0, inner_lo, np.inf))
+        live = np.flatnonzero(first < last)
         if live.size == 0:
             return bare
-        found = self._march(o[live], d[live], start[live], stop[live])
+        lo, hi = _sphere_intervals(o[live] - self.site, d[live], self._k_centers - self.site,
+                                   self._k_reach)
+        lo = np.maximum(lo, first[live, None])
+        hi = np.minimum(hi, last[live, None])
+        ray, crater = np.nonzero(lo < hi)
+        start, stop = lo[ray, crater], hi[ray, crater]
+        found = np.full(live.size, np.inf)
+        np.minimum.at(found, ray, self._march(o[live[ray]], d[live[ray]], start, stop,
+                                              self._k_slope[crater]))
+        inside = np.zeros(live.size, dtype=bool)
+        inside[ray[(bare[live[ray]] >= start) & (bare[live[ray]] <= stop)]] = True
         t = bare.copy()
-        # Inside the marched stretch the surface is the field's; outside it the sphere's.
-        inside = (bare[live] >= start[live]) & (bare[live] <= stop[live])
         t[live] = np.minimum(found, np.where(inside, np.inf, bare[live]))
         return t
 
@@ -304,14 +331,15 @@ class SiteTerrain(raycast.Terrain):
         return radius - self.body_radius - self.height(p)
 
     def _march(self, o: np.ndarray, d: np.ndarray, start: np.ndarray,
-               stop: np.ndarray) -> np.ndarray:
+               stop: np.ndarray, slope: np.ndarray) -> np.ndarray:
         """March rays from ``start`` to ``stop``; return the first crossing (inf: none).
 
         The gap to the field changes by at most ``(1 + 1.01 L)`` per metre of ray (L =
-        ``max_slope``), so a step of ``gap / (1 + 1.01 L)`` cannot pass through the
-        surface; steps are at least ``MIN_STEP``, and a crossing is bisected.
+        ``slope``, a bound on the field's slope along each ray's stretch), so a step of
+        ``gap / (1 + 1.01 L)`` cannot pass through the surface; steps are at least
+        ``MIN_STEP``, and a crossing is bisected.
         """
-        rate = 1.0 + 1.01 * self.max_slope
+        rate = 1.0 + 1.01 * slope
         found = np.full(len(o), np.inf)
         t = start.copy()
         g = self._gap(o, d, t)
@@ -321,7 +349,7 @@ class SiteTerrain(raycast.Terrain):
         for _ in range(MAX_MARCH):
             if todo.size == 0:
                 break
-            step = np.maximum(g[todo] / rate, MIN_STEP)
+            step = np.maximum(g[todo] / rate[todo], MIN_STEP)
             t_new = np.minimum(t[todo] + step, stop[todo])
             g_new = self._gap(o[todo], d[todo], t_new)
             crossed = g_new <= 0.0
@@ -380,27 +408,29 @@ def _sphere_hit(o: np.ndarray, d: np.ndarray, radius: float) -> np.ndarray:
     return np.where(lo <= hi, t, np.inf)
 
 
+def _sphere_intervals(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the intervals ``lo, hi`` (N, K) of unit rays inside K spheres (lo > hi: miss).
+
+    Keep ``o`` and ``centers`` small (about a nearby point): the squares are subtracted.
+    """
+    b = np.einsum('ij,ij->i', o, d)[:, None] - d @ centers.T       # (o - c) . d
+    c = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
+         + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
+    disc = b * b - c
+    root = np.sqrt(np.maximum(disc, 0.0))
+    miss = disc < 0.0
+    return np.where(miss, np.inf, -b - root), np.where(miss, -np.inf, -b + root)
+
+
 def _sphere_hits(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Return each unit ray's first positive hit on K spheres (inf: none) and which one.
 
     A ray starting inside a sphere gets its exit, as ``raycast`` does for primitives.
-    Only the (ray, sphere) pairs whose line meets the sphere are solved.
     """
-    od = np.einsum('ij,ij->i', o, d)
-    b = od[:, None] - d @ centers.T                                # (o - c) . d
-    c = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
-         + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
-    disc = b * b - c
-    ray, sphere = np.nonzero(disc >= 0.0)
-    first = np.full(len(o), np.inf)
-    which = np.full(len(o), -1)
-    if ray.size == 0:
-        return first, which
-    root = np.sqrt(disc[ray, sphere])
-    lo, hi = -b[ray, sphere] - root, -b[ray, sphere] + root
+    lo, hi = _sphere_intervals(o, d, centers, radii)
     t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
-    order = np.lexsort((t, ray))           # by ray, nearest first
-    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]]
-    first[ray[keep]], which[ray[keep]] = t[keep], sphere[keep]
-    return first, which
+    which = np.argmin(t, axis=1) if len(o) else np.zeros(0, dtype=int)
+    first = t[np.arange(len(o)), which]
+    return first, np.where(np.isfinite(first), which, -1)
