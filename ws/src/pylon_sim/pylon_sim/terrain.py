@@ -23,7 +23,8 @@ fraction of its diameter). The surface is the union of the height field and the 
 ``SiteTerrain`` is a ``raycast.Terrain``: ``height(up)`` is the height field,
 ``ground(points)`` the clearance to the surface (boulders included) and its normal, and
 ``intersect`` the ray cast: boulders as exact sphere intersections, the height field by
-Lipschitz marching inside the relief's shell and bounding sphere, then bisection.
+Lipschitz marching where a ray is inside both the relief's shell and a crater's bounding
+sphere (the field is zero elsewhere: the bare sphere is hit exactly there), then bisection.
 """
 
 from __future__ import annotations
