@@ -23,7 +23,8 @@ fraction of its diameter). The surface is the union of the height field and the 
 ``SiteTerrain`` is a ``raycast.Terrain``: ``height(up)`` is the height field,
 ``ground(points)`` the clearance to the surface (boulders included) and its normal, and
 ``intersect`` the ray cast: boulders as exact sphere intersections, the height field by
-Lipschitz marching inside the relief's shell and bounding sphere, then bisection.
+Lipschitz marching where a ray is inside both the relief's shell and a crater's bounding
+sphere (the field is zero elsewhere: the bare sphere is hit exactly there), then bisection.
 """
 
 from __future__ import annotations
@@ -155,6 +156,11 @@ class SiteTerrain(raycast.Terrain):
         lift = self._b_radius * (1.0 - 2.0 * np.array([b.buried for b in self.boulders]))
         self.boulder_centers = up * (self.body_radius + ground + lift)[:, None]
         self.site = self.enu[2] * self.body_radius
+        middle, half = 0.5 * (self.max_height + self.min_height), \
+            0.5 * (self.max_height - self.min_height)
+        self._k_centers = self.up_of(self._c_en) * (self.body_radius + middle)
+        self._k_reach = np.hypot(RIM_EXTENT * self._c_radius, half) + 0.01
+        self._k_slope, self._k_groups = self._local_groups()
         relief = max(-self.min_height, self.max_height)
         self.relief_reach = self.patch_radius + relief + 1.0
         reach = np.linalg.norm(self.boulder_centers - self.site, axis=1) + self._b_radius
@@ -175,6 +181,38 @@ class SiteTerrain(raycast.Terrain):
         return (-float((overlap * self._c_depth).sum(axis=1).max()),
                 float((overlap * self._c_rim).sum(axis=1).max()),
                 float((overlap * slopes).sum(axis=1).max()))
+
+    def _local_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return, per crater's bounding sphere, a slope bound and the craters reaching in.
+
+        The craters are (K, G) indices into the padded crater arrays; index K is a crater
+        of no depth or rim that pads short rows.
+        """
+        count = len(self.craters)
+        pad = np.array([[1e12, 1e12]])
+        self._p_en = np.vstack([self._c_en, pad])
+        self._p_radius = np.append(self._c_radius, 1.0)
+        self._p_depth = np.append(self._c_depth, 0.0)
+        self._p_rim = np.append(self._c_rim, 0.0)
+        if not count:
+            return np.zeros(0), np.zeros((0, 1), dtype=int)
+        gap = np.linalg.norm(self._c_en[:, None, :] - self._c_en[None, :, :], axis=2)
+        reach = gap < self._k_reach[:, None] + RIM_EXTENT * self._c_radius[None, :]
+        groups = np.full((count, int(reach.sum(axis=1).max())), count)
+        for k, row in enumerate(reach):
+            members = np.flatnonzero(row)
+            groups[k, :members.size] = members
+        return reach @ np.array([k.max_slope for k in self.craters]), groups
+
+    def _heights(self, en: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Return the field at local (east, north) (N, 2) from the craters ``groups`` (N, G)."""
+        rel = en[:, None, :] - self._p_en[groups]
+        rho = np.sqrt(np.einsum('nkj,nkj->nk', rel, rel))
+        a, d, k = self._p_radius[groups], self._p_depth[groups], self._p_rim[groups]
+        s = rho / a
+        prof = np.where(s <= 1.0, -d + (d + k) * s * s, k * (1.0 - _smoothstep(s - 1.0)))
+        h = prof.sum(axis=1)
+        return np.where(np.isfinite(en).all(axis=1), h, 0.0)
 
     # -- local coordinates ------------------------------------------------------------
     def local(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -268,71 +306,99 @@ class SiteTerrain(raycast.Terrain):
 
         ``o`` are ray origins relative to the body's centre and ``d`` unit directions,
         both body-fixed; ``radius`` is the body's. Boulders are exact sphere hits; the
-        height field is marched where a ray is inside both the relief's shell and the
-        patch's bounding sphere, the bare sphere elsewhere.
+        height field is marched where a ray is inside both the relief's shell and a
+        crater's bounding sphere, the bare sphere is hit elsewhere.
         """
         t = _sphere_hit(o, d, radius)
-        t = self._relief_hits(o, d, t, max_range)
+        t, marched = self._relief_hits(o, d, t, max_range)
         t, which = self._boulder_hits(o, d, t, max_range)
-        return t, (self._normals(o, d, t, which) if want_normals else None)
+        return t, (self._normals(o, d, t, which, marched) if want_normals else None)
 
     def _relief_hits(self, o: np.ndarray, d: np.ndarray, bare: np.ndarray,
-                     max_range: float) -> np.ndarray:
-        """Replace the bare-sphere hits of rays through the patch by height-field hits."""
+                     max_range: float) -> tuple[np.ndarray, np.ndarray]:
+        """Replace the bare-sphere hits of rays through craters by height-field hits.
+
+        Return the ranges and which of them are on the field (not on the bare sphere).
+
+        Outside every crater's bounding sphere (its rim disc, 2 a, through the relief's
+        shell) the field is zero: there the bare sphere is the surface. Each (ray,
+        crater) pair is marched only over the ray's stretch inside both that sphere and
+        the shell ``R + min_h .. R + max_h``.
+        """
+        marched = np.zeros(len(o), dtype=bool)
         if not len(self.craters):
-            return bare
+            return bare, marched
         r = self.body_radius
         shell_lo, shell_hi = raycast.sphere_interval(o, d, r + self.max_height)
         inner_lo, _ = raycast.sphere_interval(o, d, r + self.min_height)
         box_lo, box_hi = raycast.sphere_interval(o - self.site, d, self.relief_reach)
-        start = np.maximum(np.maximum(shell_lo, box_lo), 0.0)
-        stop = np.minimum(np.minimum(shell_hi, box_hi), max_range)
-        stop = np.minimum(stop, np.where(inner_lo > 0.0, inner_lo, np.inf))
-        live = np.flatnonzero(start < stop)
+        first = np.maximum(np.maximum(shell_lo, box_lo), 0.0)
+        last = np.minimum(np.minimum(shell_hi, box_hi), max_range)
+        last = np.minimum(last, np.where(inner_lo > 0.0, inner_lo, np.inf))
+        live = np.flatnonzero(first < last)
         if live.size == 0:
-            return bare
-        found = self._march(o[live], d[live], start[live], stop[live])
+            return bare, marched
+        ray, crater, start, stop = _sphere_pairs(
+            o[live] - self.site, d[live], self._k_centers - self.site, self._k_reach)
+        start = np.maximum(start, first[live[ray]])
+        stop = np.minimum(stop, last[live[ray]])
+        keep = start < stop
+        ray, crater, start, stop = ray[keep], crater[keep], start[keep], stop[keep]
+        found = np.full(live.size, np.inf)
+        np.minimum.at(found, ray, self._march(o[live[ray]], d[live[ray]], start, stop,
+                                              self._k_slope[crater],
+                                              self._k_groups[crater]))
+        inside = np.zeros(live.size, dtype=bool)
+        inside[ray[(bare[live[ray]] >= start) & (bare[live[ray]] <= stop)]] = True
         t = bare.copy()
-        # Inside the marched stretch the surface is the field's; outside it the sphere's.
-        inside = (bare[live] >= start[live]) & (bare[live] <= stop[live])
         t[live] = np.minimum(found, np.where(inside, np.inf, bare[live]))
-        return t
+        marched[live] = np.isfinite(found) & (found == t[live])
+        return t, marched
 
-    def _gap(self, o: np.ndarray, d: np.ndarray, t: np.ndarray) -> np.ndarray:
+    def _gap(self, o: np.ndarray, d: np.ndarray, t: np.ndarray, groups: np.ndarray,
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the height above the field at ``o + t d`` and the ray's climb rate there.
+
+        Only the craters ``groups`` (N, G) are summed: those reaching into the sphere.
+        """
         p = o + t[:, None] * d
         radius = np.linalg.norm(p, axis=1)
-        return radius - self.body_radius - self.height(p)
+        climb = np.einsum('ij,ij->i', p, d) / radius
+        return radius - self.body_radius - self._heights(self.local(p)[0], groups), climb
 
     def _march(self, o: np.ndarray, d: np.ndarray, start: np.ndarray,
-               stop: np.ndarray) -> np.ndarray:
+               stop: np.ndarray, slope: np.ndarray, groups: np.ndarray) -> np.ndarray:
         """March rays from ``start`` to ``stop``; return the first crossing (inf: none).
 
-        The gap to the field changes by at most ``(1 + 1.01 L)`` per metre of ray (L =
-        ``max_slope``), so a step of ``gap / (1 + 1.01 L)`` cannot pass through the
-        surface; steps are at least ``MIN_STEP``, and a crossing is bisected.
+        The gap to the field falls by at most ``max(0, -c) + 1.01 L`` per metre of ray (c =
+        the ray's climb rate d|p|/dt at the step's start, which only grows along a straight
+        line; L = ``slope``, a bound on the field's slope along the ray's stretch, where
+        only the craters ``groups`` reach; 1.01 covers the projection's stretch), so a step
+        of gap / that rate cannot pass through the surface; steps are at least
+        ``MIN_STEP``, and a crossing is bisected.
         """
-        rate = 1.0 + 1.01 * self.max_slope
         found = np.full(len(o), np.inf)
         t = start.copy()
-        g = self._gap(o, d, t)
+        g, climb = self._gap(o, d, t, groups)
         found[g <= 0.0] = t[g <= 0.0]
         lo, hi = np.zeros(len(o)), np.full(len(o), -1.0)
         todo = np.flatnonzero(g > 0.0)
         for _ in range(MAX_MARCH):
             if todo.size == 0:
                 break
-            step = np.maximum(g[todo] / rate, MIN_STEP)
+            rate = np.maximum(-climb[todo], 0.0) + 1.01 * slope[todo]
+            step = np.maximum(g[todo] / np.maximum(rate, 1e-9), MIN_STEP)
             t_new = np.minimum(t[todo] + step, stop[todo])
-            g_new = self._gap(o[todo], d[todo], t_new)
+            g_new, climb_new = self._gap(o[todo], d[todo], t_new, groups[todo])
             crossed = g_new <= 0.0
             lo[todo[crossed]], hi[todo[crossed]] = t[todo[crossed]], t_new[crossed]
-            t[todo], g[todo] = t_new, g_new
+            t[todo], g[todo], climb[todo] = t_new, g_new, climb_new
             todo = todo[~crossed & (t_new < stop[todo])]
         idx = np.flatnonzero(hi >= 0.0)
         a, b = lo[idx], hi[idx]
         for _ in range(BISECTIONS if idx.size else 0):
             mid = 0.5 * (a + b)
-            below = self._gap(o[idx], d[idx], mid) <= 0.0
+            below = self._gap(o[idx], d[idx], mid, groups[idx])[0] <= 0.0
             a, b = np.where(below, a, mid), np.where(below, mid, b)
         found[idx] = b
         return found
@@ -354,14 +420,20 @@ class SiteTerrain(raycast.Terrain):
         return t, which
 
     def _normals(self, o: np.ndarray, d: np.ndarray, t: np.ndarray, which: np.ndarray,
-                 ) -> np.ndarray:
-        """Return the surface normals at the hits (the boulder ``which`` or the field)."""
+                 marched: np.ndarray) -> np.ndarray:
+        """Return the unit surface normals at the hits.
+
+        The boulder ``which``'s, the field's where ``marched``, else the sphere's (no
+        crater reaches there).
+        """
         normals = np.zeros((len(o), 3))
         hit = np.flatnonzero(np.isfinite(t))
         p = o[hit] + t[hit, None] * d[hit]
-        on_boulder = which[hit] >= 0
-        out = p - self.boulder_centers[np.maximum(which[hit], 0)] if len(self.boulders) else p
-        normals[hit] = np.where(on_boulder[:, None], out, self.field_normal(p))
+        normals[hit] = p
+        field = np.flatnonzero(marched[hit] & (which[hit] < 0))
+        normals[hit[field]] = self.field_normal(p[field])
+        on_boulder = np.flatnonzero(which[hit] >= 0)
+        normals[hit[on_boulder]] = p[on_boulder] - self.boulder_centers[which[hit[on_boulder]]]
         length = np.linalg.norm(normals[hit], axis=1, keepdims=True)
         normals[hit] /= np.where(length > 0.0, length, 1.0)
         return normals
@@ -380,27 +452,44 @@ def _sphere_hit(o: np.ndarray, d: np.ndarray, radius: float) -> np.ndarray:
     return np.where(lo <= hi, t, np.inf)
 
 
+def _sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``ray, sphere, lo, hi``: the intervals of unit rays inside K spheres.
+
+    Only the (ray, sphere) pairs whose lines meet the sphere are returned. Keep ``o`` and
+    ``centers`` small (about a nearby point): the squares are subtracted. Rays sharing one
+    origin (a sensor's) take one product per pair to be sorted out.
+    """
+    if len(o) and np.all(o == o[0]):
+        rel = centers - o[0]
+        along = d @ rel.T                                            # -(o - c) . d
+        reach = np.einsum('ij,ij->i', rel, rel) - radii ** 2
+        ray, sphere = np.nonzero(along * along >= reach[None, :])
+        b = -along[ray, sphere]
+        disc = b * b - reach[sphere]
+    else:
+        b_all = np.einsum('ij,ij->i', o, d)[:, None] - d @ centers.T     # (o - c) . d
+        c_all = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
+                 + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
+        ray, sphere = np.nonzero(b_all * b_all >= c_all)
+        b = b_all[ray, sphere]
+        disc = b * b - c_all[ray, sphere]
+    root = np.sqrt(np.maximum(disc, 0.0))
+    return ray, sphere, -b - root, -b + root
+
+
 def _sphere_hits(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Return each unit ray's first positive hit on K spheres (inf: none) and which one.
 
     A ray starting inside a sphere gets its exit, as ``raycast`` does for primitives.
-    Only the (ray, sphere) pairs whose line meets the sphere are solved.
     """
-    od = np.einsum('ij,ij->i', o, d)
-    b = od[:, None] - d @ centers.T                                # (o - c) . d
-    c = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
-         + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
-    disc = b * b - c
-    ray, sphere = np.nonzero(disc >= 0.0)
+    ray, sphere, lo, hi = _sphere_pairs(o, d, centers, radii)
+    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
     first = np.full(len(o), np.inf)
     which = np.full(len(o), -1)
-    if ray.size == 0:
-        return first, which
-    root = np.sqrt(disc[ray, sphere])
-    lo, hi = -b[ray, sphere] - root, -b[ray, sphere] + root
-    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
-    order = np.lexsort((t, ray))           # by ray, nearest first
-    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]]
+    order = np.lexsort((t, ray))                   # by ray, nearest first
+    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]] if ray.size else order
+    keep = keep[np.isfinite(t[keep])]
     first[ray[keep]], which[ray[keep]] = t[keep], sphere[keep]
     return first, which

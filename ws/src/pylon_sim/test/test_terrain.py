@@ -169,6 +169,12 @@ def test_the_surface_scenario_has_terrain_and_the_lidar_sees_the_placed_boulder(
     t = world.terrain_of('Kerbin')
     assert world.terrain_of(MUN.name) is None and len(t.craters) == 12
     assert World(load_scenario('orbit')).terrain_of('Kerbin') is None
+    # the rover rests on the terrain: its centre of mass 0.75 m above flat ground
+    rover = world.active
+    fixed = body_fixed_rotation(KERBIN, world.ut) @ rover.state.position
+    clearance, normal = t.ground(fixed[None, :])
+    assert clearance[0] == pytest.approx(rover.state.rest_altitude, abs=1e-9)
+    assert normal[0] == pytest.approx(fixed / np.linalg.norm(fixed), abs=1e-12)
     sensing = Sensing(world)
     imager = next(i for i in sensing.imagers if i.kind == 'lidar_2d')
     scene = sensing._scene(world.ut)
