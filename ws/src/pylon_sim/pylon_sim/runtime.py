@@ -28,7 +28,7 @@ from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
-from pylon_sim import actuators, environment, ksp_view, proxy_model, telemetry
+from pylon_sim import actuators, environment, ksp_view, proxy_model, telemetry, topology
 from pylon_sim.power import set_electric_charge
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
@@ -251,6 +251,7 @@ class Simulator:
         self.clock += self.world.physics_step
         self.drain_commands()
         self.drain_admin()
+        separated = self._separate() if not self.paused and self.available else []
         vessel = self.world.active
         answers: list = []
         ticked = not self.paused and self.available
@@ -268,7 +269,36 @@ class Simulator:
         if self.available:
             for type_name, payload in answers:
                 self.emit(type_name, payload)
+            for name, resulting in separated:   # in the session the split reset to
+                for type_name, payload in self.control.separated(name, resulting,
+                                                                 self.envelope, self.clock):
+                    self.emit(type_name, payload)
         self.emit_due()
+
+    def _separate(self) -> list[tuple[str, list[str]]]:
+        """Split vessels at the separators the frame's commands fired, before physics.
+
+        The split changes the active vessel's part topology: the runtime session resets
+        at the next observation, and the operations complete in the new session. Return
+        (separator, [vessels that own the original parts, the active one first]).
+        """
+        fired = self.control.typed(self.world.active).take_fired()
+        done = []
+        for name in fired:
+            vessel, actuator = next(
+                (v, a) for v in self.world.vessels.values()
+                for a in actuators.actuators_of(v.spec) if a.name == name)
+            impulse = topology.ejection_impulse(actuator.module,
+                                                self.world.physics_step * self.world.warp_rate)
+            new_id = self._new_id()
+            new = self.world.separate(vessel.key, actuator.part_index,
+                                      f'{vessel.key}:{new_id[:8]}', new_id, impulse)
+            self.control.topology_changed(vessel, [vessel, new])
+            done.append((name, [self.world.active.vessel_id, new_id]))
+        if done:
+            for type_name, payload in self.sensing.follow_parts(self.world.ut):
+                self.emit(type_name, payload)
+        return done
 
     def _step_world(self, forces: dict, ticked: bool) -> None:
         """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s."""
@@ -411,9 +441,11 @@ class Simulator:
         if not self.model_allowed:
             return
         vessel = self.world.active
-        key = (vessel.vessel_id, self.runtime.epoch)
-        if self.model_key is not None and self.model_key[0] != key[0]:
-            # another vessel became active: retire the old model, start a new producer
+        key = (vessel.vessel_id, self.runtime.epoch, vessel.spec.topology_hash())
+        if self.model_key is not None and (self.model_key[0], self.model_key[2]) != (
+                key[0], key[2]):
+            # another vessel became active, or its parts changed (a split): retire the old
+            # model and start a new producer, as for a new vessel
             self.emit('pylon_vessel_urdf_clear', {'sessionId': self.model_session})
             self.model_session = self._new_id()
         self.model_key = key

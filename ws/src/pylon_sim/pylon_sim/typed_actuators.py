@@ -61,8 +61,11 @@ Servos (module ``servo``, ``pylon_motor_command``)
 
 Separators (modules ``decoupler``, ``fairing``, ``launch_clamp``)
     ``separate: true`` fires once and for ever (a second one is ``already_separated``);
-    ``separate: false`` changes nothing. A fired separator reports separated and not
-    available. Splitting the vessel is the caller's business (``separated_ids``).
+    a separator that is the vessel's root part has nothing beyond it to separate
+    (``nothing_beyond``, nothing changes); ``separate: false`` changes nothing. A fired
+    separator reports separated and not available. Splitting the vessel is the caller's
+    business: ``take_fired`` hands over the separators fired since the last call, once.
+    The impulse of the split is the module's ``ejection_force`` (kN) for one physics step.
 
 Docking ports (module ``docking_port``, ``pylon_docking_port_command``)
     Action 1 selects this port's camera; one docking camera streams at a time, so
@@ -92,11 +95,15 @@ Module settings read here (all optional; unknown settings are ignored)
     effort), ``position`` (initial, default 0).
     docking_port: ``node_type``, ``docked`` (default false), ``partner_name``,
     ``partner_part_flight_id``.
+    decoupler, fairing, launch_clamp: ``ejection_force`` (kN, KSP's ``ejectionForce``).
+
+``carried(spec)`` (after a topology change) is a new instance for the changed vessel that
+keeps the state of the actuators still in it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 
 from pylon_protocol import names
@@ -106,6 +113,7 @@ from pylon_protocol.packets import (
     MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
 )
 
+from pylon_sim import topology
 from pylon_sim.actuators import Actuator, actuators_of
 from pylon_sim.vessel import VesselSpec
 
@@ -228,6 +236,7 @@ class TypedActuators:
         self._wheels: dict[str, _Override | None] = {}
         self._servos: dict[str, _Servo] = {}
         self._separated: set[str] = set()
+        self._fired: list[str] = []        # fired since the last ``take_fired``
         self._ports: dict[str, _Port] = {}
         self._undocked: set[str] = set()
         self._camera: str | None = None
@@ -303,8 +312,8 @@ class TypedActuators:
         ``packet`` is the decoded command with wire field names. Return
         ``command_accepted`` or the reason it was refused (``unknown_actuator``,
         ``actuator_kind_mismatch``, ``invalid_command``, ``engine_cannot_restart``,
-        ``engine_cannot_shut_down``, ``throttle_locked``, ``already_separated``); a refused
-        command changes nothing.
+        ``engine_cannot_shut_down``, ``throttle_locked``, ``already_separated``,
+        ``nothing_beyond``); a refused command changes nothing.
         """
         self._expire(now)
         motor = packet.get('type') == 'pylon_motor_command' or (
@@ -398,8 +407,45 @@ class TypedActuators:
             return ACCEPTED
         if name in self._separated:
             return 'already_separated'
+        if not topology.beyond_indices(self.spec, self._actuators[name].part_index):
+            return 'nothing_beyond'
         self._separated.add(name)
+        self._fired.append(name)
         return ACCEPTED
+
+    def take_fired(self) -> list[str]:
+        """Return the separators fired since the last call, in firing order (once)."""
+        fired, self._fired = self._fired, []
+        return fired
+
+    def carried(self, spec: VesselSpec) -> TypedActuators:
+        """Return the actuator state of ``spec`` (a changed vessel) for the actuators in it.
+
+        Everything of an actuator still in ``spec`` carries over (switches, overrides,
+        gimbal positions, servo motion, fired separators, docking); the runtime-session
+        reset that follows a topology change then releases the overrides as usual.
+        """
+        new = TypedActuators(spec)
+        for name, engine in self._engines.items():
+            if name in new._engines:
+                new._engines[name] = replace(engine, actuator=new._actuators[name])
+        for key, gimbal in self._gimbals.items():
+            if key in new._gimbals:
+                new._gimbals[key].current = list(gimbal.current)
+        for table, old in ((new._rcs, self._rcs), (new._wheels, self._wheels)):
+            for name in table:
+                table[name] = old.get(name)
+        for name, servo in self._servos.items():
+            if name in new._servos:
+                new._servos[name] = replace(servo, actuator=new._actuators[name])
+        new._separated = {n for n in self._separated if n in new._actuators}
+        for name in new._ports:
+            if name in self._ports:
+                new._ports[name] = replace(self._ports[name])
+        new._undocked = {n for n in self._undocked if n in new._ports}
+        new._camera = self._camera if self._camera in new._ports else None
+        new._powered = self._powered
+        return new
 
     def _motor_command(self, name: str, packet: dict, sequence: int, now: float,
                        expires: float) -> str:

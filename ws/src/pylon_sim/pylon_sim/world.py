@@ -7,7 +7,10 @@ everything during on-rails warp). KSP facts it models:
 - physics runs in fixed steps (``physics_step``, 0.02 s); physics warp (x2..x4) lengthens
   the step; on-rails warp packs every vessel and propagates orbits exactly;
 - a paused game does not advance UT;
-- revert restores the scenario's start, so UT goes backwards.
+- revert restores the scenario's start, so UT goes backwards;
+- a fired separator splits a vessel (``separate``): the parts beyond it become a new
+  vessel with its own mass properties and state (``topology``), which then flies on its
+  own (two-body while it is not the active one, as any other vessel in flight).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim import kepler, physics, thermal
+from pylon_sim import kepler, physics, thermal, topology
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
@@ -136,6 +139,51 @@ class World:
         """Tell whether KSP has the vessel on rails (not physically simulated)."""
         return vessel.packed or self.on_rails
 
+    def add(self, vessel: SimVessel) -> None:
+        """Add a vessel (a piece of a split); its key must be new."""
+        if vessel.key in self.vessels:
+            raise ValueError(f'a vessel {vessel.key!r} exists already')
+        self.vessels[vessel.key] = vessel
+
+    def remove(self, key: str) -> SimVessel:
+        """Remove a vessel that is not the active one; return it."""
+        if key == self.active_key:
+            raise ValueError(f'{key!r} is the active vessel')
+        return self.vessels.pop(key)
+
+    def separate(self, key: str, separator: int, new_key: str, new_vessel_id: str,
+                 impulse: float) -> SimVessel:
+        """Split vessel ``key`` at part index ``separator``; return the new vessel.
+
+        The vessel keeps its key, id and root part; the separator and the parts beyond it
+        leave as the new vessel (``topology.split``), both moving on from the shared state
+        with ``impulse`` N s along the separator's stack axis (``topology.separate_states``).
+        Raise ``topology.NothingBeyondError`` when nothing lies beyond the separator.
+        """
+        vessel = self.vessels[key]
+        cut = topology.split(vessel.spec, separator, new_vessel_id)
+        kept_res = topology.split_resources(vessel.resources, cut.kept_indices)
+        beyond_res = topology.split_resources(vessel.resources, cut.beyond_indices)
+        kept_mass = mass_properties(cut.kept, kept_res)
+        beyond_mass = mass_properties(cut.beyond, beyond_res)
+        identity = np.array([0.0, 0.0, 0.0, 1.0])
+        pieces = (topology.Piece(kept_mass, identity, -1.0),
+                  topology.Piece(topology.in_frame(beyond_mass, cut.origin, cut.rotation),
+                                 cut.rotation, 1.0))
+        axis = rotations.rotate(cut.rotation, (1.0, 0.0, 0.0))
+        kept_state, beyond_state = topology.separate_states(vessel.state, pieces, cut.origin,
+                                                            axis, impulse)
+        temperatures = vessel.thermal
+        vessel.spec, vessel.resources, vessel.mass = cut.kept, kept_res, kept_mass
+        vessel.state = kept_state
+        new = SimVessel(new_key, cut.beyond, vessel.body, beyond_state, beyond_res,
+                        beyond_mass, packed=vessel.packed)
+        if temperatures is not None:
+            vessel.thermal = _thermal_of(temperatures, cut.kept_indices)
+            new.thermal = _thermal_of(temperatures, cut.beyond_indices)
+        self.add(new)
+        return new
+
     def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> float:
         """Advance UT by one physics step (scaled by warp); return the step length."""
         dt = self.physics_step * self.warp_rate
@@ -159,3 +207,9 @@ class World:
             state.attitude, rotations.from_rotvec(state.body_rate * dt)))
         return replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                        attitude=attitude), np.zeros(3)
+
+
+def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:
+    """Return the temperatures of the parts at ``indices``, in that order."""
+    chosen = list(indices)
+    return thermal.State(state.skin[chosen].copy(), state.internal[chosen].copy())
