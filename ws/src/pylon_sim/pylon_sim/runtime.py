@@ -278,8 +278,10 @@ class Simulator:
     def _separate(self) -> list[tuple[str, list[str]]]:
         """Split vessels at the separators the frame's commands fired, before physics.
 
-        The split changes the active vessel's part topology: the runtime session resets
-        at the next observation, and the operations complete in the new session. Return
+        A fired separator of the active vessel sends its state (separated) once more before
+        it leaves with the parts beyond it. The split changes the active vessel's part
+        topology: the runtime session resets at the next observation, and the operations
+        complete in the new session. Return
         (separator, [vessels that own the original parts, the active one first]).
         """
         fired = self.control.typed(self.world.active).take_fired()
@@ -288,6 +290,12 @@ class Simulator:
             vessel, actuator = next(
                 (v, a) for v in self.world.vessels.values()
                 for a in actuators.actuators_of(v.spec) if a.name == name)
+            if vessel is self.world.active:     # its last state: fired, leaving the vessel
+                payload = actuators.state(actuator, vessel.spec, self.world.ut,
+                                          self.stats.frames,
+                                          tuple(float(v) for v in vessel.mass.com))
+                payload.update(self.control.actuator_fields(vessel, name))
+                self.emit('pylon_actuator_state', payload)
             impulse = topology.ejection_impulse(actuator.module,
                                                 self.world.physics_step * self.world.warp_rate)
             new_id = self._new_id()

@@ -37,11 +37,17 @@ def test_a_fired_decoupler_splits_the_rocket_and_the_session_resets(harness):
     assert debris.spec.is_debris and debris.spec.name == 'PyLoN Rocket Debris'
     assert rocket.mass.mass + debris.mass.mass == pytest.approx(mass, rel=1e-9)
     assert debris.vessel_id != rocket.vessel_id and len(debris.vessel_id) == 32
-    # the topology changed: one reset, whose heartbeat goes out first
+    # the decoupler's last state, in the old session, then one reset for the new
+    # topology, whose heartbeat goes out first
     assert h.sim.runtime.generation == generation + 1
-    sent = [p['type'] for p in h.capture.packets[mark:]]
-    assert sent[0] == 'pylon_session'
-    assert h.capture.packets[mark]['runtimeGeneration'] == generation + 1
+    last, heartbeat = h.capture.packets[mark:mark + 2]
+    assert (last['type'], last['name'], last['separated'], last['available']) == (
+        'pylon_actuator_state', DECOUPLER, True, False)
+    assert last['runtimeGeneration'] == generation
+    assert heartbeat['type'] == 'pylon_session'
+    assert heartbeat['runtimeGeneration'] == generation + 1
+    assert not [p for p in after_index(h, 'pylon_actuator_state', mark + 1)
+                if p['name'] == DECOUPLER]
     # manifests at once: the pod has no separator or engine left
     [manifest] = after_index(h, 'pylon_actuator_manifest', mark)
     assert manifest['actuators'] == []
