@@ -177,3 +177,77 @@ def separate_states(state: RigidState, pieces: tuple[Piece, Piece], point: np.nd
                            velocity=state.velocity + np.cross(omega, r) + j / piece.mass.mass,
                            attitude=attitude, body_rate=piece_rot.T @ spin))
     return out[0], out[1]
+
+
+# -- docking: two vessels become one ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Merged:
+    """Two vessels joined at two docking ports, in the first one's vessel frame."""
+
+    spec: VesselSpec
+    order: tuple[int, ...]     # the second vessel's part indices, in their new order
+
+
+def rerooted(spec: VesselSpec, root: int) -> tuple[tuple[int, ...], dict[int, int]]:
+    """Return the part indices breadth-first from ``root`` and each one's new parent."""
+    neighbours: dict[int, list[int]] = {i: [] for i in range(len(spec.parts))}
+    for i, part in enumerate(spec.parts):
+        if part.parent is not None:
+            neighbours[i].append(part.parent)
+            neighbours[part.parent].append(i)
+    order, parent = [root], {}
+    for index in order:
+        for other in sorted(neighbours[index]):
+            if other != root and other not in parent:
+                parent[other] = index
+                order.append(other)
+    return tuple(order), parent
+
+
+def merge(a: VesselSpec, b: VesselSpec, a_port: int, b_port: int, origin: np.ndarray,
+          rotation: np.ndarray) -> Merged:
+    """Join ``b`` to ``a``: ``b``'s port part becomes a child of ``a``'s port part.
+
+    ``origin`` and ``rotation`` are ``b``'s vessel frame in ``a``'s; ``b``'s parts are
+    re-expressed in ``a``'s frame and its tree re-rooted at its port, so every parent
+    still comes before its children. The result keeps ``a``'s id, name and root.
+    """
+    order, parent = rerooted(b, b_port)
+    new_index = {old: len(a.parts) + new for new, old in enumerate(order)}
+    moved = []
+    for i in order:
+        part = b.parts[i]
+        position = np.asarray(origin, dtype=float) + rotations.rotate(rotation, part.position)
+        moved.append(replace(part, parent=a_port if i == b_port else new_index[parent[i]],
+                             position=tuple(float(v) for v in position),
+                             rotation=tuple(float(v) for v in rotations.normalize(
+                                 rotations.multiply(rotation, part.rotation)))))
+    return Merged(replace(a, parts=a.parts + tuple(moved)), order)
+
+
+def merge_resources(a: dict[tuple[int, str], float], b: dict[tuple[int, str], float],
+                    a_count: int, order: tuple[int, ...]) -> dict[tuple[int, str], float]:
+    """Return the merged vessel's resource amounts (``b``'s parts renumbered)."""
+    new_index = {old: a_count + new for new, old in enumerate(order)}
+    return {**a, **{(new_index[i], name): amount for (i, name), amount in b.items()}}
+
+
+def merge_states(a: RigidState, a_mass: MassProperties, b: RigidState, b_mass: MassProperties,
+                 merged: MassProperties) -> RigidState:
+    """Return the rigid state of two vessels joined rigidly (a perfectly inelastic capture).
+
+    Linear momentum and angular momentum about the common centre of mass are kept; the
+    merged body turns with ``merged.inertia`` (``a``'s axes) and keeps ``a``'s attitude.
+    """
+    total = a_mass.mass + b_mass.mass
+    position = (a_mass.mass * a.position + b_mass.mass * b.position) / total
+    velocity = (a_mass.mass * a.velocity + b_mass.mass * b.velocity) / total
+    angular = np.zeros(3)
+    for state, mass in ((a, a_mass), (b, b_mass)):
+        rot = rotations.to_matrix(state.attitude)
+        angular += rot @ mass.inertia @ state.body_rate
+        angular += mass.mass * np.cross(state.position - position, state.velocity - velocity)
+    rot = rotations.to_matrix(a.attitude)
+    rate = np.linalg.solve(merged.inertia, rot.T @ angular)
+    return replace(a, position=position, velocity=velocity, body_rate=rate)

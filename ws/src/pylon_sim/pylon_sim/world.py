@@ -10,7 +10,8 @@ everything during on-rails warp). KSP facts it models:
 - revert restores the scenario's start, so UT goes backwards;
 - a fired separator splits a vessel (``separate``): the parts beyond it become a new
   vessel with its own mass properties and state (``topology``), which then flies on its
-  own (two-body while it is not the active one, as any other vessel in flight).
+  own (two-body while it is not the active one, as any other vessel in flight);
+- docking joins two vessels into one (``dock``); undocking is a split at the port.
 """
 
 from __future__ import annotations
@@ -152,16 +153,21 @@ class World:
         return self.vessels.pop(key)
 
     def separate(self, key: str, separator: int, new_key: str, new_vessel_id: str,
-                 impulse: float) -> SimVessel:
+                 impulse: float, identity: VesselSpec | None = None) -> SimVessel:
         """Split vessel ``key`` at part index ``separator``; return the new vessel.
 
         The vessel keeps its key, id and root part; the separator and the parts beyond it
         leave as the new vessel (``topology.split``), both moving on from the shared state
         with ``impulse`` N s along the separator's stack axis (``topology.separate_states``).
         Raise ``topology.NothingBeyondError`` when nothing lies beyond the separator.
+        ``identity`` (an undocked vessel's former spec) gives the new vessel's name and
+        debris flag.
         """
         vessel = self.vessels[key]
         cut = topology.split(vessel.spec, separator, new_vessel_id)
+        if identity is not None:
+            cut = replace(cut, beyond=replace(cut.beyond, name=identity.name,
+                                              is_debris=identity.is_debris))
         kept_res = topology.split_resources(vessel.resources, cut.kept_indices)
         beyond_res = topology.split_resources(vessel.resources, cut.beyond_indices)
         kept_mass = mass_properties(cut.kept, kept_res)
@@ -183,6 +189,32 @@ class World:
             new.thermal = _thermal_of(temperatures, cut.beyond_indices)
         self.add(new)
         return new
+
+    def dock(self, key: str, other_key: str, port: int, other_port: int) -> SimVessel:
+        """Join vessel ``other_key`` to ``key`` at their port parts; return the removed one.
+
+        The joined vessel keeps ``key``'s id, name and root part; the parts of the other
+        stay where they are (``topology.merge``) and the two move on as one rigid body
+        with their momentum (``topology.merge_states``).
+        """
+        a, b = self.vessels[key], self.vessels[other_key]
+        rot_a = rotations.to_matrix(a.state.attitude)
+        b_frame = b.state.position - rotations.to_matrix(b.state.attitude) @ b.mass.com
+        origin = a.mass.com + rot_a.T @ (b_frame - a.state.position)
+        rotation = rotations.multiply(rotations.conjugate(a.state.attitude), b.state.attitude)
+        merged = topology.merge(a.spec, b.spec, port, other_port, origin, rotation)
+        resources = topology.merge_resources(a.resources, b.resources, len(a.spec.parts),
+                                             merged.order)
+        mass = mass_properties(merged.spec, resources)
+        state = topology.merge_states(a.state, a.mass, b.state, b.mass, mass)
+        if a.thermal is not None and b.thermal is not None:
+            b_thermal = _thermal_of(b.thermal, merged.order)
+            a.thermal = thermal.State(np.concatenate([a.thermal.skin, b_thermal.skin]),
+                                      np.concatenate([a.thermal.internal, b_thermal.internal]))
+        else:
+            a.thermal = None
+        a.spec, a.resources, a.mass, a.state = merged.spec, resources, mass, state
+        return self.remove(other_key)
 
     def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> float:
         """Advance UT by one physics step (scaled by warp); return the step length."""
