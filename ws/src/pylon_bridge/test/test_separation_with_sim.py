@@ -1,4 +1,4 @@
-"""Topology changes end to end: a fired decoupler splits the rocket, seen through udp_bridge."""
+"""Topology changes end to end through udp_bridge: a decoupler splits, two ports dock."""
 
 import xml.etree.ElementTree as ET  # noqa: N817
 
@@ -11,6 +11,8 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 pytestmark = pytest.mark.integration
 
 ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
+CHASER = '6c1a5e0b2d3f4a9b8c7d6e5f4a3b2c1d'
+CHASER_PORT = 'docking_port_3300002_0'
 DECOUPLER = 'decoupler_9900002_0'
 RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
                      durability=LATCHED.durability)
@@ -54,3 +56,26 @@ def test_a_fired_decoupler_makes_a_new_nearby_vessel_and_a_new_model(sim_stack, 
     pod = pilot.wait_for('robot_description', lambda m: m.data and m.data != whole.data, since,
                          'the new model')
     assert (len(links(whole.data)), len(links(pod.data))) == (5, 1)     # one link per part
+
+
+def test_the_scripted_approach_shows_the_port_states_in_order(sim_stack, ros_node):
+    stack = sim_stack(scenario='docking')
+    pilot = Pilot(ros_node)
+    key = 'docking_port/state'
+    pilot.add('port', topics.name(key, id=CHASER_PORT), topics.message_class(key),
+              topics.qos(key, reader=True))
+    pilot.ready()
+    pilot.wait_for('port', what='the chaser port state')
+    reverted = stack.admin('revert')['runtimeGeneration']   # from the start, now we listen
+    since = pilot.mark()
+    pilot.wait_for('port', lambda m: m.state == 'Ready', since, 'the port ready after revert')
+    docked = pilot.wait_for('port', lambda m: m.docked, since, 'the ports docked')
+    assert docked.state == 'Docked (docker)' and docked.partner_name == 'docking_port_4400002_0'
+    states = []
+    for message in pilot.messages('port', since):
+        if not states or states[-1] != message.state:
+            states.append(message.state)
+    assert states[states.index('Ready'):] == ['Ready', 'Acquire', 'Docked (docker)']
+    # the capture changed the chaser's topology: the lifecycle steps to the next generation
+    pilot.wait_for('life', lambda m: m.vessel_id == CHASER and
+                   m.runtime_generation == reverted + 1, since, 'the lifecycle after capture')

@@ -650,6 +650,9 @@ class Simulator:
             world.active_key = target.key
         elif cmd == 'revert':
             world.reset()
+            self.control.typed_by_vessel.clear()    # every actuator as the scenario has it
+            self.docked_identity.clear()
+            self.sensing.follow_parts(world.ut)     # parts back where the scenario has them
         elif cmd in ('pack', 'unpack'):
             world.active.packed = cmd == 'pack'
         elif cmd == 'sas':

@@ -134,3 +134,17 @@ def test_docking_commands_for_missing_or_free_ports_are_refused(harness):
     assert refused[('pylon_docking_port_command', 'unknown_docking_port')] == 1
     assert refused[('pylon_docking_port_command', 'not_docked')] == 1
     assert len(h.sim.world.vessels) == 2
+
+
+def test_a_revert_after_docking_brings_both_vessels_back(harness):
+    h = harness('docking')
+    h.run(14.0)
+    assert list(h.sim.world.vessels) == ['chaser']
+    h.sim.admin({'cmd': 'revert'})
+    world = h.sim.world
+    assert sorted(world.vessels) == ['chaser', 'target']
+    typed = h.sim.control.typed(world.active)
+    assert typed.docking_ports() == [CHASER_PORT]
+    h.capture.clear()
+    h.run(14.0)
+    assert port_states(h, CHASER_PORT) == [READY, ACQUIRE, DOCKER]
