@@ -120,7 +120,11 @@ def test_the_scripted_approach_docks_and_an_undock_restores_the_target(harness):
     assert float(away @ line) / np.linalg.norm(line) == pytest.approx(expected, abs=2e-3)
     assert h.sim.control.typed(chaser).docking_fields(CHASER_PORT)['state'] == DISENGAGE
     assert h.sim.control.typed(undocked).docking_fields(TARGET_PORT)['state'] == DISENGAGE
+    # the target's port left with it: a release of it from the chaser names nothing
+    h.acquire()                                   # the undock's reset ended the lease
+    h.send('pylon_docking_port_command', name=TARGET_PORT, action=3, **h.identity())
     h.run(60.0)
+    assert h.sim.control.refused[('pylon_docking_port_command', 'unknown_docking_port')] == 1
     assert h.sim.control.typed(chaser).docking_fields(CHASER_PORT)['state'] == READY
 
 

@@ -108,3 +108,18 @@ def test_two_separators_in_one_frame_make_three_vessels(harness):
     assert results['clamp']['resultingVesselIds'] == [world.active.vessel_id, clamp_owner]
     # one topology change of the active vessel, one reset
     assert results['clamp']['resultGeneration'] == results['stage']['resultGeneration']
+
+
+def test_a_separator_that_left_with_the_debris_is_not_found(harness):
+    h = harness('launchpad')
+    h.acquire()
+    separate(h, operationId='stage')
+    h.frames(1)
+    h.acquire()                                   # the split's reset ended the lease
+    separate(h, name=CLAMP, operationId='clamp')   # the clamp is on the debris now
+    h.frames(1)
+    [late] = [p for p in h.of('pylon_separation_result') if p['operationId'] == 'clamp']
+    assert (late['completed'], late['success'], late['reason']) == (
+        True, False, 'actuator_not_found')
+    assert h.sim.control.refused[('pylon_actuator_command', 'unknown_actuator')] == 1
+    assert len(h.sim.world.vessels) == 2
