@@ -335,8 +335,11 @@ class Simulator:
         others = [v for v in self.world.vessels.values() if v is not active and
                   v.body is active.body and not self.world.is_packed(v) and
                   np.linalg.norm(v.state.position - active.state.position) < DOCKING_SCAN_M]
+        free = [(port, f, part) for port, f, part in self._ports(active) if not f['docked']]
+        if not others and all(f['state'] == docking.READY for _, f, _ in free):
+            return                                  # nothing near, nothing to change
         mine = [(port, f, docking.port_pose(active.state, active.mass, part))
-                for port, f, part in self._ports(active) if not f['docked']]
+                for port, f, part in free]
         theirs = [(v, port, f, docking.port_pose(v.state, v.mass, part))
                   for v in others for port, f, part in self._ports(v) if not f['docked']]
         captured = None
