@@ -8,7 +8,9 @@
   ``reason``; a refused body wrench a ``pylon_wrench_status`` with ``accepted`` false; a
   refused actuator, flight or batch command an authority state carrying the failure
   reason (every refusal is counted in ``refused`` by command type and reason); a
-  separation operation or query a ``pylon_separation_result`` (``separation_journal``).
+  separation operation or query a ``pylon_separation_result`` (``separation_journal``;
+  a separator that fired gets its result from ``separated`` once the simulator has split
+  the vessel, in the session after the split).
 - Stream ``attitude``: a body wrench and a flight command (``flight_control``) cancel each
   other, the newer accepted one acts. A ``pylon_control_batch`` is checked once (its
   sequence, stream ``batch``) and then applied in one go before the next physics step:

@@ -65,6 +65,13 @@ def test_a_fired_decoupler_splits_the_rocket_and_the_session_resets(harness):
     drop = float(up @ (rocket.state.position - debris.state.position))
     assert 1.0 < drop < 3.0
     assert debris.state.landed and rocket.state.landed
+    # the LiDARs and cameras see the debris's parts where they were: the tank 1.7 m below
+    # the pod (base_link +X is up on the pad), in the imaging scene as the debris's own
+    scene = {p.owner: p.center for p in h.sim.sensing._scene(world.ut)['primitives']}
+    assert {owner for owner in scene if owner[0] == debris.key} == {
+        (debris.key, p.flight_id) for p in debris.spec.parts}
+    tank = scene[(debris.key, 9100003)] - scene[(rocket.key, 9100001)]
+    assert float(up @ tank) == pytest.approx(-1.7, abs=1e-3)
 
 
 def test_a_separator_with_nothing_beyond_it_is_refused_and_changes_nothing(harness):
