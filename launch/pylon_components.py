@@ -33,7 +33,7 @@ CONTROL_SAFETY = CONFIG_DIR / 'ControlSafety.cfg'
 # the simulator); config/pylon_bridge.yaml repeats them and a static test checks that it does.
 LOOPBACK = '127.0.0.1'
 
-SCENARIOS = ('orbit', 'surface', 'launchpad')
+SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
 DEFAULT_SCENARIO = 'orbit'
 
 # The joint states robot_state_publisher animates (its own name for them is joint_states).

@@ -28,13 +28,13 @@ from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
-from pylon_sim import actuators, environment, ksp_view, proxy_model, telemetry
+from pylon_sim import actuators, docking, environment, ksp_view, proxy_model, telemetry, topology
 from pylon_sim.power import set_electric_charge
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
 from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import VehicleManager
-from pylon_sim.vessel import part_masses
+from pylon_sim.vessel import Part, part_masses
 from pylon_sim.world import World
 
 LOG = logging.getLogger('pylon_sim')
@@ -59,6 +59,7 @@ STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
 MAX_DATAGRAM_BYTES = 65000
 LOG_THROTTLE_SEC = 5.0
+DOCKING_SCAN_M = 50.0     # m between centres of mass within which ports are compared
 
 
 class Schedule:
@@ -144,6 +145,7 @@ class Simulator:
         self.anchor = telemetry.GroundTruthAnchor()
         self.model_session = self._new_id()
         self.model_key = None
+        self.docked_identity: dict[int, tuple] = {}    # port part -> (key, spec) it docked as
         self.imu_skip = True
         self.control = VehicleManager(self.limits)
         self.control_vessel = self.world.active.vessel_id
@@ -251,6 +253,10 @@ class Simulator:
         self.clock += self.world.physics_step
         self.drain_commands()
         self.drain_admin()
+        separated = []
+        if not self.paused and self.available:
+            separated = self._separate()
+            self._undock()
         vessel = self.world.active
         answers: list = []
         ticked = not self.paused and self.available
@@ -264,11 +270,150 @@ class Simulator:
             forces = {}
         if not self.paused:
             self._step_world(forces, ticked)
+            if self.available:
+                self._dock()
         self._observe()
         if self.available:
             for type_name, payload in answers:
                 self.emit(type_name, payload)
+            for name, resulting in separated:   # in the session the split reset to
+                for type_name, payload in self.control.separated(name, resulting,
+                                                                 self.envelope, self.clock):
+                    self.emit(type_name, payload)
         self.emit_due()
+
+    def _separate(self) -> list[tuple[str, list[str]]]:
+        """Split vessels at the separators the frame's commands fired, before physics.
+
+        A fired separator of the active vessel sends its state (separated) once more before
+        it leaves with the parts beyond it. The split changes the active vessel's part
+        topology: the runtime session resets at the next observation, and the operations
+        complete in the new session. Return
+        (separator, [vessels that own the original parts, the active one first]).
+        """
+        fired = self.control.typed(self.world.active).take_fired()
+        done = []
+        for name in fired:
+            vessel, actuator = next(
+                (v, a) for v in self.world.vessels.values()
+                for a in actuators.actuators_of(v.spec) if a.name == name)
+            if vessel is self.world.active:     # its last state: fired, leaving the vessel
+                payload = actuators.state(actuator, vessel.spec, self.world.ut,
+                                          self.stats.frames,
+                                          tuple(float(v) for v in vessel.mass.com))
+                payload.update(self.control.actuator_fields(vessel, name))
+                self.emit('pylon_actuator_state', payload)
+            impulse = topology.ejection_impulse(actuator.module,
+                                                self.world.physics_step * self.world.warp_rate)
+            new_id = self._new_id()
+            new = self.world.separate(vessel.key, actuator.part_index,
+                                      f'{vessel.key}:{new_id[:8]}', new_id, impulse)
+            self.control.topology_changed(vessel, [vessel, new])
+            done.append((name, [self.world.active.vessel_id, new_id]))
+        if done:
+            for type_name, payload in self.sensing.follow_parts(self.world.ut):
+                self.emit(type_name, payload)
+        return done
+
+    def _ports(self, vessel) -> list[tuple[str, dict, Part]]:
+        """Return a vessel's docking ports: id, state fields and part."""
+        typed = self.control.typed(vessel)
+        parts = {p.flight_id: p for p in vessel.spec.parts}
+        return [(port, fields, parts[fields['partFlightId']]) for port, fields in (
+            (port, typed.docking_fields(port)) for port in typed.docking_ports())]
+
+    def _dock(self) -> None:
+        """Advance the port states of the active vessel and its neighbours; capture.
+
+        Each free port of the active vessel and each free port of another vessel in flight
+        nearby takes its nearest compatible partner (same ``nodeType``, the other side)
+        through ``docking.next_state``; a pair that captures joins the other vessel to the
+        active one (``World.dock``) between physics steps: its topology changes, so the
+        runtime session resets at the next observation.
+        """
+        active = self.world.active
+        others = [v for v in self.world.vessels.values() if v is not active and
+                  v.body is active.body and not self.world.is_packed(v) and
+                  np.linalg.norm(v.state.position - active.state.position) < DOCKING_SCAN_M]
+        free = [(port, f, part) for port, f, part in self._ports(active) if not f['docked']]
+        if not others and all(f['state'] == docking.READY for _, f, _ in free):
+            return                                  # nothing near, nothing to change
+        mine = [(port, f, docking.port_pose(active.state, active.mass, part))
+                for port, f, part in free]
+        theirs = [(v, port, f, docking.port_pose(v.state, v.mass, part))
+                  for v in others for port, f, part in self._ports(v) if not f['docked']]
+        captured = None
+        for port, fields, pose in mine:
+            seen = [(docking.contact(pose, p), v, o) for v, o, f, p in theirs
+                    if f['nodeType'] == fields['nodeType']]
+            nearest = min(seen, key=lambda item: item[0].distance, default=None)
+            state = docking.next_state(fields['state'], nearest[0] if nearest else None)
+            if state == docking.DOCKER and captured is None:
+                captured = (port, nearest[1], nearest[2])
+            else:
+                self.control.typed(active).set_port_state(port, state if state !=
+                                                          docking.DOCKER else docking.ACQUIRE)
+        for vessel, port, fields, pose in theirs:
+            seen = [docking.contact(p, pose) for _, f, p in mine
+                    if f['nodeType'] == fields['nodeType']]
+            state = docking.next_state(fields['state'], min(
+                seen, key=lambda c: c.distance, default=None))
+            self.control.typed(vessel).set_port_state(
+                port, docking.ACQUIRE if state == docking.DOCKER else state)
+        if captured is not None:
+            self._capture(*captured)
+
+    def _capture(self, port: str, other, other_port: str) -> None:
+        """Join ``other`` to the active vessel at the two ports (both report docked)."""
+        active = self.world.active
+        flight_ids = [self.control.typed(v).docking_fields(p)['partFlightId']
+                      for v, p in ((active, port), (other, other_port))]
+        indices = [next(i for i, p in enumerate(v.spec.parts) if p.flight_id == fid)
+                   for v, fid in zip((active, other), flight_ids)]
+        self.docked_identity[other.spec.parts[indices[1]].persistent_id] = (other.key,
+                                                                             other.spec)
+        typed, other_typed = self.control.typed(active), self.control.typed(other)
+        self.world.dock(active.key, other.key, indices[0], indices[1])
+        self.environment.pop(other.key, None)
+        merged = typed.carried(active.spec, other_typed)
+        merged.set_docked(port, other_port, flight_ids[1], docking.DOCKER)
+        merged.set_docked(other_port, port, flight_ids[0], docking.DOCKEE)
+        self.control.typed_by_vessel[active.vessel_id] = merged
+        self.control.typed_by_vessel.pop(other.vessel_id, None)
+        for type_name, payload in self.sensing.follow_parts(self.world.ut):
+            self.emit(type_name, payload)
+
+    def _undock(self) -> None:
+        """Split the active vessel at every port released by this frame's commands.
+
+        The part of the pair further from the root leaves with everything beyond it, as
+        the vessel it was before docking (its id, key and name) when the simulator docked
+        it, pushed off with ``docking.UNDOCK_EJECTION_FORCE`` for one step; both ports
+        are then ``Disengage``.
+        """
+        active = self.world.active
+        for port, partner_flight_id in self.control.typed(active).take_released():
+            parts = active.spec.parts
+            own = self.control.typed(active).docking_fields(port)['partFlightId']
+            a = next(i for i, p in enumerate(parts) if p.flight_id == own)
+            b = next((i for i, p in enumerate(parts) if p.flight_id == partner_flight_id), None)
+            if b is None:                # docked to nothing of this vessel (scenario start)
+                continue
+            child = b if parts[b].parent == a else a
+            key, identity = self.docked_identity.pop(parts[child].persistent_id, (None, None))
+            new_id = identity.vessel_id if identity is not None else self._new_id()
+            impulse = -docking.UNDOCK_EJECTION_FORCE * 1000.0 * self.world.physics_step
+            new = self.world.separate(active.key, child, key or f'{active.key}:{new_id[:8]}',
+                                      new_id, impulse, identity)
+            self.control.topology_changed(active, [active, new])
+            for vessel in (active, new):
+                typed = self.control.typed(vessel)
+                for other in typed.docking_ports():
+                    if typed.docking_fields(other)['partFlightId'] in (own, partner_flight_id):
+                        typed.set_port_state(other, docking.DISENGAGE)
+                        typed.undock_port(other)
+            for type_name, payload in self.sensing.follow_parts(self.world.ut):
+                self.emit(type_name, payload)
 
     def _step_world(self, forces: dict, ticked: bool) -> None:
         """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s."""
@@ -411,9 +556,11 @@ class Simulator:
         if not self.model_allowed:
             return
         vessel = self.world.active
-        key = (vessel.vessel_id, self.runtime.epoch)
-        if self.model_key is not None and self.model_key[0] != key[0]:
-            # another vessel became active: retire the old model, start a new producer
+        key = (vessel.vessel_id, self.runtime.epoch, vessel.spec.topology_hash())
+        if self.model_key is not None and (self.model_key[0], self.model_key[2]) != (
+                key[0], key[2]):
+            # another vessel became active, or its parts changed (a split): retire the old
+            # model and start a new producer, as for a new vessel
             self.emit('pylon_vessel_urdf_clear', {'sessionId': self.model_session})
             self.model_session = self._new_id()
         self.model_key = key
@@ -506,6 +653,9 @@ class Simulator:
             world.active_key = target.key
         elif cmd == 'revert':
             world.reset()
+            self.control.typed_by_vessel.clear()    # every actuator as the scenario has it
+            self.docked_identity.clear()
+            self.sensing.follow_parts(world.ut)     # parts back where the scenario has them
         elif cmd in ('pack', 'unpack'):
             world.active.packed = cmd == 'pack'
         elif cmd == 'sas':

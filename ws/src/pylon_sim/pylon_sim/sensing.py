@@ -25,7 +25,7 @@ Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 import random
 
@@ -202,6 +202,36 @@ class Sensing:
                     in site.boulder_primitives(to_fixed.T, np.zeros(3))]
         return (st.Terrain(np.zeros(3), KERBIN.radius, lambda p: site.height(p @ to_fixed.T)),
                 occluders + boulders)
+
+    def follow_parts(self, ut: float) -> list[tuple[str, dict]]:
+        """Re-home every sensor to the vessel holding its part now (after a split).
+
+        A sensor keeps its part (persistent id) and takes the part's pose in its new
+        vessel's frame; one that left the active vessel sends what a vessel switch would
+        make it send: its ``inactive`` star tracker sample or LiDAR/camera notice.
+        """
+        holders = {(p.persistent_id or p.flight_id): (vessel, p)
+                   for vessel in self.world.vessels.values() for p in vessel.spec.parts}
+        active = self.world.active.key
+        out: list[tuple[str, dict]] = []
+        for imager in self.imagers:
+            vessel, part = holders[imager.part.persistent_id or imager.part.flight_id]
+            if imager.vessel_key == active != vessel.key:
+                out.append(self._inactive(imager))
+            imager.vessel_key, imager.part = vessel.key, part
+        for tracker in self.trackers:
+            config = tracker.sensor.config
+            vessel, part = holders[config.part_persistent_id]
+            tracker.sensor.config = replace(
+                config, mount_position=tuple(float(v) for v in part.position),
+                mount_rotation=tuple(float(v) for v in part.rotation))
+            if tracker.vessel_key == active != vessel.key:
+                sample = tracker.sensor.step(self._inputs(vessel, tracker, ut, False), 0.0)
+                if sample is not None:
+                    out.append(('pylon_star_tracker', sample))
+                tracker.next = 0.0
+            tracker.vessel_key = vessel.key
+        return out
 
     def star_tracker_samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_star_tracker`` payloads due at ``clock`` (simulator seconds).

@@ -18,9 +18,13 @@ Rules (``SeparationJournal``; times are the simulator clock, the mod's wall cloc
 - a full journal (``SEPARATION_RESULT_CAPACITY`` entries, after completed results older
   than ``SEPARATION_RESULT_RETENTION_SEC`` are dropped) refuses a new operation with
   ``result_journal_full`` (not retained);
-- otherwise the operation is journaled and carried out: ``separated`` (success),
-  ``actuator_not_found`` (no separator by that name) or ``actuator_unavailable``
-  (already fired). A completed result is kept for ``SEPARATION_RESULT_RETENTION_SEC``.
+- otherwise the operation is journaled and carried out: ``actuator_not_found`` (no
+  separator by that name), ``actuator_unavailable`` (already fired) and
+  ``nothing_beyond`` (the separator is the root part: there is nothing to separate, and
+  nothing changes) complete at once; a separator that fires leaves the operation
+  ``pending`` until the simulator has split the vessel and the runtime session has reset
+  for the new topology, and then completes it as ``separated`` (success) in that new
+  session. A completed result is kept for ``SEPARATION_RESULT_RETENTION_SEC``.
 
 Results go out at once, then every ``SEPARATION_RESULT_PENDING_REPEAT_SEC`` while
 pending and for ``SEPARATION_RESULT_REPEAT_SEC`` after completion (``due``), always under
@@ -29,10 +33,10 @@ came if the operation named the session current then, else 0. A query
 (``pylon_separation_query``) gets the journal's result, or a synthesized ``completed``,
 not retained ``result_not_retained`` when the key is unknown.
 
-The simulator does not split vessels yet: a separator fires, the vessel stays whole, and
-the operation completes in the same frame with ``resultEpoch``/``resultGeneration`` of
-the current session, ``activeVesselId`` the active vessel and ``resultingVesselIds`` =
-[active vessel id].
+A successful result carries ``resultEpoch``/``resultGeneration`` of the session after the
+split, ``activeVesselId`` the active vessel (the piece with the root part) and
+``resultingVesselIds`` = [active vessel id, the new vessel's id], the vessels that now own
+the original parts.
 """
 
 from __future__ import annotations
@@ -134,14 +138,27 @@ class SeparationJournal:
         entry = self.entries[operation.key] = Entry(operation, next_send=now)
         return entry
 
+    def pending(self, name: str) -> list[Entry]:
+        """Return the operations on separator ``name`` still waiting for their split."""
+        return [e for e in self.entries.values()
+                if not e.completed and e.operation.name == name]
+
     def complete(self, entry: Entry, success: bool, reason: str, session: Envelope,
-                 now: float) -> None:
-        """Record an operation's outcome in the session current after it."""
+                 now: float, resulting: list[str] | None = None) -> None:
+        """Record an operation's outcome in the session current after it.
+
+        ``resulting`` are the vessels owning the original parts after a success (by
+        default the session's vessel); a failure has none.
+        """
         entry.completed, entry.success, entry.reason = True, success, reason
         entry.result_epoch = session.runtime_epoch
         entry.result_generation = session.runtime_generation
         entry.active_vessel_id = session.runtime_vessel_id
-        entry.resulting_vessel_ids = [session.runtime_vessel_id] if success else []
+        if not success:
+            resulting = []
+        elif resulting is None:
+            resulting = [session.runtime_vessel_id]
+        entry.resulting_vessel_ids = list(resulting)
         entry.completed_at = now
         entry.next_send = now + SEPARATION_RESULT_PENDING_REPEAT_SEC   # answered at once
 

@@ -61,13 +61,19 @@ Servos (module ``servo``, ``pylon_motor_command``)
 
 Separators (modules ``decoupler``, ``fairing``, ``launch_clamp``)
     ``separate: true`` fires once and for ever (a second one is ``already_separated``);
-    ``separate: false`` changes nothing. A fired separator reports separated and not
-    available. Splitting the vessel is the caller's business (``separated_ids``).
+    a separator that is the vessel's root part has nothing beyond it to separate
+    (``nothing_beyond``, nothing changes); ``separate: false`` changes nothing. A fired
+    separator reports separated and not available. Splitting the vessel is the caller's
+    business: ``take_fired`` hands over the separators fired since the last call, once.
+    The impulse of the split is the module's ``ejection_force`` (kN) for one physics step.
 
 Docking ports (module ``docking_port``, ``pylon_docking_port_command``)
     Action 1 selects this port's camera; one docking camera streams at a time, so
     selecting another port stops the first. Action 2 stops this port's camera (a no-op if
-    it was not selected). Action 3 undocks a docked port (``not_docked`` otherwise).
+    it was not selected). Action 3 undocks a docked port (``not_docked`` otherwise): the
+    port goes to ``Disengage`` and ``take_released`` hands it to the simulator, which
+    splits the vessel there. ``state`` is the port's ``docking`` state, which the
+    simulator advances (``set_port_state``, ``set_docked``).
 
 ``release_all`` (lease loss, emergency stop, vessel switch) ends every override at once:
 engine throttles back to their stock independent throttle and gimbals neutral at once,
@@ -93,11 +99,15 @@ Module settings read here (all optional; unknown settings are ignored)
     effort), ``position`` (initial, default 0).
     docking_port: ``node_type``, ``docked`` (default false), ``partner_name``,
     ``partner_part_flight_id``.
+    decoupler, fairing, launch_clamp: ``ejection_force`` (kN, KSP's ``ejectionForce``).
+
+``carried(spec)`` (after a topology change) is a new instance for the changed vessel that
+keeps the state of the actuators still in it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 
 from pylon_protocol import names
@@ -107,8 +117,10 @@ from pylon_protocol.packets import (
     MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
 )
 
+from pylon_sim import topology
 from pylon_sim.actuators import Actuator, actuators_of
 from pylon_sim.allocation import rcs_layout
+from pylon_sim.docking import ACQUIRE, DISENGAGE, DOCKER, READY
 from pylon_sim.vessel import VesselSpec
 
 ACCEPTED = 'command_accepted'
@@ -216,6 +228,7 @@ class _Port:
     docked: bool
     partner_name: str
     partner_part_flight_id: int
+    state: str = READY
 
 
 class TypedActuators:
@@ -230,8 +243,10 @@ class TypedActuators:
         self._wheels: dict[str, _Override | None] = {}
         self._servos: dict[str, _Servo] = {}
         self._separated: set[str] = set()
+        self._fired: list[str] = []        # fired since the last ``take_fired``
         self._ports: dict[str, _Port] = {}
         self._undocked: set[str] = set()
+        self._released: list[tuple[str, int]] = []   # (port, partner part) to undock
         self._camera: str | None = None
         self._powered = True              # the vessel holds ElectricCharge (servos move)
         for name, actuator in self._actuators.items():
@@ -252,7 +267,8 @@ class TypedActuators:
                     part.flight_id, module.module_index,
                     str(module.get('node_type', 'unknown')) or 'unknown',
                     bool(module.get('docked', False)), str(module.get('partner_name', '')),
-                    int(module.get('partner_part_flight_id', 0) or 0))
+                    int(module.get('partner_part_flight_id', 0) or 0),
+                    DOCKER if module.get('docked', False) else READY)
 
     def _add_engine(self, name: str, actuator: Actuator) -> None:
         module = actuator.module
@@ -305,8 +321,8 @@ class TypedActuators:
         ``packet`` is the decoded command with wire field names. Return
         ``command_accepted`` or the reason it was refused (``unknown_actuator``,
         ``actuator_kind_mismatch``, ``invalid_command``, ``engine_cannot_restart``,
-        ``engine_cannot_shut_down``, ``throttle_locked``, ``already_separated``); a refused
-        command changes nothing.
+        ``engine_cannot_shut_down``, ``throttle_locked``, ``already_separated``,
+        ``nothing_beyond``); a refused command changes nothing.
         """
         self._expire(now)
         motor = packet.get('type') == 'pylon_motor_command' or (
@@ -400,8 +416,52 @@ class TypedActuators:
             return ACCEPTED
         if name in self._separated:
             return 'already_separated'
+        if not topology.beyond_indices(self.spec, self._actuators[name].part_index):
+            return 'nothing_beyond'
         self._separated.add(name)
+        self._fired.append(name)
         return ACCEPTED
+
+    def take_fired(self) -> list[str]:
+        """Return the separators fired since the last call, in firing order (once)."""
+        fired, self._fired = self._fired, []
+        return fired
+
+    def carried(self, spec: VesselSpec, *others: TypedActuators) -> TypedActuators:
+        """Return the actuator state of ``spec`` (a changed vessel) for the actuators in it.
+
+        Everything of an actuator still in ``spec`` carries over from this vessel and
+        ``others`` (the vessel docked to it): switches, overrides, gimbal positions, servo
+        motion, fired separators, docking; the runtime-session reset that follows a
+        topology change then releases the overrides as usual.
+        """
+        new = TypedActuators(spec)
+        for source in (*reversed(others), self):
+            source._carry_into(new)
+        return new
+
+    def _carry_into(self, new: TypedActuators) -> None:
+        for name, engine in self._engines.items():
+            if name in new._engines:
+                new._engines[name] = replace(engine, actuator=new._actuators[name])
+        for key, gimbal in self._gimbals.items():
+            if key in new._gimbals:
+                new._gimbals[key].current = list(gimbal.current)
+        for table, old in ((new._rcs, self._rcs), (new._wheels, self._wheels)):
+            for name in table:
+                if name in old:
+                    table[name] = old[name]
+        for name, servo in self._servos.items():
+            if name in new._servos:
+                new._servos[name] = replace(servo, actuator=new._actuators[name])
+        new._separated |= {n for n in self._separated if n in new._actuators}
+        for name in new._ports:
+            if name in self._ports:
+                new._ports[name] = replace(self._ports[name])
+        new._undocked |= {n for n in self._undocked if n in new._ports}
+        if self._camera in new._ports:
+            new._camera = self._camera
+        new._powered = self._powered
 
     def _motor_command(self, name: str, packet: dict, sequence: int, now: float,
                        expires: float) -> str:
@@ -450,17 +510,34 @@ class TypedActuators:
         else:
             if not port.docked:
                 return 'not_docked'
+            self._released.append((name, port.partner_part_flight_id))
             port.docked, port.partner_name, port.partner_part_flight_id = False, '', 0
+            port.state = DISENGAGE
             self._undocked.add(name)
         return ACCEPTED
 
     def set_docked(self, port_id: str, partner_name: str = '',
-                   partner_part_flight_id: int = 0) -> None:
+                   partner_part_flight_id: int = 0, state: str = DOCKER) -> None:
         """Record that a port has docked (the simulator's docking event)."""
         port = self._ports[port_id]
         port.docked, port.partner_name = True, partner_name
         port.partner_part_flight_id = partner_part_flight_id
+        port.state = state
         self._undocked.discard(port_id)
+
+    def set_port_state(self, port_id: str, state: str) -> None:
+        """Set a free port's ``docking`` state (Ready, Acquire, Disengage)."""
+        self._ports[port_id].state = state
+
+    def undock_port(self, port_id: str) -> None:
+        """Record that a port's partner left (undocked from the other side)."""
+        port = self._ports[port_id]
+        port.docked, port.partner_name, port.partner_part_flight_id = False, '', 0
+
+    def take_released(self) -> list[tuple[str, int]]:
+        """Return the ports released since the last call, with their partner part (once)."""
+        released, self._released = self._released, []
+        return released
 
     # ---------------------------------------------------------------- time
 
@@ -731,7 +808,7 @@ class TypedActuators:
         port = self._ports[port_id]
         return {'name': port_id, 'partFlightId': port.part_flight_id,
                 'moduleIndex': port.module_index, 'nodeType': port.node_type,
-                'state': 'Docked (docker)' if port.docked else 'Ready',
-                'docked': port.docked, 'acquiring': False, 'releasable': port.docked,
+                'state': port.state, 'docked': port.docked,
+                'acquiring': port.state == ACQUIRE, 'releasable': port.docked,
                 'cameraActive': self._camera == port_id, 'partnerName': port.partner_name,
                 'partnerPartFlightId': port.partner_part_flight_id}

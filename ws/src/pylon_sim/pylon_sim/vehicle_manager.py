@@ -8,7 +8,9 @@
   ``reason``; a refused body wrench a ``pylon_wrench_status`` with ``accepted`` false; a
   refused actuator, flight or batch command an authority state carrying the failure
   reason (every refusal is counted in ``refused`` by command type and reason); a
-  separation operation or query a ``pylon_separation_result`` (``separation_journal``).
+  separation operation or query a ``pylon_separation_result`` (``separation_journal``;
+  a separator that fired gets its result from ``separated`` once the simulator has split
+  the vessel, in the session after the split).
 - Stream ``attitude``: a body wrench and a flight command (``flight_control``) cancel each
   other, the newer accepted one acts. A ``pylon_control_batch`` is checked once (its
   sequence, stream ``batch``) and then applied in one go before the next physics step:
@@ -55,7 +57,8 @@ ZERO = np.zeros(3)
 Packet = tuple[str, dict]
 SEPARATION_RESULT = 'pylon_separation_result'
 #: a separator's typed outcome -> the operation's result reason
-SEPARATION_OUTCOMES = {ACCEPTED: 'separated', 'already_separated': 'actuator_unavailable',
+SEPARATION_OUTCOMES = {ACCEPTED: 'pending', 'already_separated': 'actuator_unavailable',
+                       'nothing_beyond': 'nothing_beyond',
                        'unknown_actuator': 'actuator_not_found',
                        'actuator_kind_mismatch': 'actuator_not_found'}
 
@@ -316,10 +319,31 @@ class VehicleManager:
             self.refused[(kind, 'result_journal_full')] += 1
             return [(SEPARATION_RESULT, refusal(operation, 'result_journal_full'))]
         outcome = self._typed_result(kind, self.typed(vessel).command(packet, now))
-        self.journal.complete(entry, outcome == ACCEPTED,
+        if outcome == ACCEPTED:       # fired: the result follows the split (``separated``)
+            return []
+        self.journal.complete(entry, False,
                               SEPARATION_OUTCOMES.get(outcome, 'separation_exception'),
                               session, now)
         return [(SEPARATION_RESULT, self.journal.result(entry, now))]
+
+    def separated(self, name: str, resulting: list[str], session: Envelope,
+                  now: float) -> list[Packet]:
+        """Complete the operations on a separator whose split took effect; return results.
+
+        ``session`` is the runtime session after the split's reset; ``resulting`` the
+        vessels that own the original parts now (the active one first).
+        """
+        out = []
+        for entry in self.journal.pending(name):
+            self.journal.complete(entry, True, 'separated', session, now, resulting)
+            out.append((SEPARATION_RESULT, self.journal.result(entry, now)))
+        return out
+
+    def topology_changed(self, vessel: SimVessel, pieces: list[SimVessel]) -> None:
+        """Follow a split of ``vessel``: each piece keeps the lasting actuator state."""
+        old = self.typed(vessel)
+        for piece in pieces:
+            self.typed_by_vessel[piece.vessel_id] = old.carried(piece.spec)
 
     def typed(self, vessel: SimVessel) -> TypedActuators:
         """Return the typed actuator state of a vessel (kept per vessel)."""

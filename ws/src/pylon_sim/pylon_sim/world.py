@@ -7,7 +7,11 @@ everything during on-rails warp). KSP facts it models:
 - physics runs in fixed steps (``physics_step``, 0.02 s); physics warp (x2..x4) lengthens
   the step; on-rails warp packs every vessel and propagates orbits exactly;
 - a paused game does not advance UT;
-- revert restores the scenario's start, so UT goes backwards.
+- revert restores the scenario's start, so UT goes backwards;
+- a fired separator splits a vessel (``separate``): the parts beyond it become a new
+  vessel with its own mass properties and state (``topology``), which then flies on its
+  own (two-body while it is not the active one, as any other vessel in flight);
+- docking joins two vessels into one (``dock``); undocking is a split at the port.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim import kepler, physics, thermal
+from pylon_sim import kepler, physics, thermal, topology
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
@@ -141,6 +145,82 @@ class World:
         """Tell whether KSP has the vessel on rails (not physically simulated)."""
         return vessel.packed or self.on_rails
 
+    def add(self, vessel: SimVessel) -> None:
+        """Add a vessel (a piece of a split); its key must be new."""
+        if vessel.key in self.vessels:
+            raise ValueError(f'a vessel {vessel.key!r} exists already')
+        self.vessels[vessel.key] = vessel
+
+    def remove(self, key: str) -> SimVessel:
+        """Remove a vessel that is not the active one; return it."""
+        if key == self.active_key:
+            raise ValueError(f'{key!r} is the active vessel')
+        return self.vessels.pop(key)
+
+    def separate(self, key: str, separator: int, new_key: str, new_vessel_id: str,
+                 impulse: float, identity: VesselSpec | None = None) -> SimVessel:
+        """Split vessel ``key`` at part index ``separator``; return the new vessel.
+
+        The vessel keeps its key, id and root part; the separator and the parts beyond it
+        leave as the new vessel (``topology.split``), both moving on from the shared state
+        with ``impulse`` N s along the separator's stack axis (``topology.separate_states``).
+        Raise ``topology.NothingBeyondError`` when nothing lies beyond the separator.
+        ``identity`` (an undocked vessel's former spec) gives the new vessel's name and
+        debris flag.
+        """
+        vessel = self.vessels[key]
+        cut = topology.split(vessel.spec, separator, new_vessel_id)
+        if identity is not None:
+            cut = replace(cut, beyond=replace(cut.beyond, name=identity.name,
+                                              is_debris=identity.is_debris))
+        kept_res = topology.split_resources(vessel.resources, cut.kept_indices)
+        beyond_res = topology.split_resources(vessel.resources, cut.beyond_indices)
+        kept_mass = mass_properties(cut.kept, kept_res)
+        beyond_mass = mass_properties(cut.beyond, beyond_res)
+        identity = np.array([0.0, 0.0, 0.0, 1.0])
+        pieces = (topology.Piece(kept_mass, identity, -1.0),
+                  topology.Piece(topology.in_frame(beyond_mass, cut.origin, cut.rotation),
+                                 cut.rotation, 1.0))
+        axis = rotations.rotate(cut.rotation, (1.0, 0.0, 0.0))
+        kept_state, beyond_state = topology.separate_states(vessel.state, pieces, cut.origin,
+                                                            axis, impulse)
+        temperatures = vessel.thermal
+        vessel.spec, vessel.resources, vessel.mass = cut.kept, kept_res, kept_mass
+        vessel.state = kept_state
+        new = SimVessel(new_key, cut.beyond, vessel.body, beyond_state, beyond_res,
+                        beyond_mass, packed=vessel.packed)
+        if temperatures is not None:
+            vessel.thermal = _thermal_of(temperatures, cut.kept_indices)
+            new.thermal = _thermal_of(temperatures, cut.beyond_indices)
+        self.add(new)
+        return new
+
+    def dock(self, key: str, other_key: str, port: int, other_port: int) -> SimVessel:
+        """Join vessel ``other_key`` to ``key`` at their port parts; return the removed one.
+
+        The joined vessel keeps ``key``'s id, name and root part; the parts of the other
+        stay where they are (``topology.merge``) and the two move on as one rigid body
+        with their momentum (``topology.merge_states``).
+        """
+        a, b = self.vessels[key], self.vessels[other_key]
+        rot_a = rotations.to_matrix(a.state.attitude)
+        b_frame = b.state.position - rotations.to_matrix(b.state.attitude) @ b.mass.com
+        origin = a.mass.com + rot_a.T @ (b_frame - a.state.position)
+        rotation = rotations.multiply(rotations.conjugate(a.state.attitude), b.state.attitude)
+        merged = topology.merge(a.spec, b.spec, port, other_port, origin, rotation)
+        resources = topology.merge_resources(a.resources, b.resources, len(a.spec.parts),
+                                             merged.order)
+        mass = mass_properties(merged.spec, resources)
+        state = topology.merge_states(a.state, a.mass, b.state, b.mass, mass)
+        if a.thermal is not None and b.thermal is not None:
+            b_thermal = _thermal_of(b.thermal, merged.order)
+            a.thermal = thermal.State(np.concatenate([a.thermal.skin, b_thermal.skin]),
+                                      np.concatenate([a.thermal.internal, b_thermal.internal]))
+        else:
+            a.thermal = None
+        a.spec, a.resources, a.mass, a.state = merged.spec, resources, mass, state
+        return self.remove(other_key)
+
     def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> float:
         """Advance UT by one physics step (scaled by warp); return the step length."""
         dt = self.physics_step * self.warp_rate
@@ -164,3 +244,9 @@ class World:
             state.attitude, rotations.from_rotvec(state.body_rate * dt)))
         return replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                        attitude=attitude), np.zeros(3)
+
+
+def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:
+    """Return the temperatures of the parts at ``indices``, in that order."""
+    chosen = list(indices)
+    return thermal.State(state.skin[chosen].copy(), state.internal[chosen].copy())

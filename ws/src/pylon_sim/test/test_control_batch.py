@@ -5,6 +5,7 @@ import pytest
 
 ENGINE = 'engine_9900004_0'            # the launchpad rocket's main engine mode
 DECOUPLER = 'decoupler_9900002_0'
+CLAMP = 'launch_clamp_9900005_0'
 WHEEL = 1000.0                         # N·m, the pod's reaction wheel
 
 
@@ -38,20 +39,24 @@ def test_every_member_acts_in_the_same_frame(harness):
     h.send('pylon_control_batch', **batch_fields(
         h, renew=True, flight={'roll': 1.0},
         engines=[{'name': ENGINE, 'targetThrust': 100000.0}],
-        separation={'name': DECOUPLER, 'operationId': 'stage-1'}))
+        separation={'name': CLAMP, 'operationId': 'stage-1'}))
     h.frames(1)
     control = h.sim.control
-    # the renewal, answered first, then the separation's result
+    # the renewal, answered first; the clamp's split then resets the runtime session,
+    # which ends the lease, and the separation's result follows in the new session
     answers = [(p['type'], p.get('reason')) for p in h.capture.packets
                if p['type'] in ('pylon_control_authority_state', 'pylon_separation_result')]
-    assert answers[:2] == [('pylon_control_authority_state', 'lease_renewed'),
+    assert answers[:3] == [('pylon_control_authority_state', 'lease_renewed'),
+                           ('pylon_control_authority_state', 'runtime_session_changed'),
                            ('pylon_separation_result', 'separated')]
-    assert control.authority.remaining(h.sim.clock) == pytest.approx(4.0)
+    assert control.authority.owner is None
     # flight, engine and separation all acted in the physics step of that frame
     assert control.wheel_torque[0] == pytest.approx(WHEEL)
-    assert control.engine_thrust[ENGINE] == pytest.approx(100000.0)
-    assert DECOUPLER in control.typed(h.sim.world.active).separated_ids()
-    assert control.flight.applied.sequence == h.sequence
+    rocket = h.sim.world.active         # the engine burned propellant in that step
+    burned = 180.0 - rocket.spec.resource_totals(rocket.resources)['LiquidFuel']
+    assert burned == pytest.approx(100000.0 / (320.0 * 9.80665) * 0.02 * 0.45 / 5.0, rel=1e-6)
+    assert 9900005 not in {p.persistent_id for p in h.sim.world.active.spec.parts}
+    assert control.flight.applied is None     # the split's reset began a new flight session
     assert h.sim.stats.commands['pylon_control_batch'] == 1
 
 
@@ -93,7 +98,8 @@ def test_a_batch_with_a_bad_member_does_nothing(harness):
     # the same batch without the bad member is then accepted with that sequence
     h.send_raw({'type': 'pylon_control_batch', 'version': 1, **fields})
     h.frames(1)
-    assert control.flight.command is not None
+    assert h.of('pylon_separation_result')[-1]['reason'] == 'separated'
+    assert len(h.sim.world.vessels) == 2
     assert control.authority.last_sequence(('ctl', 'lease-1')) == sequence
 
 

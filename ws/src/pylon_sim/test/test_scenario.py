@@ -8,7 +8,7 @@ from pylon_sim.vessel import mass_properties
 import pytest
 import yaml
 
-SHIPPED = ('orbit', 'surface', 'launchpad')
+SHIPPED = ('orbit', 'surface', 'launchpad', 'docking')
 
 
 @pytest.mark.parametrize('name', SHIPPED)

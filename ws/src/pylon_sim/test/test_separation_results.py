@@ -28,19 +28,23 @@ def results(h, operation_id=None):
 def test_a_separation_succeeds_is_repeated_and_answers_a_query(harness):
     h = harness('launchpad')
     h.acquire()
+    commanded = h.sim.envelope
     separate(h, operationId='stage-1')
     h.frames(1)
     [first] = results(h)
     envelope = h.sim.envelope
     assert (first['completed'], first['success'], first['retained'], first['reason']) == (
         True, True, True, 'separated')
-    # the vessel is not split yet: it completes in the session it was commanded in
+    # the split changed the part topology: it completes in the session that reset to
     assert first['operationInstance'] == envelope.runtime_instance
-    assert first['operationEpoch'] == first['resultEpoch'] == envelope.runtime_epoch
-    assert first['originalGeneration'] == first['resultGeneration'] == \
-        envelope.runtime_generation
+    assert first['operationEpoch'] == commanded.runtime_epoch != envelope.runtime_epoch
+    assert first['resultEpoch'] == envelope.runtime_epoch
+    assert first['originalGeneration'] == commanded.runtime_generation
+    assert first['resultGeneration'] == envelope.runtime_generation == \
+        commanded.runtime_generation + 1
     assert first['activeVesselId'] == first['operationVesselId'] == h.vessel_id
-    assert first['resultingVesselIds'] == [h.vessel_id]
+    [debris] = [v for v in h.sim.world.vessels.values() if v.key != 'rocket']
+    assert first['resultingVesselIds'] == [h.vessel_id, debris.vessel_id]
     assert (first['name'], first['controllerId'], first['sequence']) == (
         DECOUPLER, 'ctl', h.sequence)
     assert first['retentionRemainingSeconds'] == SEPARATION_RESULT_RETENTION_SEC
@@ -80,10 +84,13 @@ def test_outcomes_of_separations_that_cannot_happen(harness):
     conflict = got[('a', CLAMP)]
     assert (conflict['reason'], conflict['retained']) == ('operation_id_conflict', False)
     assert CLAMP not in h.sim.control.typed(h.sim.world.active).separated_ids()
-    # a retry of the same command gets the journal's result; nothing fires twice
+    # a retry of the same command gets the journal's result; nothing fires twice. The
+    # split reset the session, so the retry names the operation's original identity
+    first = got[('a', DECOUPLER)]
     h.send('pylon_actuator_command', actuatorType='separation', name=DECOUPLER,
-           separate=True, enabled=True, timeoutSeconds=0.5, operationId='a',
-           **h.identity())
+           separate=True, enabled=True, timeoutSeconds=0.5,
+           **{k: first[k] for k in ('operationId', 'operationInstance', 'operationEpoch',
+                                    'operationVesselId')}, **h.identity())
     h.capture.clear()
     h.frames(1)
     [retry] = results(h, 'a')
@@ -130,16 +137,18 @@ def test_an_unknown_operation_is_not_retained(harness):
 def test_results_are_repeated_under_the_current_envelope(harness):
     h = harness('launchpad')
     h.acquire()
+    commanded = h.sim.envelope
     separate(h, operationId='before-switch')
     h.frames(1)
-    old = h.sim.envelope
+    old = h.sim.envelope                                     # after the split's reset
     h.sim.admin({'cmd': 'revert'})                           # a new epoch
     h.capture.clear()
     h.run(1.0)
     repeats = results(h, 'before-switch')
     assert repeats and all(p['runtimeEpoch'] != old.runtime_epoch for p in repeats)
-    assert all(p['operationEpoch'] == p['resultEpoch'] == old.runtime_epoch for p in repeats)
-    assert all(p['originalGeneration'] == old.runtime_generation for p in repeats)
+    assert all(p['operationEpoch'] == commanded.runtime_epoch for p in repeats)
+    assert all(p['resultEpoch'] == old.runtime_epoch for p in repeats)
+    assert all(p['originalGeneration'] == commanded.runtime_generation for p in repeats)
 
 
 SESSION = Envelope('a' * 32, 3, 'b' * 32, 'c' * 32)

@@ -578,7 +578,7 @@ def test_docking_release(typed):
     assert typed.docking(dock(DOCKED, 3), 0.0) == OK
     fields = typed.docking_fields(DOCKED)
     assert fields['docked'] is False and fields['partnerName'] == ''
-    assert fields['state'] == 'Ready' and fields['partnerPartFlightId'] == 0
+    assert fields['state'] == 'Disengage' and fields['partnerPartFlightId'] == 0
     assert typed.undocked_ports() == {DOCKED}
     assert typed.docking(dock(DOCKED, 3, sequence=3), 0.1) == 'not_docked'
 
