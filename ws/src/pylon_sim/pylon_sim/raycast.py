@@ -244,6 +244,16 @@ class Terrain:
     max_height = 0.0
     frame_rotation: np.ndarray | None = None
 
+    @property
+    def top_height(self) -> float:
+        """Return the height above the sphere no part of the surface reaches past, m.
+
+        ``max_height`` bounds the height field; a terrain with features above it
+        (boulders) raises this bound, which a caller culling rays by a bounding sphere
+        must use.
+        """
+        return self.max_height
+
     def height(self, up: np.ndarray) -> np.ndarray:
         """Return the terrain height above the sphere, m (override)."""
         return np.zeros(len(up))

@@ -161,7 +161,7 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     if not planet_radius or planet_center is None:
         return hits
     center = np.asarray(planet_center, dtype=float).reshape(3)
-    reach = float(planet_radius) + (terrain.max_height if terrain is not None else 0.0)
+    reach = float(planet_radius) + (terrain.top_height if terrain is not None else 0.0)
     idx = screen.pixels(rot.T @ (center - o), reach)
     if idx.size:
         sub = raycast.cast_full(o, screen.directions[idx] @ rot.T, max_range, (), center,

@@ -165,6 +165,13 @@ class SiteTerrain(raycast.Terrain):
         self.relief_reach = self.patch_radius + relief + 1.0
         reach = np.linalg.norm(self.boulder_centers - self.site, axis=1) + self._b_radius
         self.boulder_reach = float(reach.max()) if len(reach) else 0.0
+        tops = np.linalg.norm(self.boulder_centers, axis=1) + self._b_radius - self.body_radius
+        self._top = max(self.max_height, float(tops.max()) if len(tops) else 0.0)
+
+    @property
+    def top_height(self) -> float:
+        """Return the highest point of the relief above the sphere, boulders included, m."""
+        return self._top
 
     def _bounds(self) -> tuple[float, float, float]:
         """Return bounds of the field (min, max) and of its slope (a Lipschitz constant).

@@ -4,7 +4,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from pylon_protocol import lidar
+from pylon_protocol import lidar, rotations
 from pylon_sim import raycast, render, terrain
 from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN
 from pylon_sim.scenario import load_scenario, ScenarioError
@@ -230,6 +230,32 @@ def test_camera_renders_craters_and_boulders_of_the_body_fixed_terrain():
     assert hits.normals[0] == pytest.approx(-rotation[:, 0], abs=1e-9)
     image = render.render(above, rotation, sun, terrain=view, **args)
     assert np.any(image != render.render(above, rotation, sun, **args), axis=2).sum() > 8
+
+
+def test_a_level_camera_sees_the_whole_boulder_above_the_crater_field():
+    # The boulder's top (1.5 m) stands above the crater field's highest point: the
+    # renderer must still cast those pixels, so that it equals raycast.cast_full on
+    # every pixel of a camera 1 m up, looking level at the boulder from 8 m away.
+    t = site()
+    assert t.top_height == pytest.approx(1.5, abs=1e-9) and t.top_height > t.max_height
+    ut = 1234.5
+    to_inertial = body_fixed_rotation(KERBIN, ut).T
+    view = t.in_frame(to_inertial.T)
+    east, north, up = (to_inertial @ axis for axis in t.enu)
+    camera = to_inertial @ point(t, BOULDER.east + 8.0, BOULDER.north, 1.0)
+    rotation = np.column_stack([-east, -north, up])      # +X (optical axis) west
+    q = rotations.from_matrix(rotation)
+    fast = render.pixel_hits(camera, q, width=64, height=48, vertical_fov_deg=60.0,
+                             planet_center=np.zeros(3), planet_radius=R, terrain=view)
+    d = render.pixel_directions(64, 48, 60.0) @ rotation.T
+    reference = raycast.cast_full(camera, d, 1e12, (), np.zeros(3), R, view)
+    assert np.array_equal(fast.what, reference.what)
+    ground = np.isfinite(reference.ranges)
+    assert np.allclose(fast.ranges[ground], reference.ranges[ground], rtol=1e-9)
+    # the boulder's upper half is in view: rays above the horizontal that hit it
+    above = ground & (d @ up > 0.0)
+    assert above.sum() >= 10
+    assert np.all(reference.ranges[above] < 8.0)
 
 
 def test_star_tracker_terrain_includes_the_boulders():
