@@ -125,6 +125,7 @@ METHODS = ('active-set', 'bvls', 'trf')
 _TINY = 1e-12
 ROLL_AXIS, PITCH_AXIS, YAW_AXIS = np.eye(3)     # base_link +X, +Y, +Z
 NOZZLE_ARM = 0.1        # m, nozzle from the part origin when a module lists no positions
+ROLL_FULL_ARM = 0.1     # m, an engine this far off the roll axis answers roll with its full range
 RV105_EXHAUSTS = ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, -1.0, 0.0))
 LAYOUT_KEYS = ('nozzles', 'thrust_directions', 'nozzle_arm', 'use_z_axis')
 MAX_LAYOUTS = 256       # distinct nozzle layouts kept parsed (geometry runs every frame)
@@ -274,8 +275,9 @@ def rcs_layout(conf: Mapping[str, object]) -> list[tuple[np.ndarray, np.ndarray]
         entries = conf.get('thrust_directions')
         if entries is None:
             entries = [] if _flag(conf.get('use_z_axis'), False) else RV105_EXHAUSTS
-        if not isinstance(entries, list | tuple):
-            raise ValueError('thrust_directions must be a list of 3-vectors')
+        if not isinstance(entries, list | tuple) or not (entries or _flag(
+                conf.get('use_z_axis'), False)):
+            raise ValueError('thrust_directions must be a non-empty list of 3-vectors')
         directions = [_vector3({'direction': entry}, 'direction') for entry in entries]
         pairs = [(arm * d / np.linalg.norm(d), d) for d in directions]
     if _flag(conf.get('use_z_axis'), False):
@@ -334,10 +336,14 @@ def gimbal_direction(engine: Engine, inputs: Sequence[float]) -> np.ndarray:
     span = engine.gimbal_range
     if span <= 0.0 or not (pitch or yaw or roll):
         return engine.direction
-    radial = _unit(engine.position - (engine.position @ ROLL_AXIS) * ROLL_AXIS)   # r_perp
+    offset = engine.position - (engine.position @ ROLL_AXIS) * ROLL_AXIS          # r_perp
+    radial = _unit(offset)
     wanted = span * (pitch * PITCH_AXIS + yaw * YAW_AXIS)
     if radial is not None:
-        wanted = wanted - span * roll * radial
+        # nearer the axis than ROLL_FULL_ARM the roll tilt fades linearly to none, so an
+        # engine a few millimetres off it neither rolls nor yaws the vessel on a roll input
+        fade = min(1.0, float(np.linalg.norm(offset)) / ROLL_FULL_ARM)
+        wanted = wanted - span * roll * fade * radial
     tilt = np.clip(engine.gimbal_axes @ wanted, -span, span)
     turn = rotations.from_rotvec(tilt @ engine.gimbal_axes)
     return rotations.to_matrix(turn) @ engine.direction

@@ -385,6 +385,25 @@ def test_a_single_centred_engine_gives_no_roll():
     np.testing.assert_allclose(torque, [0.0, 0.0, -2.0 * s], atol=1e-9)
 
 
+def test_an_engine_near_the_axis_answers_roll_in_proportion_to_its_offset():
+    # the centre of mass a few millimetres off the engine's line (propellant burning):
+    # the roll tilt fades with the offset, so a roll input gives no yaw worth the name
+    spec = _spec(_part(10, (-3.0, 0.0, 0.0), [('engine', {'max_thrust': 1e5,
+                                                          'gimbal_range_deg': 5.0})]))
+    for offset in (0.00126, 0.05, 0.1, 0.3):
+        [engine] = al.geometry(spec, (-1.0, offset, 0.0))[1]
+        force, torque = al.engine_wrench(engine, 1e5, (0.0, 0.0, 1.0))
+        tilt = math.radians(5.0) * min(1.0, offset / al.ROLL_FULL_ARM)
+        # the thrust turns about +Y (r_perp = -offset Y): its force gains -Z, a +X torque
+        np.testing.assert_allclose(force, [1e5 * math.cos(tilt), 0.0, -1e5 * math.sin(tilt)],
+                                   atol=1e-6)
+        np.testing.assert_allclose(torque[0], offset * 1e5 * math.sin(tilt), rtol=1e-9)
+    [engine] = al.geometry(spec, (-1.0, 0.00126, 0.0))[1]
+    _, torque = al.engine_wrench(engine, 1e5, (0.0, 0.0, 1.0))
+    _, pitched = al.engine_wrench(engine, 1e5, (1.0, 0.0, 0.0))
+    assert abs(torque[2]) < 0.02 * abs(pitched[1])
+
+
 def test_a_tilted_engine_mount_tilts_about_its_own_axes():
     # canted 20 deg about base_link +Z: its pitch axis is the part's +Y, not base_link's
     spec = _spec(_part(10, (-3.0, 0.0, 0.0), [('engine', {'max_thrust': 1e5,
@@ -493,6 +512,7 @@ def test_listed_nozzles_and_bad_layouts():
                         ({'nozzles': [{'position': [0, 0, 0], 'direction': ['x', 0, 0]}]},
                          'direction'),
                         ({'thrust_directions': 'up'}, 'thrust_directions'),
+                        ({'thrust_directions': []}, 'non-empty list of 3-vectors'),
                         ({'nozzle_arm': -0.1}, 'nozzle_arm'),
                         ({'nozzle_arm': 'far'}, 'nozzle_arm')):
         with pytest.raises(ValueError, match=reason):
