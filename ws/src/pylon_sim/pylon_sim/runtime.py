@@ -144,6 +144,7 @@ class Simulator:
         self.anchor = telemetry.GroundTruthAnchor()
         self.model_session = self._new_id()
         self.model_key = None
+        self._model_chunks: tuple | None = None    # (what they were built from, chunks)
         self.imu_skip = True
         self.control = VehicleManager(self.limits)
         self.control_vessel = self.world.active.vessel_id
@@ -419,11 +420,18 @@ class Simulator:
         self.model_key = key
         masses = part_masses(vessel.spec, vessel.resources)
         urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
-        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf,
-                                          servo_joints=self.servo_joints)
-        for chunk in chunk_model(bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
-                                 allow_servo_joints=self.servo_joints):
-            self.emit('pylon_vessel_urdf_chunk', chunk)
+        # the bundle and its compressed chunks only change with the URDF, the centre of
+        # mass or the producer: built once, re-sent every 2 s with the UT of the sending
+        content = (self.model_session, urdf, tuple(float(v) for v in vessel.mass.com),
+                   self.servo_joints)
+        if self._model_chunks is None or self._model_chunks[0] != content:
+            bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session,
+                                              urdf, servo_joints=self.servo_joints)
+            self._model_chunks = (content, chunk_model(
+                bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
+                allow_servo_joints=self.servo_joints))
+        for chunk in self._model_chunks[1]:
+            self.emit('pylon_vessel_urdf_chunk', {**chunk, 'sentAtUt': float(self.world.ut)})
 
     # -- commands and admin -------------------------------------------------------------
     def drain_commands(self) -> None:

@@ -24,9 +24,11 @@ Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 import math
 import random
+import time
 
 import numpy as np
 from pylon_protocol import camera as camera_codec
@@ -143,6 +145,12 @@ class Sensing:
         self.docking_session = names.new_guid_hex(self.ids)
         self.docking_sequence = 0
         self.docking_next = 0.0
+        self.cost = Counter()      # s of wall time spent sampling, by sensor kind
+        self.samples = Counter()   # samples taken, by sensor kind
+
+    def _count(self, kind: str, start: float) -> None:
+        self.cost[kind] += time.perf_counter() - start
+        self.samples[kind] += 1
 
     def _imager(self, kind: str, part: Part, module, vessel_key: str) -> _Imager:
         defaults = {'lidar_2d': LIDAR_2D_DEFAULTS, 'lidar_3d': LIDAR_3D_DEFAULTS,
@@ -212,7 +220,9 @@ class Sensing:
                 continue
             tracker.next = max(tracker.next + tracker.sensor.period, clock)
             dt = 0.0 if tracker.last_ut is None else max(0.0, ut - tracker.last_ut)
+            start = time.perf_counter()
             sample = tracker.sensor.step(self._inputs(active, tracker, ut, True), dt)
+            self._count(st.KIND, start)
             if sample is None:        # UT has not advanced (paused): nothing is sent
                 continue
             tracker.last_ut = ut
@@ -335,6 +345,7 @@ class Sensing:
         scene = self._scene(ut)
         for imager in due:
             imager.next = max(imager.next + imager.period, clock)
+            start = time.perf_counter()
             if imager.kind == 'camera':
                 imager.sequence += 1
                 raw = self._frame(scene, active, imager.part, imager.settings,
@@ -347,7 +358,9 @@ class Sensing:
                     frame_rotation=imager.frame_rotation, vessel=active.spec.name)]
             else:
                 out.append(('pylon_lidar_scan', self._lidar(imager, scene, active, ut)))
+            self._count(imager.kind, start)
         if docking_due:
+            start = time.perf_counter()
             self.docking_camera = selected
             self.docking_next = max(self.docking_next + 1.0 / DOCKING_CAMERA['rate_hz'], clock)
             self.docking_sequence += 1
@@ -359,6 +372,7 @@ class Sensing:
                 sequence=self.docking_sequence, sensor_id=port_id, source='docking_port',
                 part=part, ut=ut, frame_position=ahead,
                 frame_rotation=(0.0, 0.0, 0.0, 1.0), vessel=None)]
+            self._count('docking_camera', start)
         return out
 
     @staticmethod
