@@ -145,11 +145,11 @@ class Sensing:
         self.docking_session = names.new_guid_hex(self.ids)
         self.docking_sequence = 0
         self.docking_next = 0.0
-        self.cost = Counter()      # s of wall time spent sampling, by sensor kind
+        self.cost = Counter()      # s of CPU time spent sampling, by sensor kind
         self.samples = Counter()   # samples taken, by sensor kind
 
     def _count(self, kind: str, start: float) -> None:
-        self.cost[kind] += time.perf_counter() - start
+        self.cost[kind] += time.process_time() - start
         self.samples[kind] += 1
 
     def _imager(self, kind: str, part: Part, module, vessel_key: str) -> _Imager:
@@ -220,7 +220,7 @@ class Sensing:
                 continue
             tracker.next = max(tracker.next + tracker.sensor.period, clock)
             dt = 0.0 if tracker.last_ut is None else max(0.0, ut - tracker.last_ut)
-            start = time.perf_counter()
+            start = time.process_time()
             sample = tracker.sensor.step(self._inputs(active, tracker, ut, True), dt)
             self._count(st.KIND, start)
             if sample is None:        # UT has not advanced (paused): nothing is sent
@@ -345,7 +345,7 @@ class Sensing:
         scene = self._scene(ut)
         for imager in due:
             imager.next = max(imager.next + imager.period, clock)
-            start = time.perf_counter()
+            start = time.process_time()
             if imager.kind == 'camera':
                 imager.sequence += 1
                 raw = self._frame(scene, active, imager.part, imager.settings,
@@ -360,7 +360,7 @@ class Sensing:
                 out.append(('pylon_lidar_scan', self._lidar(imager, scene, active, ut)))
             self._count(imager.kind, start)
         if docking_due:
-            start = time.perf_counter()
+            start = time.process_time()
             self.docking_camera = selected
             self.docking_next = max(self.docking_next + 1.0 / DOCKING_CAMERA['rate_hz'], clock)
             self.docking_sequence += 1

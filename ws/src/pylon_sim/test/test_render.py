@@ -165,3 +165,13 @@ def test_renderer_matches_the_per_pixel_cast_of_every_ray():
     glow = ((expected[..., 2] > expected[..., 1] + 20) & (reference.what == -1).reshape(H, W))
     assert sun_px >= 4 and glow.sum() > 100
     assert (image.min(axis=2) > 230).sum() == sun_px
+    # Again (each shape's image now comes from the first frame's): the same picture.
+    again = frame(q, sun, primitives=vessel, atmosphere_depth=70_000.0)
+    assert np.array_equal(again, image)
+    # The vessel moved by 1 m: cast anew, it still matches the per-ray cast.
+    moved = [Primitive(p.kind, p.size, p.center + rot @ (0.0, 1.0, 0.0), p.rotation, p.owner,
+                       p.color) for p in vessel]
+    shifted = render.pixel_hits(CAM, q, **{**scene, 'primitives': moved})
+    truth = raycast.cast_full(CAM, d, 1e12, moved, (0.0, 0.0, 0.0), R)
+    assert np.mean(shifted.what == truth.what) >= 0.995
+    assert not np.array_equal(shifted.what, fast.what)
