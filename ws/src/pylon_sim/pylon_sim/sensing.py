@@ -76,6 +76,7 @@ class _Imager:
     session_id: str = ''
     sequence: int = 0
     directions: np.ndarray | None = None
+    own: tuple | None = None   # LiDAR: (own parts' poses in the sensor frame, their ranges)
 
 
 def contains(primitive: raycast.Primitive, point: np.ndarray) -> bool:
@@ -274,9 +275,12 @@ class Sensing:
         max_distance = imager.settings['max_distance']
         primitives, exclude = self._seen(scene, vessel, imager.part, position)
         primitives = [p for p in primitives if float(np.linalg.norm(p.center - position))
-                      - p.bounding_radius <= max_distance]
+                      - p.bounding_radius <= max_distance and p.owner not in exclude]
+        own = [p for p in primitives if p.owner[0] == vessel.key]
         ranges = raycast.scan(imager.directions, position, rotation, max_distance,
-                              primitives, center, radius, exclude=exclude)
+                              [p for p in primitives if p.owner[0] != vessel.key],
+                              center, radius, exclude=exclude)
+        ranges = np.minimum(ranges, self._own_ranges(imager, own, position, rotation))
         mode = '2D' if imager.kind == 'lidar_2d' else '3D'
         return raycast.lidar_scan_fields(
             mode=mode, sensor_id=imager.sensor_id, vessel=vessel.spec.name,
@@ -286,6 +290,28 @@ class Sensing:
             frame_position=imager.frame_position, frame_rotation=imager.frame_rotation,
             horizontal_fov_deg=imager.settings.get('horizontal_fov_deg', 360.0),
             hemisphere_density=imager.settings.get('hemisphere_density', 0.0))
+
+    @staticmethod
+    def _own_ranges(imager: _Imager, own: list, position: np.ndarray,
+                    rotation: np.ndarray) -> np.ndarray:
+        """Return a LiDAR's ranges to its own vessel's parts, cast again only when they move.
+
+        The parts sit still in the sensor frame (every pose entry within 1e-6, m or
+        rotation, of the last cast's: the same ranges), so the scan reuses them until a
+        part moves, comes or goes.
+        """
+        local = [raycast.Primitive(p.kind, p.size, rotation.T @ (p.center - position),
+                                   rotation.T @ p.rotation, p.owner) for p in own]
+        poses = np.array([np.concatenate([p.center, p.rotation.ravel()]) for p in local])
+        owners = [p.owner for p in local]
+        cached = imager.own
+        if cached is not None and cached[0] == owners and cached[1].shape == poses.shape \
+                and (poses.size == 0 or np.abs(cached[1] - poses).max() <= 1e-6):
+            return cached[2]
+        ranges = raycast.scan(imager.directions, np.zeros(3), np.eye(3),
+                              imager.settings['max_distance'], local)
+        imager.own = (owners, poses, ranges)
+        return ranges
 
     def _frame(self, scene: dict, vessel: SimVessel, part: Part, settings: dict,
                frame_position, frame_rotation) -> bytes:
