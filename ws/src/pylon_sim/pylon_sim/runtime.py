@@ -145,6 +145,7 @@ class Simulator:
         self.model_session = self._new_id()
         self.model_key = None
         self._model_chunks: tuple | None = None    # (what they were built from, chunks)
+        self._actuator_list: tuple | None = None   # (spec, topology hash, actuators)
         self.imu_skip = True
         self.control = VehicleManager(self.limits)
         self.control_vessel = self.world.active.vessel_id
@@ -334,7 +335,7 @@ class Simulator:
         if due['flight']:
             flight = self.emit('pylon_flight_state', telemetry.flight_state(
                 self.world, view, sequence, self.control.flight_fields(self.clock)))
-        found = actuators.actuators_of(spec)
+        found = self._actuators(spec)
         if due['actuator']:
             com = tuple(float(v) for v in vessel.mass.com)
             for actuator in found:
@@ -350,6 +351,14 @@ class Simulator:
                     payload = actuators.motor_state(actuator, spec, ut)
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
                     self.emit('pylon_motor_state', payload)
+
+    def _actuators(self, spec) -> list[actuators.Actuator]:
+        """Return the vessel's actuators, found again only for another vessel or topology."""
+        key = spec.topology_hash()
+        cached = self._actuator_list
+        if cached is None or cached[0] is not spec or cached[1] != key:
+            cached = self._actuator_list = (spec, key, actuators.actuators_of(spec))
+        return cached[2]
 
     def _send_snapshot(self, flight: dict, states: list[dict]) -> None:
         """Send the frame's ``pylon_control_snapshot``: the packets just sent, unwrapped.
