@@ -197,6 +197,8 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
 FOOTPRINT_TOLERANCE = 1e-6
 """m: a shape this close to a pose cast in an earlier frame reuses that frame's image."""
 MAX_FOOTPRINTS = 1024
+SMALL_FOOTPRINT = 4096
+"""Pixels up to which a shape's distances and normals come from one kernel call."""
 RECENT_POSES = 4
 
 
@@ -222,6 +224,11 @@ class _Footprint:
             center + (_CORNERS * _half_extents(prim)) @ turn.T
         idx = screen.pixels(center, prim.bounding_radius, corners)
         local = raycast.Primitive(prim.kind, prim.size, center, turn)
+        if idx.size <= SMALL_FOOTPRINT:    # a few misses' normals cost less than a 2nd call
+            ranges, normals = raycast.primitive_hits(local, np.zeros(3),
+                                                     screen.directions[idx], True)
+            hit = np.flatnonzero(np.isfinite(ranges))
+            return cls(center, turn, idx[hit], ranges[hit], normals[hit])
         ranges, _ = raycast.primitive_hits(local, np.zeros(3), screen.directions[idx], False)
         hit = np.flatnonzero(np.isfinite(ranges))
         _, normals = raycast.primitive_hits(local, np.zeros(3), screen.directions[idx[hit]],
