@@ -569,7 +569,7 @@ def sensor_rays_world(
 # -- packet fields ------------------------------------------------------------------------------
 
 def _rounded(values: np.ndarray, digits: int) -> list[float]:
-    return [round(float(v), digits) for v in values]
+    return [round(v, digits) for v in np.asarray(values, dtype=float).tolist()]
 
 
 def lidar_scan_fields(
@@ -640,7 +640,7 @@ def lidar_scan_fields(
         'framePosition': [float(v) for v in frame_position],
         'frameRotation': [float(v) for v in frame_rotation],
         'ranges': _rounded(sent, digits),
-        'hitMask': [int(v) for v in hit],
+        'hitMask': hit.astype(int).tolist(),
     }
     if include_hit_points:
         pts = d * np.where(hit, r, 0.0)[:, None]

@@ -18,6 +18,7 @@ scaled to 0..255 (no gamma).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 import math
 
@@ -111,6 +112,28 @@ class _Screen:
         self.directions = pixel_directions(width, height, vertical_fov_deg)
         self.focal = height / (2.0 * math.tan(math.radians(vertical_fov_deg) / 2.0))
         self.cx, self.cy = (width - 1) / 2.0, (height - 1) / 2.0
+        self.footprints: dict[Hashable, list[_Footprint]] = {}
+
+    def footprint(self, prim: raycast.Primitive, center: np.ndarray,
+                  turn: np.ndarray) -> _Footprint:
+        """Return the image of a shape at a camera-frame pose, reusing an earlier frame's.
+
+        A shape that holds still in the camera frame (a part of the camera's own vessel)
+        is cast once: a pose within ``FOOTPRINT_TOLERANCE`` m (and 1e-9 in rotation) of a
+        recent one of the same shape reuses its pixels, distances and normals.
+        """
+        key = (prim.owner, prim.kind, prim.size)
+        recent = self.footprints.setdefault(key, [])
+        for known in recent:
+            if np.abs(known.center - center).max() <= FOOTPRINT_TOLERANCE \
+                    and np.abs(known.turn - turn).max() <= 1e-9:
+                return known
+        if len(self.footprints) > MAX_FOOTPRINTS:
+            self.footprints = {key: recent}
+        made = _Footprint.cast(self, prim, center, turn)
+        recent.insert(0, made)
+        del recent[RECENT_POSES:]
+        return made
 
     def _corner_rect(self, corners: np.ndarray) -> tuple[int, int, int, int] | None:
         """Return the pixel rectangle of a convex body's corners all in front of the camera."""
@@ -171,6 +194,48 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     return hits
 
 
+FOOTPRINT_TOLERANCE = 1e-6
+"""m: a shape this close to a pose cast in an earlier frame reuses that frame's image."""
+MAX_FOOTPRINTS = 1024
+SMALL_FOOTPRINT = 4096
+"""Pixels up to which a shape's distances and normals come from one kernel call."""
+RECENT_POSES = 4
+
+
+@dataclass(frozen=True)
+class _Footprint:
+    """A shape's image at one camera-frame pose.
+
+    The pixels whose rays hit it, each one's hit distance and the outward normal there
+    (camera frame).
+    """
+
+    center: np.ndarray
+    turn: np.ndarray
+    pixels: np.ndarray
+    ranges: np.ndarray
+    normals: np.ndarray
+
+    @classmethod
+    def cast(cls, screen: _Screen, prim: raycast.Primitive, center: np.ndarray,
+             turn: np.ndarray) -> _Footprint:
+        """Cast a shape posed in the camera frame on the pixels its bounds project to."""
+        corners = None if prim.kind == 'sphere' else \
+            center + (_CORNERS * _half_extents(prim)) @ turn.T
+        idx = screen.pixels(center, prim.bounding_radius, corners)
+        local = raycast.Primitive(prim.kind, prim.size, center, turn)
+        if idx.size <= SMALL_FOOTPRINT:    # a few misses' normals cost less than a 2nd call
+            ranges, normals = raycast.primitive_hits(local, np.zeros(3),
+                                                     screen.directions[idx], True)
+            hit = np.flatnonzero(np.isfinite(ranges))
+            return cls(center, turn, idx[hit], ranges[hit], normals[hit])
+        ranges, _ = raycast.primitive_hits(local, np.zeros(3), screen.directions[idx], False)
+        hit = np.flatnonzero(np.isfinite(ranges))
+        _, normals = raycast.primitive_hits(local, np.zeros(3), screen.directions[idx[hit]],
+                                            True)
+        return cls(center, turn, idx[hit], ranges[hit], normals)
+
+
 _CORNERS = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
 
 
@@ -188,44 +253,31 @@ def _screen_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     """Return what each pixel's ray hits first; ranges along it, normals in the camera frame.
 
     The same answer as ``raycast.cast_full`` on every pixel ray, found with the work a
-    frame needs: the planet only on the pixels of its disc, each shape (nearest first)
-    only on the pixels its bounding sphere covers and that nothing nearer hit, in the
-    camera frame where the pixel directions are constant, the hit distance first and
-    the normal only for the pixels the shape wins.
+    frame needs: the planet only on the pixels of its disc, each shape only on the pixels
+    its bounds project to, in the camera frame where the pixel directions are constant,
+    and a shape that holds still in that frame not again (``_Screen.footprint``); then
+    the nearest hit of each pixel wins.
     """
     hits = _planet_hits(screen, o, rot, max_range, planet_center, planet_radius, terrain)
     best, what, normals = hits.ranges, hits.what, hits.normals
     excluded = set(exclude)
-    origin = np.zeros(3)
     placed = []
     for k, prim in enumerate(primitives):
         if prim.owner is not None and prim.owner in excluded:
             continue
         center = rot.T @ (prim.center - o)
         placed.append((float(center @ center), k, center, prim))
-    candidates = []
+    drawn = []
     for _, k, center, prim in sorted(placed, key=lambda item: item[0]):
-        radius = prim.bounding_radius
-        turn = rot.T @ prim.rotation
-        corners = None if prim.kind == 'sphere' else \
-            center + (_CORNERS * _half_extents(prim)) @ turn.T
-        idx = screen.pixels(center, radius, corners)
-        if idx.size == 0:
-            continue
-        idx = idx[np.maximum(screen.directions[idx] @ center - radius, 0.0) < best[idx]]
-        if idx.size == 0:
-            continue
-        local = raycast.Primitive(prim.kind, prim.size, center, turn)
-        t, _ = raycast.primitive_hits(local, origin, screen.directions[idx], False)
-        take = (t < best[idx]) & (t <= max_range)
-        best[idx[take]] = t[take]
+        image = screen.footprint(prim, center, rot.T @ prim.rotation)
+        idx = image.pixels
+        take = (image.ranges < best[idx]) & (image.ranges <= max_range)
+        best[idx[take]] = image.ranges[take]
         what[idx[take]] = k
-        candidates.append((k, idx[take], local))
-    for k, idx, local in candidates:
-        won = idx[what[idx] == k]
-        if won.size:
-            _, normals[won] = raycast.primitive_hits(local, origin, screen.directions[won],
-                                                     True)
+        drawn.append((k, np.flatnonzero(take), image))
+    for k, nearer, image in drawn:
+        won = nearer[what[image.pixels[nearer]] == k]
+        normals[image.pixels[won]] = image.normals[won]
     return hits
 
 
@@ -259,25 +311,84 @@ def _rotation(rotation: Sequence[float] | np.ndarray) -> np.ndarray:
     return rotations.to_matrix(rot) if rot.shape == (4,) else rot.reshape(3, 3)
 
 
+def sunlight(center: np.ndarray, radius: float, planet_center: np.ndarray,
+             planet_radius: float, sun_direction: np.ndarray) -> float:
+    """Tell whether a sphere is wholly in sunlight (1), wholly in the planet's shadow (0).
+
+    The shadow is the planet's cylinder along the (parallel) sunlight; nan when the
+    sphere reaches across its edge, so each of its pixels must be tested.
+    """
+    rel = np.asarray(center, dtype=float) - planet_center
+    along = float(rel @ sun_direction)
+    across = float(np.linalg.norm(rel - along * sun_direction))
+    if along >= radius or across >= planet_radius + radius:
+        return 1.0
+    if along <= -radius and across <= planet_radius - radius:
+        return 0.0
+    return math.nan
+
+
+def _vessel_colors(hits: raycast.Hits, idx: np.ndarray, directions: np.ndarray,
+                   sun_direction: np.ndarray, colors, planet_center, planet_radius,
+                   sunlit, max_range: float) -> np.ndarray:
+    """Return the Lambert colours of the vessel pixels ``idx``, dark in the planet's shadow."""
+    what = hits.what[idx]
+    diffuse = np.clip(hits.normals[idx] @ sun_direction, 0.0, 1.0)
+    if planet_radius and planet_center is not None:
+        light = np.full(len(idx), math.nan) if sunlit is None else \
+            np.asarray(sunlit, dtype=float)[what]
+        test = np.flatnonzero(np.isnan(light))
+        if test.size:
+            k = idx[test]
+            points = hits.ranges[k, None] * directions[k] + 1e-3 * hits.normals[k]
+            shadow = raycast.cast(points, np.broadcast_to(sun_direction, points.shape),
+                                  max_range, (), planet_center, planet_radius)
+            light[test] = np.where(np.isfinite(shadow), 0.0, 1.0)
+        diffuse = diffuse * light
+    albedo = np.asarray(colors, dtype=float).reshape(-1, 3)[what]
+    return albedo * (2 * AMBIENT + (1 - 2 * AMBIENT) * diffuse[:, None])
+
+
+def _glow(directions: np.ndarray, planet_center: np.ndarray, planet_radius: float,
+          depth: float, sun_direction: np.ndarray) -> np.ndarray:
+    """Return the limb glow (N, 3) of sky rays passing through the atmosphere's shell.
+
+    A ray's closest point to the planet centre is at ``max(t, 0)`` along it,
+    ``t = d . c``; ``rho`` is its distance from the centre, found from two products per
+    ray (no per-ray vectors).
+    """
+    t = np.maximum(directions @ planet_center, 0.0)
+    along_sun = directions @ sun_direction
+    c2 = float(planet_center @ planet_center)
+    rho = np.sqrt(np.maximum(c2 - t * t, 0.0))
+    band = (rho >= planet_radius) & (rho < planet_radius + depth)
+    strength = np.where(band, (1.0 - (rho - planet_radius) / depth) ** 2, 0.0)
+    up_sun = (t * along_sun - float(planet_center @ sun_direction)) / np.where(rho > 0, rho, 1)
+    light = np.clip(up_sun + 0.2, 0.0, 1.0)
+    return np.outer(strength * light, ATMOSPHERE_COLOR) * 0.8
+
+
 def shade(hits: raycast.Hits, directions: np.ndarray, sun_direction: np.ndarray, *,
           colors: Sequence[Sequence[float]] = (), planet_center: np.ndarray | None = None,
           planet_radius: float | None = None, atmosphere_depth: float = 0.0,
           planet_color: Sequence[float] = PLANET_COLOR,
           sun_angular_radius: float = SUN_ANGULAR_RADIUS, pixel_angle: float = 0.0,
-          max_range: float = 1e12,
+          max_range: float = 1e12, sunlit: Sequence[float] | None = None,
           near: Callable[[np.ndarray, float], np.ndarray] | None = None) -> np.ndarray:
-    """Return the (N, 3) linear colours of rays from one point given what they hit.
+    """Return the (N, 3) linear colours (float32) of rays from one point given what they hit.
 
     Any frame centred on the camera: ``directions`` (N, 3) unit rays, ``sun_direction``
     a unit vector, ``planet_center`` relative to the camera, ``hits`` from those rays
-    (``colors[k]`` is primitive k's albedo). ``near(center, radius)``, when given, returns
-    the rays that can reach a sphere (``_Screen.pixels``), so the limb glow and the sun
-    disc are only evaluated there; without it every ray is.
+    (``colors[k]`` is primitive k's albedo). ``sunlit[k]`` (``sunlight``: 1, 0 or nan)
+    spares the per-pixel shadow ray of a primitive wholly in or out of the planet's
+    shadow; without it every vessel pixel casts one. ``near(center, radius)``, when
+    given, returns the rays that can reach a sphere (``_Screen.pixels``), so the limb glow
+    and the sun disc are only evaluated there; without it every ray is.
     """
     def reach(center: np.ndarray, radius: float) -> np.ndarray:
         return np.arange(len(directions)) if near is None else near(center, radius)
 
-    rgb = np.zeros((len(directions), 3))
+    rgb = np.empty((len(directions), 3), dtype=np.float32)   # 8-bit output: float32 is exact
     rgb[:] = SKY_COLOR
     planet = np.flatnonzero(hits.what == -2)
     lit = np.clip(hits.normals[planet] @ sun_direction, 0.0, 1.0)
@@ -285,25 +396,13 @@ def shade(hits: raycast.Hits, directions: np.ndarray, sun_direction: np.ndarray,
                                                             * lit[:, None])
     idx = np.flatnonzero(hits.what >= 0)
     if idx.size:
-        diffuse = np.clip(hits.normals[idx] @ sun_direction, 0.0, 1.0)
-        if planet_radius and planet_center is not None:
-            points = hits.ranges[idx, None] * directions[idx] + 1e-3 * hits.normals[idx]
-            shadow = raycast.cast(points, np.broadcast_to(sun_direction, points.shape),
-                                  max_range, (), planet_center, planet_radius)
-            diffuse = np.where(np.isfinite(shadow), 0.0, diffuse)
-        albedo = np.asarray(colors, dtype=float).reshape(-1, 3)[hits.what[idx]]
-        rgb[idx] = albedo * (2 * AMBIENT + (1 - 2 * AMBIENT) * diffuse[:, None])
+        rgb[idx] = _vessel_colors(hits, idx, directions, sun_direction, colors,
+                                  planet_center, planet_radius, sunlit, max_range)
     if atmosphere_depth > 0.0 and planet_radius and planet_center is not None:
         idx = reach(planet_center, planet_radius + atmosphere_depth)
         idx = idx[hits.what[idx] == -1]
-        t = directions[idx] @ planet_center
-        closest = np.maximum(t, 0.0)[:, None] * directions[idx] - planet_center
-        rho = np.linalg.norm(closest, axis=1)
-        depth = float(atmosphere_depth)
-        band = (rho >= planet_radius) & (rho < planet_radius + depth)
-        strength = np.where(band, (1.0 - (rho - planet_radius) / depth) ** 2, 0.0)
-        light = np.clip((closest / rho[:, None]) @ sun_direction + 0.2, 0.0, 1.0)
-        rgb[idx] += np.outer(strength * light, ATMOSPHERE_COLOR) * 0.8
+        rgb[idx] += _glow(directions[idx], planet_center, planet_radius,
+                          float(atmosphere_depth), sun_direction)
     # Sun disc, at least ~1.5 px across in radius so that it never vanishes.
     radius = max(float(sun_angular_radius), 1.5 * pixel_angle)
     idx = reach(sun_direction, math.sin(min(radius, math.pi / 2)))
@@ -348,17 +447,25 @@ def render(
     sun = rot.T @ (sun / np.linalg.norm(sun))
     hits = _screen_hits(screen, o, rot, max_range, primitives, planet_center, planet_radius,
                         terrain, exclude)
-    center = None
+    center, sunlit = None, None
     if planet_radius and planet_center is not None:
-        center = rot.T @ (np.asarray(planet_center, dtype=float).reshape(3) - o)
+        world_center = np.asarray(planet_center, dtype=float).reshape(3)
+        center = rot.T @ (world_center - o)
+        seen = set(hits.what[hits.what >= 0].tolist())
+        sun_world = rot @ sun
+        sunlit = [sunlight(p.center, p.bounding_radius, world_center, planet_radius,
+                           sun_world) if k in seen else 1.0
+                  for k, p in enumerate(primitives)]
     rgb = shade(hits, screen.directions, sun, colors=[p.color for p in primitives],
                 planet_center=center, planet_radius=planet_radius,
                 atmosphere_depth=atmosphere_depth, planet_color=planet_color,
                 sun_angular_radius=sun_angular_radius,
                 pixel_angle=math.radians(vertical_fov_deg) / height, max_range=max_range,
-                near=screen.pixels)
-    image = np.clip(rgb * 255.0 + 0.5, 0.0, 255.0).astype(np.uint8)
-    return np.ascontiguousarray(image.reshape(height, width, 3))
+                sunlit=sunlit, near=screen.pixels)
+    rgb *= 255.0
+    rgb += 0.5
+    image = np.minimum(rgb, 255.0, out=rgb).astype(np.uint8)     # colours are never negative
+    return image.reshape(height, width, 3)
 
 
 def to_rgb8_bytes(image: np.ndarray) -> bytes:

@@ -146,6 +146,8 @@ class Simulator:
         self.model_session = self._new_id()
         self.model_key = None
         self.docked_identity: dict[int, tuple] = {}    # port part -> (key, spec) it docked as
+        self._model_chunks: tuple | None = None    # (what they were built from, chunks)
+        self._actuator_list: tuple | None = None   # (spec, topology hash, actuators)
         self.imu_skip = True
         self.control = VehicleManager(self.limits)
         self.control_vessel = self.world.active.vessel_id
@@ -478,7 +480,7 @@ class Simulator:
         if due['flight']:
             flight = self.emit('pylon_flight_state', telemetry.flight_state(
                 self.world, view, sequence, self.control.flight_fields(self.clock)))
-        found = actuators.actuators_of(spec)
+        found = self._actuators(spec)
         if due['actuator']:
             com = tuple(float(v) for v in vessel.mass.com)
             for actuator in found:
@@ -494,6 +496,14 @@ class Simulator:
                     payload = actuators.motor_state(actuator, spec, ut)
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
                     self.emit('pylon_motor_state', payload)
+
+    def _actuators(self, spec) -> list[actuators.Actuator]:
+        """Return the vessel's actuators, found again only for another vessel or topology."""
+        key = spec.topology_hash()
+        cached = self._actuator_list
+        if cached is None or cached[0] is not spec or cached[1] != key:
+            cached = self._actuator_list = (spec, key, actuators.actuators_of(spec))
+        return cached[2]
 
     def _send_snapshot(self, flight: dict, states: list[dict]) -> None:
         """Send the frame's ``pylon_control_snapshot``: the packets just sent, unwrapped.
@@ -566,11 +576,18 @@ class Simulator:
         self.model_key = key
         masses = part_masses(vessel.spec, vessel.resources)
         urdf = proxy_model.build_urdf(vessel.spec, masses, servo_joints=self.servo_joints)
-        bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session, urdf,
-                                          servo_joints=self.servo_joints)
-        for chunk in chunk_model(bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
-                                 allow_servo_joints=self.servo_joints):
-            self.emit('pylon_vessel_urdf_chunk', chunk)
+        # the bundle and its compressed chunks only change with the URDF, the centre of
+        # mass or the producer: built once, re-sent every 2 s with the UT of the sending
+        content = (self.model_session, urdf, tuple(float(v) for v in vessel.mass.com),
+                   self.servo_joints)
+        if self._model_chunks is None or self._model_chunks[0] != content:
+            bundle = proxy_model.build_bundle(vessel.spec, vessel.mass.com, self.model_session,
+                                              urdf, servo_joints=self.servo_joints)
+            self._model_chunks = (content, chunk_model(
+                bundle, session_id=self.model_session, sent_at_ut=self.world.ut,
+                allow_servo_joints=self.servo_joints))
+        for chunk in self._model_chunks[1]:
+            self.emit('pylon_vessel_urdf_chunk', {**chunk, 'sentAtUt': float(self.world.ut)})
 
     # -- commands and admin -------------------------------------------------------------
     def drain_commands(self) -> None:

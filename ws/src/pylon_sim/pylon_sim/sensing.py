@@ -25,9 +25,11 @@ Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 import math
 import random
+import time
 
 import numpy as np
 from pylon_protocol import camera as camera_codec
@@ -75,6 +77,7 @@ class _Imager:
     session_id: str = ''
     sequence: int = 0
     directions: np.ndarray | None = None
+    own: tuple | None = None   # LiDAR: (own parts' poses in the sensor frame, their ranges)
 
 
 def contains(primitive: raycast.Primitive, point: np.ndarray) -> bool:
@@ -144,6 +147,12 @@ class Sensing:
         self.docking_session = names.new_guid_hex(self.ids)
         self.docking_sequence = 0
         self.docking_next = 0.0
+        self.cost = Counter()      # s of CPU time spent sampling, by sensor kind
+        self.samples = Counter()   # samples taken, by sensor kind
+
+    def _count(self, kind: str, start: float) -> None:
+        self.cost[kind] += time.process_time() - start
+        self.samples[kind] += 1
 
     def _imager(self, kind: str, part: Part, module, vessel_key: str) -> _Imager:
         defaults = {'lidar_2d': LIDAR_2D_DEFAULTS, 'lidar_3d': LIDAR_3D_DEFAULTS,
@@ -255,7 +264,9 @@ class Sensing:
                 continue
             tracker.next = max(tracker.next + tracker.sensor.period, clock)
             dt = 0.0 if tracker.last_ut is None else max(0.0, ut - tracker.last_ut)
+            start = time.process_time()
             sample = tracker.sensor.step(self._inputs(active, tracker, ut, True), dt)
+            self._count(st.KIND, start)
             if sample is None:        # UT has not advanced (paused): nothing is sent
                 continue
             tracker.last_ut = ut
@@ -310,9 +321,12 @@ class Sensing:
         max_distance = imager.settings['max_distance']
         primitives, exclude = self._seen(scene, vessel, imager.part, position)
         primitives = [p for p in primitives if float(np.linalg.norm(p.center - position))
-                      - p.bounding_radius <= max_distance]
+                      - p.bounding_radius <= max_distance and p.owner not in exclude]
+        own = [p for p in primitives if p.owner[0] == vessel.key]
         ranges = raycast.scan(imager.directions, position, rotation, max_distance,
-                              primitives, center, radius, scene['terrain'], exclude=exclude)
+                              [p for p in primitives if p.owner[0] != vessel.key],
+                              center, radius, scene['terrain'], exclude=exclude)
+        ranges = np.minimum(ranges, self._own_ranges(imager, own, position, rotation))
         mode = '2D' if imager.kind == 'lidar_2d' else '3D'
         return raycast.lidar_scan_fields(
             mode=mode, sensor_id=imager.sensor_id, vessel=vessel.spec.name,
@@ -322,6 +336,28 @@ class Sensing:
             frame_position=imager.frame_position, frame_rotation=imager.frame_rotation,
             horizontal_fov_deg=imager.settings.get('horizontal_fov_deg', 360.0),
             hemisphere_density=imager.settings.get('hemisphere_density', 0.0))
+
+    @staticmethod
+    def _own_ranges(imager: _Imager, own: list, position: np.ndarray,
+                    rotation: np.ndarray) -> np.ndarray:
+        """Return a LiDAR's ranges to its own vessel's parts, cast again only when they move.
+
+        The parts sit still in the sensor frame (every pose entry within 1e-6, m or
+        rotation, of the last cast's: the same ranges), so the scan reuses them until a
+        part moves, comes or goes.
+        """
+        local = [raycast.Primitive(p.kind, p.size, rotation.T @ (p.center - position),
+                                   rotation.T @ p.rotation, p.owner) for p in own]
+        poses = np.array([np.concatenate([p.center, p.rotation.ravel()]) for p in local])
+        owners = [p.owner for p in local]
+        cached = imager.own
+        if cached is not None and cached[0] == owners and cached[1].shape == poses.shape \
+                and (poses.size == 0 or np.abs(cached[1] - poses).max() <= 1e-6):
+            return cached[2]
+        ranges = raycast.scan(imager.directions, np.zeros(3), np.eye(3),
+                              imager.settings['max_distance'], local)
+        imager.own = (owners, poses, ranges)
+        return ranges
 
     def _frame(self, scene: dict, vessel: SimVessel, part: Part, settings: dict,
                frame_position, frame_rotation) -> bytes:
@@ -381,6 +417,7 @@ class Sensing:
         scene = self._scene(ut)
         for imager in due:
             imager.next = max(imager.next + imager.period, clock)
+            start = time.process_time()
             if imager.kind == 'camera':
                 imager.sequence += 1
                 raw = self._frame(scene, active, imager.part, imager.settings,
@@ -393,7 +430,9 @@ class Sensing:
                     frame_rotation=imager.frame_rotation, vessel=active.spec.name)]
             else:
                 out.append(('pylon_lidar_scan', self._lidar(imager, scene, active, ut)))
+            self._count(imager.kind, start)
         if docking_due:
+            start = time.process_time()
             self.docking_camera = selected
             self.docking_next = max(self.docking_next + 1.0 / DOCKING_CAMERA['rate_hz'], clock)
             self.docking_sequence += 1
@@ -405,6 +444,7 @@ class Sensing:
                 sequence=self.docking_sequence, sensor_id=port_id, source='docking_port',
                 part=part, ut=ut, frame_position=ahead,
                 frame_rotation=(0.0, 0.0, 0.0, 1.0), vessel=None)]
+            self._count('docking_camera', start)
         return out
 
     @staticmethod

@@ -133,3 +133,44 @@ def test_scan_fields_fit_the_packet_schema(mode):
     assert decoded['points'][0:3] == pytest.approx(list(12.5 * dirs[0]), abs=1e-3)
     assert decoded['points'][3:6] == [None, None, None]
     json.dumps(packet, allow_nan=False)
+
+
+def test_lidar_reuses_its_own_vessels_ranges_only_while_the_parts_hold_still():
+    # The orbit sat's 3D LiDAR sees its own parts (engine, tanks, RCS blocks) and the
+    # target 150 m ahead: each scan equals one cast of every ray against everything.
+    from dataclasses import replace
+
+    from pylon_sim.runtime import Simulator
+    from pylon_sim.sensing import Sensing
+
+    sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
+    sensing = sim.sensing
+    lidar = next(i for i in sensing.imagers if i.kind == 'lidar_3d')
+    vessel = sim.world.active
+
+    def scans_and_truth():
+        scene = sensing._scene(sim.world.ut)
+        fields = sensing._lidar(lidar, scene, vessel, sim.world.ut)
+        position, rotation = Sensing._pose(scene, vessel.key, lidar.part,
+                                           lidar.frame_position, lidar.frame_rotation)
+        _, exclude = Sensing._seen(scene, vessel, lidar.part, position)
+        truth = raycast.scan(lidar.directions, position, rotation, 200.0,
+                             scene['primitives'], *scene['planet'][:2], exclude=exclude)
+        return np.array(fields['ranges']), np.where(np.isfinite(truth), truth, -1.0)
+
+    first, truth = scans_and_truth()
+    assert (first > 0).sum() > 100                   # its own parts fill part of the view
+    assert first == pytest.approx(truth, abs=1e-4)
+    vessel.state = replace(vessel.state, attitude=rotations.multiply(
+        vessel.state.attitude, rotations.from_rotvec([0.2, -0.4, 0.3])))
+    cached = lidar.own[2]
+    turned, truth = scans_and_truth()
+    assert lidar.own[2] is cached                    # the parts did not move on the vessel
+    assert turned == pytest.approx(truth, abs=1e-4)
+    moved = vessel.spec.parts[9]                     # the docking port slides 0.3 m out
+    assert moved.name == 'dockingPort2'
+    object.__setattr__(moved, 'position', np.asarray(moved.position) + (0.3, 0.0, 0.0))
+    shifted, truth = scans_and_truth()
+    assert lidar.own[2] is not cached
+    assert shifted == pytest.approx(truth, abs=1e-4)
+    assert not np.allclose(shifted, turned)

@@ -165,3 +165,35 @@ def test_renderer_matches_the_per_pixel_cast_of_every_ray():
     glow = ((expected[..., 2] > expected[..., 1] + 20) & (reference.what == -1).reshape(H, W))
     assert sun_px >= 4 and glow.sum() > 100
     assert (image.min(axis=2) > 230).sum() == sun_px
+    # Again (each shape's image now comes from the first frame's): the same picture.
+    again = frame(q, sun, primitives=vessel, atmosphere_depth=70_000.0)
+    assert np.array_equal(again, image)
+    # The vessel moved by 1 m: cast anew, it still matches the per-ray cast.
+    moved = [Primitive(p.kind, p.size, p.center + rot @ (0.0, 1.0, 0.0), p.rotation, p.owner,
+                       p.color) for p in vessel]
+    shifted = render.pixel_hits(CAM, q, **{**scene, 'primitives': moved})
+    truth = raycast.cast_full(CAM, d, 1e12, moved, (0.0, 0.0, 0.0), R)
+    assert np.mean(shifted.what == truth.what) >= 0.995
+    assert not np.array_equal(shifted.what, fast.what)
+
+
+def test_the_orbit_cameras_frame_costs_a_fraction_of_the_per_pixel_cast():
+    # The orbit sat's camera sees its own docking port over a quarter of the image and
+    # the target station: once its own parts are cast, a frame costs far less than the
+    # 64 ms the per-pixel renderer took (CPU time, so a busy machine does not change it).
+    from pylon_sim.runtime import Simulator
+    from pylon_sim.scenario import load_scenario
+
+    sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
+    sensing, vessel = sim.sensing, sim.world.active
+    camera_ = next(i for i in sensing.imagers if i.kind == 'camera')
+
+    def one_frame() -> bytes:
+        sim.world.step({})
+        scene = sensing._scene(sim.world.ut)
+        return sensing._frame(scene, vessel, camera_.part, camera_.settings,
+                              camera_.frame_position, camera_.frame_rotation)
+
+    first = np.frombuffer(one_frame(), np.uint8).reshape(H, W, 3)
+    assert (first.max(axis=2) > 0).mean() > 0.2       # the docking port, not just sky
+    assert cpu_seconds(one_frame, repeat=3) < 0.03
