@@ -264,4 +264,8 @@ def test_commanded_wheels_report_what_they_do_and_bad_commands_are_refused(harne
     truth = h.of('pylon_ground_truth')
     east = truth[-1]['position'][0] - truth[0]['position'][0]          # ENU, heading east
     assert east > 0.5 and truth[-1]['linearVelocityBody'][0] > 1.0
+    # the IMU feels the push forward (about 3.5 m/s² from standstill) and the ground's support
+    imu = h.of('pylon_imu')
+    assert max(p['linearAcceleration'][0] for p in imu) > 2.0
+    assert imu[-1]['linearAcceleration'][2] == pytest.approx(9.76, abs=0.3)
     assert power.electric_charge(h.sim.world.active) < charge        # the motors drew
