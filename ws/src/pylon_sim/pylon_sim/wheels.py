@@ -97,10 +97,12 @@ UP = np.array([0.0, 0.0, 1.0])
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Return ``a × b`` over the last axis (broadcasting; np.cross is slow on small arrays)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 class Ground(Protocol):
@@ -119,7 +121,7 @@ class SphereGround:
     def ground(self, points_fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the clearance above and the outward normal of the sphere."""
         points = np.asarray(points_fixed, dtype=float)
-        distance = np.linalg.norm(points, axis=1)
+        distance = np.sqrt((points * points).sum(axis=1))
         return distance - self.radius, points / distance[:, None]
 
 
