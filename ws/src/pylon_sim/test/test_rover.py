@@ -269,3 +269,16 @@ def test_commanded_wheels_report_what_they_do_and_bad_commands_are_refused(harne
     assert max(p['linearAcceleration'][0] for p in imu) > 2.0
     assert imu[-1]['linearAcceleration'][2] == pytest.approx(9.76, abs=0.3)
     assert power.electric_charge(h.sim.world.active) < charge        # the motors drew
+
+
+def test_physics_warp_takes_more_sub_steps_and_stays_stable():
+    world = World(load_scenario('surface'))
+    vessel = world.active
+    world.set_warp(4.0, 'physics')                           # 0.08 s steps: 20 sub-steps
+    start = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position
+    for _ in range(int(8.0 / 0.08)):
+        world.step()
+    moved = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position - start
+    assert np.linalg.norm(moved) < 0.01 and vessel.state.landed
+    speed = rover.kinematics(vessel.state, vessel.body, world.ut).velocity
+    assert np.linalg.norm(speed) < 1e-3
