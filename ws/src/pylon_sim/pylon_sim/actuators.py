@@ -16,6 +16,7 @@ import math
 from pylon_protocol import names
 
 from pylon_sim import wheels
+from pylon_sim.allocation import rcs_layout
 from pylon_sim.vessel import Module, Part, VesselSpec
 
 SEPARATION_KINDS = ('decoupler', 'fairing', 'launch_clamp')
@@ -89,12 +90,11 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
             'gimbalRoll': 0.0})
     elif actuator.actuator_type == 'rcs':
         power = float(module.get('thruster_power', 0.0))
-        nozzles = len(module.get('thrust_directions', []) or [])
+        nozzles = len(rcs_layout(module.settings))
         payload.update({
             'enabled': True, 'active': False, 'flameout': False, 'thrust': 0.0,
-            'maxThrust': power * nozzles, 'thrustLimit': power, 'commandActive': False})
-        if nozzles:
-            payload['nozzleCount'] = nozzles     # our extension: the bridge's unit conversion
+            'maxThrust': power * nozzles, 'thrustLimit': power, 'commandActive': False,
+            'nozzleCount': nozzles})     # our extension: the bridge's unit conversion
     elif actuator.actuator_type == 'wheel':
         position = [p - c for p, c in zip(actuator.part.position, com)]
         radius = float(module.get('radius', wheels.SETTINGS['radius'][0]))

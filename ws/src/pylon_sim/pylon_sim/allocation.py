@@ -6,16 +6,48 @@ right-handed, axial).
 
 Sign conventions
 ----------------
-- A ``thrust_directions`` entry of an RCS module (part axes) is the nozzle's thrust axis
-  as KSP defines its thruster transform: the direction the exhaust leaves the nozzle. The
-  force on the vessel is the opposite, ``-R_part @ entry`` (normalised). With the module
-  setting ``use_z_axis: true`` (KSP's ``useZaxis``) every nozzle of the module uses the
-  part's +Z axis as its exhaust axis instead (one nozzle per entry, or one if there are
-  none).
+- An RCS module's nozzles (KSP's ``thrusterTransforms``, ``rcs_layout``) each have their
+  own position and exhaust direction in part axes. The module setting ``nozzles`` lists
+  them: ``[{position: [x, y, z], direction: [x, y, z]}, ...]`` (m from the part origin;
+  ``direction`` as KSP defines a thruster transform: the way the exhaust leaves). Without
+  it, each ``thrust_directions`` entry is a nozzle ``nozzle_arm`` (default 0.1 m) from the
+  part origin along its exhaust direction, and without either the module is an RV-105
+  quad: four nozzles in a cross in the part's XY plane, exhaust along part +X, -X, +Y, -Y,
+  each 0.1 m out along its exhaust. The force on the vessel is the opposite of the
+  exhaust, ``-R_part @ direction`` (normalised), acting at ``R_part @ position`` from the
+  part origin. With the module setting ``use_z_axis: true`` (KSP's ``useZaxis``) every
+  nozzle uses the part's +Z axis as its exhaust axis instead (a module that lists no
+  nozzle then has one, at the part origin).
 - An engine's exhaust leaves along the part's -X axis (its stack axis; the module setting
   ``thrust_direction`` overrides it, part axes, exhaust direction), so the force on the
   vessel is along the part's +X: the sat's engine at the -X end pushes base_link +X.
-- ``Nozzle.direction`` and ``Engine.direction`` are always the force on the vessel.
+- ``Nozzle.direction`` and ``Engine.direction`` are always the force on the vessel
+  (``Engine.direction`` with the gimbal neutral).
+
+Gimbals
+-------
+An engine with ``gimbal_range_deg`` > 0 (``Engine.gimbal_range``, rad) tilts its thrust
+about its mount's own two axes (``Engine.gimbal_axes``: the part's +Y and +Z, made
+perpendicular to the thrust; the part's pitch and yaw axes), each by at most the range,
+as KSP's ModuleGimbal turns its gimbal transform in the part's frame. ``gimbal_direction``
+turns the inputs (pitch, yaw, roll, -1..1, already scaled by the limiter) into a tilt:
+
+- the tilt the inputs ask for, as a rotation vector in base_link, is
+  ``range × (pitch e_Y + yaw e_Z - roll r_perp / |r_perp|)``, where ``r_perp`` is the
+  engine's offset from the centre of mass perpendicular to the roll axis (base_link +X),
+  ``r - (r · e_X) e_X``; ``r_perp`` = 0 (an engine on the axis) gives no roll tilt. For an
+  engine thrusting along +X the roll term moves the thrust by ``sin(roll × range)`` of
+  itself along ``e_X × r_perp / |r_perp|``, tangential to the engine's offset, so a
+  cluster's roll torque is ``sum_i |r_perp,i| T_i sin(roll × range) e_X``;
+- that rotation vector ``w`` is projected on the mount's axes, ``a_k = g_k · w``, each
+  clamped to ``±range``, and the thrust direction is turned by the rotation vector
+  ``a_1 g_1 + a_2 g_2``: a pitch or yaw input tilts every engine the same way in vessel
+  terms (as far as its mount's axes allow: a canted mount tilts about its own axes), and
+  the roll term turns the thrust exactly towards the tangent.
+
+``engine_wrench`` is the force and moment of one engine at a thrust and gimbal input; the
+vehicle manager applies it, and the allocation (which never gimbals) uses the neutral
+direction of the same ``Engine``.
 
 Channels
 --------
@@ -66,7 +98,7 @@ minimum-thrust threshold; precision mode) are not modelled.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 
 import numpy as np
@@ -91,6 +123,12 @@ ALPHA_TIE = 1.0e-12      # bounded_lstsq: a step this short is no step
 TIE_SLACK = 1.0e4        # bounded_lstsq: see its docstring
 METHODS = ('active-set', 'bvls', 'trf')
 _TINY = 1e-12
+ROLL_AXIS, PITCH_AXIS, YAW_AXIS = np.eye(3)     # base_link +X, +Y, +Z
+NOZZLE_ARM = 0.1        # m, nozzle from the part origin when a module lists no positions
+RV105_EXHAUSTS = ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, -1.0, 0.0))
+LAYOUT_KEYS = ('nozzles', 'thrust_directions', 'nozzle_arm', 'use_z_axis')
+MAX_LAYOUTS = 256       # distinct nozzle layouts kept parsed (geometry runs every frame)
+_LAYOUTS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 _gels = lapack.get_lapack_funcs('gels', dtype=np.float64)
 
 
@@ -107,12 +145,14 @@ class Nozzle:
 
 @dataclass(frozen=True)
 class Engine:
-    """An engine the allocation may throttle (independently, no gimbal)."""
+    """An engine: where it sits, its thrust axis and its gimbal (the allocation never tilts it)."""
 
     id: str
-    position: np.ndarray    # m, base_link
-    direction: np.ndarray   # unit, base_link: the force on the vessel
+    position: np.ndarray    # m, base_link (relative to the current centre of mass)
+    direction: np.ndarray   # unit, base_link: the force on the vessel, gimbal neutral
     max_thrust: float       # N now; 0 when not operational
+    gimbal_range: float = 0.0   # rad per gimbal axis; 0: no gimbal
+    gimbal_axes: np.ndarray = field(default_factory=lambda: np.eye(3)[1:])  # 2 x 3, base_link
 
 
 @dataclass(frozen=True)
@@ -163,10 +203,12 @@ def geometry(spec: VesselSpec, com: Sequence[float] | np.ndarray,
     overridden per actuator id by ``settings`` (e.g. ``{'rcs_1100005_0': {'enabled':
     False}}``). Known keys: all modules ``enabled`` (default true); RCS ``thruster_power``
     (N per nozzle), ``thrust_limit`` (N per nozzle), ``thrust_limit_fraction`` (0..1),
-    ``has_propellant`` (default true), ``use_z_axis``, ``enable_pitch/yaw/roll/x/y/z``;
-    engines ``max_thrust``, ``thrust_limit`` (N), ``operational`` (default true),
-    ``thrust_direction``; reaction wheels ``torque`` (N·m per axis). A disabled RCS module
-    keeps its nozzles with ``max_thrust`` 0; disabled engines and wheels do likewise.
+    ``has_propellant`` (default true), ``use_z_axis``, ``enable_pitch/yaw/roll/x/y/z``,
+    ``nozzles``, ``thrust_directions``, ``nozzle_arm`` (``rcs_layout``); engines
+    ``max_thrust``, ``thrust_limit`` (N), ``operational`` (default true),
+    ``thrust_direction``, ``gimbal_range_deg``; reaction wheels ``torque`` (N·m per
+    axis). A disabled RCS module keeps its nozzles with ``max_thrust`` 0; disabled engines
+    and wheels do likewise.
     """
     settings = settings or {}
     com = np.asarray(com, dtype=float)
@@ -186,19 +228,85 @@ def geometry(spec: VesselSpec, com: Sequence[float] | np.ndarray,
             if module.kind == 'rcs':
                 nozzles.extend(_rcs_nozzles(ident, conf, enabled, rot, position))
             elif module.kind == 'engine':
-                limit = max(0.0, _number(conf.get('max_thrust'), 0.0))
-                limit = min(limit, max(0.0, _number(conf.get('thrust_limit'), limit)))
-                on = enabled and _flag(conf.get('operational'), True)
-                exhaust = conf.get('thrust_direction', (-1.0, 0.0, 0.0))
-                direction = _unit(-(rot @ np.asarray(exhaust, dtype=float)))
-                if direction is None:
-                    raise ValueError(f'{ident}: thrust_direction is zero')
-                engines.append(Engine(ident, position.copy(), direction,
-                                      limit if on else 0.0))
+                engines.append(_engine(ident, conf, enabled, rot, position))
             else:
                 torque = max(0.0, _number(conf.get('torque'), 0.0))
                 wheels.append(Wheel(ident, torque if enabled else 0.0))
     return nozzles, engines, wheels
+
+
+def _engine(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
+            position: np.ndarray) -> Engine:
+    limit = max(0.0, _number(conf.get('max_thrust'), 0.0))
+    limit = min(limit, max(0.0, _number(conf.get('thrust_limit'), limit)))
+    on = enabled and _flag(conf.get('operational'), True)
+    exhaust = conf.get('thrust_direction', (-1.0, 0.0, 0.0))
+    direction = _unit(-(rot @ np.asarray(exhaust, dtype=float)))
+    if direction is None:
+        raise ValueError(f'{ident}: thrust_direction is zero')
+    # the mount's pitch axis: part +Y (+Z if the thrust runs along Y) square to the thrust
+    pitch = _unit(rot[:, 1] - (rot[:, 1] @ direction) * direction)
+    if pitch is None:
+        pitch = _unit(rot[:, 2] - (rot[:, 2] @ direction) * direction)
+    span = math.radians(max(0.0, _number(conf.get('gimbal_range_deg'), 0.0)))
+    return Engine(ident, position.copy(), direction, limit if on else 0.0, span,
+                  np.array([pitch, np.cross(direction, pitch)]))
+
+
+def rcs_layout(conf: Mapping[str, object]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """
+    Return ``(position, exhaust direction)`` of each nozzle of an RCS module, part axes.
+
+    ``conf`` is the module's settings (module docstring: ``nozzles``, else
+    ``thrust_directions`` at ``nozzle_arm``, else the RV-105 cross; ``use_z_axis``). Raise
+    ValueError with the reason when a setting is malformed.
+    """
+    listed = conf.get('nozzles')
+    if listed is not None:
+        if not isinstance(listed, list | tuple) or not listed:
+            raise ValueError('nozzles must be a non-empty list of {position, direction}')
+        pairs = [(_vector3(entry, 'position'), _vector3(entry, 'direction'))
+                 for entry in listed]
+    else:
+        arm = _number(conf.get('nozzle_arm', NOZZLE_ARM), math.nan)
+        if not arm >= 0.0:
+            raise ValueError(f'nozzle_arm must be a number >= 0, got {conf["nozzle_arm"]!r}')
+        entries = conf.get('thrust_directions')
+        if entries is None:
+            entries = [] if _flag(conf.get('use_z_axis'), False) else RV105_EXHAUSTS
+        if not isinstance(entries, list | tuple):
+            raise ValueError('thrust_directions must be a list of 3-vectors')
+        directions = [_vector3({'direction': entry}, 'direction') for entry in entries]
+        pairs = [(arm * d / np.linalg.norm(d), d) for d in directions]
+    if _flag(conf.get('use_z_axis'), False):
+        pairs = [(p, np.array([0.0, 0.0, 1.0])) for p, _ in pairs] or \
+            [(np.zeros(3), np.array([0.0, 0.0, 1.0]))]
+    return pairs
+
+
+def _vector3(entry: object, key: str) -> np.ndarray:
+    value = entry.get(key) if isinstance(entry, Mapping) else None
+    try:
+        vector = np.array(value, dtype=float) if isinstance(value, list | tuple) else None
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.shape != (3,) or not np.isfinite(vector).all():
+        raise ValueError(f'nozzle {key} must be 3 finite numbers, got {value!r}')
+    if key == 'direction' and float(vector @ vector) <= _TINY * _TINY:
+        raise ValueError('a nozzle direction is zero')
+    return vector
+
+
+def _layout_arrays(conf: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``rcs_layout`` as (N x 3 positions, N x 3 exhausts), parsed once per layout."""
+    key = repr([conf.get(k) for k in LAYOUT_KEYS])
+    found = _LAYOUTS.get(key)
+    if found is None:
+        layout = rcs_layout(conf)
+        found = (np.array([p for p, _ in layout]), np.array([d for _, d in layout]))
+        if len(_LAYOUTS) < MAX_LAYOUTS:
+            _LAYOUTS[key] = found
+    return found
 
 
 def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
@@ -209,16 +317,37 @@ def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.
     if not enabled or not _flag(conf.get('has_propellant'), True):
         limit = 0.0
     enables = tuple(_flag(conf.get(key), True) for key in ENABLE_KEYS)
-    entries = list(conf.get('thrust_directions') or [])
-    if _flag(conf.get('use_z_axis'), False):
-        entries = [(0.0, 0.0, 1.0)] * max(1, len(entries))
-    out = []
-    for entry in entries:
-        direction = _unit(-(rot @ np.asarray(entry, dtype=float)))
-        if direction is None:
-            raise ValueError(f'{ident}: a thrust direction is zero')
-        out.append(Nozzle(ident, position.copy(), direction, limit, enables))
-    return out
+    try:
+        offsets, exhausts = _layout_arrays(conf)
+    except ValueError as error:
+        raise ValueError(f'{ident}: {error}') from None
+    offsets = offsets @ rot.T
+    forces = -(exhausts @ rot.T)
+    forces /= np.linalg.norm(forces, axis=1)[:, None]
+    return [Nozzle(ident, position + offset, force, limit, enables)
+            for offset, force in zip(offsets, forces)]
+
+
+def gimbal_direction(engine: Engine, inputs: Sequence[float]) -> np.ndarray:
+    """Return an engine's force direction (base_link) with its gimbal at (pitch, yaw, roll)."""
+    pitch, yaw, roll = (float(v) for v in inputs)
+    span = engine.gimbal_range
+    if span <= 0.0 or not (pitch or yaw or roll):
+        return engine.direction
+    radial = _unit(engine.position - (engine.position @ ROLL_AXIS) * ROLL_AXIS)   # r_perp
+    wanted = span * (pitch * PITCH_AXIS + yaw * YAW_AXIS)
+    if radial is not None:
+        wanted = wanted - span * roll * radial
+    tilt = np.clip(engine.gimbal_axes @ wanted, -span, span)
+    turn = rotations.from_rotvec(tilt @ engine.gimbal_axes)
+    return rotations.to_matrix(turn) @ engine.direction
+
+
+def engine_wrench(engine: Engine, thrust: float,
+                  inputs: Sequence[float] = (0.0, 0.0, 0.0)) -> tuple[np.ndarray, np.ndarray]:
+    """Return the force and moment about the centre of mass of one engine (N, gimbal inputs)."""
+    force = float(thrust) * gimbal_direction(engine, inputs)
+    return force, np.cross(engine.position, force)
 
 
 # -- the linear model -------------------------------------------------------------------------

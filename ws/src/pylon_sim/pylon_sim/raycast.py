@@ -11,14 +11,15 @@ What a ray can hit:
 * ``Primitive`` shapes (sphere, oriented box, cylinder) of vessels' parts. A primitive whose
   ``owner`` is in ``exclude`` is ignored (the sensor's own part).
 
-Terrain model (documented simulator choice): by default the planet is the bare sphere of
-the body radius (``terrain=None``), which is what the tests check analytically. Optionally a
-``Terrain`` gives a height ``h(u)`` in metres above the sphere as a deterministic smooth
-function of the unit up vector ``u`` (in the caller's frame, e.g. rotate with the body
-yourself), and the surface is ``|p - c| = R + h((p - c)/|p - c|)``. ``SmoothTerrain`` is
-a sum of a few low-order spherical waves in latitude/longitude with a fixed amplitude
-bound. Terrain rays are marched inside the shell ``R + min_h .. R + max_h`` and refined by
-bisection.
+Terrain model: without a ``Terrain`` (``terrain=None``) the planet is the bare sphere of
+the body radius, which is what the tests check analytically. A ``Terrain`` gives a height
+``h(u)`` in metres above the sphere as a function of the unit up vector ``u`` in its own
+frame (``Terrain.in_frame(rotation)`` views it from the ray frame, e.g. a body-fixed
+terrain from the inertial frame at one UT), and the surface is
+``|p - c| = R + h((p - c)/|p - c|)``; ``Terrain.intersect`` casts at it (by default marched
+inside the shell ``R + min_h .. R + max_h`` and refined by bisection; a terrain with
+features of its own, ``terrain.SiteTerrain``, overrides it). ``SmoothTerrain`` is a sum of
+a few low-order spherical waves in latitude/longitude with a fixed amplitude bound.
 
 Ray patterns are the protocol's layouts (``pylon_protocol.lidar``) in the ``ros_sensor``
 frame (+X look direction, +Y left, +Z up): ``vertical_major_directions`` for the 2D LiDAR
@@ -29,6 +30,7 @@ payload fields of ``pylon_lidar_scan`` (keys exactly as the packet schema).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+import copy
 from dataclasses import dataclass, field
 import math
 
@@ -131,9 +133,16 @@ def _slab(o: np.ndarray, d: np.ndarray, half: float) -> tuple[np.ndarray, np.nda
 def _sphere_interval(
     o: np.ndarray, d: np.ndarray, radius: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the interval of unit rays ``o + t d`` inside a sphere at the origin."""
-    b = np.einsum('ij,ij->i', o, d)
-    c = np.einsum('ij,ij->i', o, o) - radius * radius
+    """Return the interval of unit rays ``o + t d`` inside a sphere at the origin.
+
+    ``o`` is (N, 3), or (3,) when every ray starts at one point (a sensor: one product).
+    """
+    if o.ndim == 1:
+        b = d @ o
+        c = float(o @ o) - radius * radius
+    else:
+        b = np.einsum('ij,ij->i', o, d)
+        c = np.einsum('ij,ij->i', o, o) - radius * radius
     disc = b * b - c
     ok = disc >= 0.0
     root = np.sqrt(np.where(ok, disc, 0.0))
@@ -147,13 +156,20 @@ def _sphere_interval(
     return lo, hi
 
 
-def _primitive_hits(
+def primitive_hits(
     prim: Primitive, o: np.ndarray, d: np.ndarray, want_normals: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Return the nearest positive hit distance (inf if none) and the outward normals."""
+    """Return the nearest positive hit distance (inf if none) and the outward normals.
+
+    ``o`` is (N, 3), or (3,) for rays that all start at one point; ``d`` (N, 3) unit
+    directions. A ray starting inside the shape hits it where it leaves. The normals
+    (None unless ``want_normals``) face the ray's origin side.
+    """
+    n = len(d)
     local_o = (o - prim.center) @ prim.rotation
+    if local_o.ndim == 1:
+        local_o = np.broadcast_to(local_o, (n, 3))
     local_d = d @ prim.rotation
-    n = len(o)
     axis = np.zeros(n, dtype=int)
     if prim.kind == 'sphere':
         lo, hi = _sphere_interval(local_o, local_d, prim.size[0])
@@ -215,14 +231,61 @@ def _primitive_hits(
 # -- terrain --------------------------------------------------------------------------------
 
 class Terrain:
-    """A height field over the sphere: ``height(u)`` m for unit up vectors ``u`` (N, 3)."""
+    """
+    A height field over the sphere: ``height(u)`` m for unit up vectors ``u`` (N, 3).
+
+    A terrain lives in a frame of its own (e.g. fixed to the body); ``frame_rotation`` is
+    the 3x3 rotation from the ray frame into it (None: the ray frame itself), see
+    ``in_frame``. ``intersect`` is the ray cast in the terrain's frame; a terrain with
+    features of its own (boulders, a local patch) overrides it.
+    """
 
     min_height = 0.0
     max_height = 0.0
+    frame_rotation: np.ndarray | None = None
 
     def height(self, up: np.ndarray) -> np.ndarray:
         """Return the terrain height above the sphere, m (override)."""
         return np.zeros(len(up))
+
+    def intersect(self, o: np.ndarray, d: np.ndarray, radius: float, max_range: float,
+                  want_normals: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Return the hit distance (inf: none) and unit normal of unit rays, terrain frame.
+
+        ``o`` is relative to the planet's centre; normals are None unless wanted. By
+        default the shell is marched (``_terrain_hits``) and the normal is the sphere's
+        (the slope is not shaded).
+        """
+        t = _terrain_hits(o, d, radius, self, max_range)
+        if not want_normals:
+            return t, None
+        p = o + np.where(np.isfinite(t), t, 0.0)[:, None] * d
+        return t, p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
+
+    def in_frame(self, rotation: np.ndarray) -> Terrain:
+        """Return this terrain seen from a ray frame; ``rotation`` turns ray -> terrain."""
+        view = copy.copy(self)
+        view.frame_rotation = np.asarray(rotation, dtype=float).reshape(3, 3)
+        return view
+
+
+def sphere_interval(o: np.ndarray, d: np.ndarray, radius: float,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the interval ``lo, hi`` of unit rays ``o + t d`` inside a sphere at the origin.
+
+    ``lo > hi`` (inf, -inf) for a ray that misses it.
+    """
+    return _sphere_interval(o, d, radius)
+
+
+def _terrain_cast(terrain: Terrain, rel: np.ndarray, d: np.ndarray, radius: float,
+                  max_range: float, want_normals: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Cast ray-frame rays (``rel`` from the planet centre) at a terrain in its frame."""
+    rot = terrain.frame_rotation
+    if rot is None:
+        return terrain.intersect(rel, d, radius, max_range, want_normals)
+    t, normals = terrain.intersect(rel @ rot.T, d @ rot.T, radius, max_range, want_normals)
+    return t, (normals @ rot if normals is not None else None)
 
 
 class SmoothTerrain(Terrain):
@@ -339,10 +402,18 @@ def _near(
     o: np.ndarray, d: np.ndarray, idx: np.ndarray, center: np.ndarray, radius: float,
     best: np.ndarray, limit: float,
 ) -> np.ndarray:
-    """Return the rays of ``idx`` that may enter a sphere before their current best hit."""
-    rel = o[idx] - center
-    b = np.einsum('ij,ij->i', rel, d[idx])
-    c = np.einsum('ij,ij->i', rel, rel)
+    """Return the rays of ``idx`` that may enter a sphere before their current best hit.
+
+    ``o`` is (N, 3), or (3,) for rays that all start at one point.
+    """
+    if o.ndim == 1:
+        rel = o - center
+        b = d[idx] @ rel
+        c = float(rel @ rel)
+    else:
+        rel = o[idx] - center
+        b = np.einsum('ij,ij->i', rel, d[idx])
+        c = np.einsum('ij,ij->i', rel, rel)
     r2 = radius * radius
     near = ((b * b - c + r2) >= 0.0) & ((b <= 0.0) | (c <= r2))
     near &= np.maximum(-b - radius, 0.0) < np.minimum(best[idx], limit)
@@ -362,7 +433,9 @@ def cast_full(
 ) -> Hits:
     """Cast rays like ``cast`` and also report what each ray hit and the surface normal."""
     d = _unit(directions)
-    o = np.broadcast_to(np.asarray(origins, dtype=float).reshape(-1, 3), d.shape)
+    o = np.asarray(origins, dtype=float).reshape(-1, 3)
+    # one origin for every ray (a sensor) stays (3,): products instead of per-ray copies
+    o = o[0] if len(o) == 1 else np.broadcast_to(o, d.shape)
     n = len(d)
     best = np.full(n, np.inf)
     what = np.full(n, -1, dtype=int)
@@ -376,15 +449,19 @@ def cast_full(
             lo, hi = _sphere_interval(rel, d, float(sphere_radius))
             t = np.where(lo > _EPS, lo, np.where(hi > _EPS, hi, np.inf))
             t = np.where(lo <= hi, t, np.inf)
+            surface = None
         else:
-            t = _terrain_hits(rel, d, float(sphere_radius), terrain, limit)
+            rel = np.broadcast_to(rel, d.shape)   # the terrain marches each ray on its own
+            t, surface = _terrain_cast(terrain, rel, d, float(sphere_radius), limit,
+                                       want_normals)
         take = t < best
         best = np.where(take, t, best)
         what[take] = -2
-        if want_normals and take.any():
-            # Normal of the sphere (terrain slope is not shaded).
-            p = rel[take] + t[take, None] * d[take]
+        if want_normals and take.any() and surface is None:
+            p = (rel if rel.ndim == 1 else rel[take]) + t[take, None] * d[take]
             normals[take] = p / np.linalg.norm(p, axis=1, keepdims=True)
+        elif want_normals and take.any():
+            normals[take] = surface[take]
 
     excluded = set(exclude)
     groups: dict[Hashable, list[int]] = {}
@@ -409,7 +486,7 @@ def cast_full(
                 idx = _near(o, d, group_rays, prim.center, prim.bounding_radius, best, limit)
             if idx.size == 0:
                 continue
-            t, nrm = _primitive_hits(prim, o[idx], d[idx], want_normals)
+            t, nrm = primitive_hits(prim, o if o.ndim == 1 else o[idx], d[idx], want_normals)
             take = t < best[idx]
             sel = idx[take]
             best[sel] = t[take]
@@ -579,8 +656,9 @@ def scan(
     noise: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Cast a sensor-frame ray pattern from a sensor pose; return ranges (inf = no hit)."""
-    o, d = sensor_rays_world(directions_sensor, sensor_position, sensor_rotation)
-    ranges = cast(o, d, max_range, primitives, sphere_center, sphere_radius, terrain, exclude)
+    _, d = sensor_rays_world(directions_sensor, sensor_position, sensor_rotation)
+    ranges = cast(sensor_position, d, max_range, primitives, sphere_center, sphere_radius,
+                  terrain, exclude)
     if noise is not None:
         ranges = np.where(np.isfinite(ranges), noise(ranges), ranges)
     return ranges

@@ -19,7 +19,9 @@ from typing import Any
 from pylon_protocol import rotations
 import yaml
 
-from pylon_sim.bodies import BODIES, Body
+from pylon_sim.allocation import rcs_layout
+from pylon_sim.bodies import BODIES, Body, fixed_from_geodetic
+from pylon_sim.terrain import Boulder, Crater, RIM_EXTENT, SiteTerrain, TerrainSpec
 from pylon_sim.vessel import (
     DEFAULT_MAX_TEMP,
     Module,
@@ -89,6 +91,7 @@ class Scenario:
     active: str
     vessels: tuple[VesselStart, ...]
     bodies: dict[str, Body] = field(default_factory=dict)
+    terrains: dict[str, SiteTerrain] = field(default_factory=dict)   # by body name
 
     def vessel(self, key: str) -> VesselStart:
         """Return the vessel with ``key``."""
@@ -259,6 +262,11 @@ def _module(reader: _Reader, rng: random.Random, sensor_ids: set[str]) -> Module
     for key, value in settings.items():
         if isinstance(value, float) and not math.isfinite(value):
             reader.fail(key, f'must be finite, got {value!r}')
+    if kind == 'rcs':
+        try:
+            rcs_layout(settings)
+        except ValueError as error:
+            reader.fail('nozzles', str(error))
     return Module(kind, index, settings)
 
 
@@ -345,6 +353,93 @@ def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
                        reader.boolean('packed', False), reader.boolean('sas', False))
 
 
+def _size_range(reader: _Reader, key: str, default: tuple[float, float]) -> tuple:
+    low, high = reader.vector(key, 2, default)
+    if not 0 < low <= high:
+        reader.fail(key, f'needs 0 < min <= max, got [{low}, {high}]')
+    return low, high
+
+
+def _placed(reader: _Reader, key: str, patch: float, defaults: dict) -> tuple:
+    """Return the craters or boulders listed under ``key: {at: [...]}``."""
+    out = []
+    for item in reader.optional_items('at'):
+        if key == 'craters':
+            item.check_keys(('east', 'north', 'radius', 'depth', 'rim_height'))
+            radius = item.number('radius', positive=True)
+            feature = Crater(item.number('east'), item.number('north'), radius,
+                             item.number('depth', defaults['depth_ratio'] * radius, low=0.0),
+                             item.number('rim_height', defaults['rim_ratio'] * radius,
+                                         low=0.0))
+            reach = RIM_EXTENT * radius
+        else:
+            item.check_keys(('east', 'north', 'radius', 'buried'))
+            feature = Boulder(item.number('east'), item.number('north'),
+                              item.number('radius', positive=True),
+                              item.number('buried', defaults['buried'], low=0.0, high=1.0))
+            reach = feature.radius
+        if math.hypot(feature.east, feature.north) + reach > patch:
+            item.fail('', f'reaches {math.hypot(feature.east, feature.north) + reach:.1f} m '
+                          f'from the site, outside the patch (radius {patch} m)')
+        out.append(feature)
+    return tuple(out)
+
+
+def _features(reader: _Reader, key: str, patch: float, clear: float) -> dict:
+    """Return the TerrainSpec fields of the ``craters:`` or ``boulders:`` block."""
+    if not reader.has(key):
+        return {}
+    block = reader.sub(key)
+    singular = key[:-1]
+    if key == 'craters':
+        block.check_keys(('count', 'radius', 'depth_ratio', 'rim_ratio', 'at'))
+        values = {'depth_ratio': block.number('depth_ratio', 0.2, low=0.0, high=1.0),
+                  'rim_ratio': block.number('rim_ratio', 0.04, low=0.0, high=1.0)}
+        reach = RIM_EXTENT
+    else:
+        block.check_keys(('count', 'radius', 'buried', 'at'))
+        values = {'buried': block.number('buried', 0.25, low=0.0, high=1.0)}
+        reach = 1.0
+    default = (2.0, 10.0) if key == 'craters' else (0.2, 0.8)
+    size = _size_range(block, 'radius', default)
+    count = block.integer('count', 0, high=10000)
+    if count and clear + 2.0 * reach * size[1] > patch:
+        block.fail('radius', f'a {singular} of radius {size[1]} m does not fit between '
+                             f'clear_radius {clear} m and the patch edge ({patch} m)')
+    values.update({f'{singular}_count': count, f'{singular}_radius': size,
+                   key: _placed(block, key, patch, values)})
+    return values
+
+
+def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
+    """Return the scenario's terrains by body (the ``terrain:`` block), checked."""
+    if not top.has('terrain'):
+        return {}
+    reader = top.sub('terrain')
+    reader.check_keys(('body', 'latitude', 'longitude', 'radius', 'seed', 'clear_radius',
+                       'craters', 'boulders'))
+    body = bodies[reader.string('body', choices=tuple(bodies))]
+    patch = reader.number('radius', 200.0, high=0.01 * body.radius, positive=True)
+    clear = reader.number('clear_radius', 0.0, low=0.0, high=patch)
+    spec = TerrainSpec(
+        body.name, reader.number('latitude', low=-90, high=90),
+        reader.number('longitude', low=-180, high=180), patch,
+        reader.integer('seed', 0), clear,
+        **_features(reader, 'craters', patch, clear), **_features(reader, 'boulders', patch,
+                                                                  clear))
+    terrain = SiteTerrain(spec, body)
+    for i, vessel in enumerate(vessels):
+        where = vessel.start
+        if isinstance(where, SurfaceStart) and where.body == body.name:
+            point = fixed_from_geodetic(body, where.latitude, where.longitude, where.altitude)
+            clearance = float(terrain.ground(point[None, :])[0][0])
+            if clearance <= 0.0:
+                top.fail(f'vessels[{i}].surface.altitude',
+                         f'{where.altitude} m puts the centre of mass {-clearance:.2f} m '
+                         'below the terrain there')
+    return {body.name: terrain}
+
+
 def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
     """Read, check and return a scenario; raise ScenarioError naming file, key and problem."""
     path = resolve(name_or_path)
@@ -356,7 +451,7 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
         raise ScenarioError(f'{path}: cannot read: {exc}') from exc
     top = _Reader(path, data)
     top.check_keys(('scenario', 'description', 'start_ut', 'physics_step', 'active',
-                    'bodies', 'vessels'))
+                    'bodies', 'vessels', 'terrain'))
     rng = random.Random(seed)
     bodies = dict(BODIES)
     if top.has('bodies'):
@@ -384,4 +479,5 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
         description=top.string('description') if top.data.get('description') else '',
         path=path, start_ut=top.number('start_ut', 0.0, low=0.0),
         physics_step=top.number('physics_step', 0.02, low=0.001, high=0.1),
-        active=active, vessels=vessels, bodies=bodies)
+        active=active, vessels=vessels, bodies=bodies,
+        terrains=_terrain(top, bodies, vessels))

@@ -3,16 +3,17 @@
 Star trackers, 2D/3D LiDARs, RGB cameras and the docking-port camera: each sensor part of
 each vessel gets its module settings from the scenario and samples at its own rate on the
 simulator clock; only the active vessel's sensors sample. The world for ray casting and
-rendering is the simulator's inertial frame (KCI): the vessel's planet as a bare sphere of
-its radius (no terrain relief, so a rover's wheels and its LiDAR see the same ground),
-every vessel's part shapes, and the Sun's direction for shading. A sensor ignores its own
-part and any part its origin lies inside (it sits on that part's surface); a camera renders
-only the parts whose bounding spheres reach into its field of view, so parts out of view
-cast no shadows into it.
+rendering is the simulator's inertial frame (KCI): the vessel's planet, its sphere with the
+body's terrain (``World.terrain_of``, body-fixed, turned to KCI at the scene's UT) where the
+scenario has one, every vessel's part shapes, and the Sun's direction for shading. A sensor
+ignores its own part and any part its origin lies inside (it sits on that part's surface); a
+camera renders only the parts whose bounding spheres reach into its field of view, so parts
+out of view cast no shadows into it.
 
 ``Sensing`` owns the star trackers of every vessel (``star_tracker.StarTracker``), builds
 their ``Inputs`` from the world (KCI positions of the vessel, the Sun, Kerbin and the Mun;
-every other loaded vessel's part shapes as occluders; Kerbin's sphere as the terrain;
+every other loaded vessel's part shapes as occluders; Kerbin's sphere, its height field
+and its boulders as the terrain;
 the vessel's ElectricCharge) and draws the ElectricCharge they use. The runtime calls
 ``star_tracker_samples`` every frame and sends what it returns; a tracker samples at its
 own ``sampleRateHz`` on the simulator clock (the mod's wall-time rate). When another vessel
@@ -35,7 +36,7 @@ from pylon_protocol.errors import ProtocolError
 
 from pylon_sim import raycast, render
 from pylon_sim import star_tracker as st
-from pylon_sim.bodies import KERBIN, MUN, mun_position, sun_position
+from pylon_sim.bodies import body_fixed_rotation, KERBIN, MUN, mun_position, sun_position
 from pylon_sim.environment import body_offset
 from pylon_sim.power import draw_electric_charge, electric_charge
 from pylon_sim.vessel import Part
@@ -181,14 +182,26 @@ class Sensing:
         bodies = [st.BodyDisc(KERBIN.name, np.zeros(3), KERBIN.radius,
                               KERBIN.atmosphere_depth),
                   st.BodyDisc(MUN.name, mun_position(ut), MUN.radius, MUN.atmosphere_depth)]
+        terrain, occluders = self._tracker_terrain(ut, occluders)
         return st.Inputs(
             ut=ut, attitude=np.asarray(state.attitude, dtype=float),
             position=np.asarray(state.position, dtype=float) + offset,
             sun_position=sun_position(ut), body_rate=np.asarray(state.body_rate, dtype=float),
             bodies=bodies, occluders=occluders,
-            terrain=st.Terrain(np.zeros(3), KERBIN.radius), com=vessel.mass.com,
+            terrain=terrain, com=vessel.mass.com,
             electric_charge=electric_charge(vessel), enabled=tracker.enabled,
             packed=self.world.is_packed(vessel), active=active, vessel_id=vessel.vessel_id)
+
+    def _tracker_terrain(self, ut: float, occluders: list) -> tuple[st.Terrain, list]:
+        """Return Kerbin's terrain for a star tracker and the occluders with its boulders."""
+        site = self.world.terrain_of(KERBIN.name)
+        if site is None:
+            return st.Terrain(np.zeros(3), KERBIN.radius), occluders
+        to_fixed = body_fixed_rotation(KERBIN, ut)
+        boulders = [st.Primitive('sphere', (radius,), center) for center, radius
+                    in site.boulder_primitives(to_fixed.T, np.zeros(3))]
+        return (st.Terrain(np.zeros(3), KERBIN.radius, lambda p: site.height(p @ to_fixed.T)),
+                occluders + boulders)
 
     def star_tracker_samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_star_tracker`` payloads due at ``clock`` (simulator seconds).
@@ -231,10 +244,13 @@ class Sensing:
             origins[vessel.key] = (origin, rot)
             primitives += raycast.vessel_primitives(vessel.spec.parts, origin, rot, vessel.key)
         active = self.world.active
+        terrain = self.world.terrain_of(active.body.name)
+        if terrain is not None:
+            terrain = terrain.in_frame(body_fixed_rotation(active.body, ut))
         return {'primitives': primitives, 'origins': origins,
                 'planet': (body_offset(active, ut), active.body.radius,
                            active.body.atmosphere_depth),
-                'sun': sun_position(ut)}
+                'terrain': terrain, 'sun': sun_position(ut)}
 
     @staticmethod
     def _pose(scene: dict, vessel_key: str, part: Part, frame_position, frame_rotation):
@@ -266,7 +282,7 @@ class Sensing:
         primitives = [p for p in primitives if float(np.linalg.norm(p.center - position))
                       - p.bounding_radius <= max_distance]
         ranges = raycast.scan(imager.directions, position, rotation, max_distance,
-                              primitives, center, radius, exclude=exclude)
+                              primitives, center, radius, scene['terrain'], exclude=exclude)
         mode = '2D' if imager.kind == 'lidar_2d' else '3D'
         return raycast.lidar_scan_fields(
             mode=mode, sensor_id=imager.sensor_id, vessel=vessel.spec.name,
@@ -293,7 +309,7 @@ class Sensing:
             position, rotation, sun / np.linalg.norm(sun), width=width, height=height,
             vertical_fov_deg=settings['vertical_fov_deg'], primitives=primitives,
             exclude=exclude, planet_center=center, planet_radius=radius,
-            atmosphere_depth=atmosphere)
+            terrain=scene['terrain'], atmosphere_depth=atmosphere)
         return render.to_rgb8_bytes(image)
 
     def _chunks(self, raw: bytes, settings: dict, *, session_id: str, sequence: int,

@@ -89,8 +89,9 @@ Module settings read here (all optional; unknown settings are ignored)
     (engine modules with the same value share the gimbal; its settings come from the first
     of them in part order), ``fuel`` (resource names burned; default ``SolidFuel`` for a
     throttle-locked engine, else ``LiquidFuel`` and ``Oxidizer``; ``[]`` never flames out).
-    rcs: ``thruster_power`` N per nozzle, ``thrust_directions``, ``enabled`` (default
-    true), ``thrust_limit_fraction`` (stock limiter 0..1, default 1).
+    rcs: ``thruster_power`` N per nozzle, ``nozzles`` / ``thrust_directions`` (the nozzle
+    layout, ``allocation.rcs_layout``; its length is the nozzle count), ``enabled``
+    (default true), ``thrust_limit_fraction`` (stock limiter 0..1, default 1).
     wheel: ``max_drive_torque``, ``steerable``, ``max_steering_angle_deg`` (the others
     and every default: ``wheels.SETTINGS``).
     servo: ``lower``/``upper`` (rad | m), ``velocity`` (max speed), ``effort`` (max
@@ -113,6 +114,7 @@ from pylon_protocol.packets import (
 
 from pylon_sim import wheels
 from pylon_sim.actuators import Actuator, actuators_of
+from pylon_sim.allocation import rcs_layout
 from pylon_sim.vessel import VesselSpec
 
 ACCEPTED = 'command_accepted'
@@ -693,7 +695,7 @@ class TypedActuators:
             return self._engine_fields(actuator_id)
         if kind == 'rcs':
             settings = self.rcs_settings()[actuator_id]
-            nozzles = len(self._actuators[actuator_id].module.get('thrust_directions') or [])
+            nozzles = len(rcs_layout(self._actuators[actuator_id].module.settings))
             return {'enabled': settings['enabled'],
                     'active': settings['enabled'] and settings['thrust_limit'] > 0.0,
                     'thrustLimit': settings['thrust_limit'],

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-from pylon_protocol import names, packets, rotations
+from pylon_protocol import names, packets
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.packets import (
     MAX_COMMAND_TIMEOUT_SEC,
@@ -58,27 +58,6 @@ SEPARATION_RESULT = 'pylon_separation_result'
 SEPARATION_OUTCOMES = {ACCEPTED: 'separated', 'already_separated': 'actuator_unavailable',
                        'unknown_actuator': 'actuator_not_found',
                        'actuator_kind_mismatch': 'actuator_not_found'}
-
-
-@dataclass(frozen=True)
-class EngineGeometry:
-    """An engine's place, thrust axis and gimbal range in base_link."""
-
-    id: str
-    position: np.ndarray
-    direction: np.ndarray
-    gimbal_range_deg: float
-
-    @classmethod
-    def of(cls, engine: allocation.Engine, spec) -> EngineGeometry:
-        """Return the geometry of an allocation engine, with its module's gimbal range."""
-        span = 0.0
-        for part in spec.parts:
-            for module in part.modules_of('engine'):
-                if names.actuator_name('engine', part.persistent_id, part.flight_id,
-                                       module.module_index) == engine.id:
-                    span = float(module.get('gimbal_range_deg', 0.0))
-        return cls(engine.id, engine.position, engine.direction, span)
 
 
 G0 = 9.80665                       # m/s², KSP's standard gravity for Isp
@@ -183,6 +162,8 @@ class VehicleManager:
         self.last_reason = 'unowned'          # outcome of the last authority event
         self._allocator_key = None
         self._allocator_cache: allocation.Allocator | None = None
+        self._engines: list[allocation.Engine] = []     # every engine, with the allocator
+        self._ids: tuple = (None, ([], []))             # (spec, (engine ids, wheel ids))
         self.typed_by_vessel: dict[str, TypedActuators] = {}
         self.typed_refused: Counter = Counter()     # typed commands the vessel refused
         self.refused: Counter = Counter()           # (command type, reason) of every refusal
@@ -221,13 +202,14 @@ class VehicleManager:
             return self._refused(kind, decision.reason, vessel, now)
         if kind == 'pylon_body_wrench_command':
             self._accept_wrench(packet, now)
-        elif kind == 'pylon_flight_control_command':
+            return []
+        if kind == 'pylon_flight_control_command':
             self._accept_flight(packet, vessel, now)
-        elif kind == 'pylon_docking_port_command':
-            self._typed_result(kind, self.typed(vessel).docking(packet, now))
-        else:
-            self._typed_result(kind, self.typed(vessel).command(packet, now))
-        return []
+            return []
+        typed = self.typed(vessel)
+        if kind == 'pylon_docking_port_command':
+            return self._typed_answer(kind, typed.docking(packet, now), vessel, now)
+        return self._typed_answer(kind, typed.command(packet, now), vessel, now)
 
     def _authority_command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
         self.authority_command_at = now
@@ -264,6 +246,17 @@ class VehicleManager:
             self.refused[(kind, result)] += 1
         return result
 
+    def _typed_answer(self, kind: str, result: str, vessel: SimVessel,
+                      now: float) -> list[Packet]:
+        """Answer a typed command the vessel refused with an authority state (counted).
+
+        The reason is the vessel's (``unknown_actuator``, ``invalid_command``, ...); an
+        accepted command gets no answer.
+        """
+        if self._typed_result(kind, result) == ACCEPTED:
+            return []
+        return [self.authority_state(vessel, now, result)]
+
     def _batch(self, packet: dict, vessel: SimVessel, now: float,
                session: Envelope | None) -> list[Packet]:
         """Apply a ``pylon_control_batch`` in one go: renewal, flight, engines, separation.
@@ -291,7 +284,8 @@ class VehicleManager:
             self._accept_flight(members['flight'], vessel, now)
         typed = self.typed(vessel)
         for engine in members['engines']:
-            self._typed_result('pylon_actuator_command', typed.command(engine, now))
+            out += self._typed_answer('pylon_actuator_command', typed.command(engine, now),
+                                      vessel, now)
         if separation is not None:
             out += self._separation(separation, vessel, now, session, decision)
         return out
@@ -477,13 +471,13 @@ class VehicleManager:
         wanted = -(vessel.mass.inertia @ vessel.state.body_rate) / SAS_TIME_CONSTANT_SEC
         return np.clip(wanted, -capacity, capacity)
 
-    def _typed_engines(self, typed: TypedActuators, engines: list
+    def _typed_engines(self, typed: TypedActuators, engines: list[allocation.Engine]
                        ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Return the force, torque and thrust of the engines a typed override drives.
 
-        The thrust acts along the engine's axis turned by its gimbal: pitch input turns it
-        about base_link +Y, yaw about +Z, each by input × the engine's gimbal range
-        (a single engine on the axis has no roll authority).
+        Each acts through its gimbal at the gimbal's current inputs, about the engine's own
+        mounting axes (``allocation.engine_wrench``, ``allocation.gimbal_direction``): the
+        same geometry the allocation uses.
         """
         force, torque = np.zeros(3), np.zeros(3)
         thrust = typed.engine_thrust()
@@ -492,18 +486,14 @@ class VehicleManager:
             value = thrust.get(engine.id, 0.0)
             if value <= 0.0:
                 continue
-            pitch, yaw, _ = gimbals.get(engine.id, (0.0, 0.0, 0.0))
-            span = math.radians(engine.gimbal_range_deg)
-            turn = rotations.to_matrix(rotations.multiply(
-                rotations.from_axis_angle((0.0, 1.0, 0.0), pitch * span),
-                rotations.from_axis_angle((0.0, 0.0, 1.0), yaw * span)))
-            applied = value * (turn @ engine.direction)
-            force += applied
-            torque += np.cross(engine.position, applied)
+            f, t = allocation.engine_wrench(engine, value,
+                                            gimbals.get(engine.id, (0.0, 0.0, 0.0)))
+            force += f
+            torque += t
         return force, torque, {k: v for k, v in thrust.items() if v > 0.0}
 
     def _allocator(self, vessel: SimVessel, typed: TypedActuators
-                   ) -> tuple[allocation.Allocator, list[EngineGeometry]]:
+                   ) -> tuple[allocation.Allocator, list[allocation.Engine]]:
         """Return the allocator of the current geometry and settings, and every engine.
 
         Every engine's geometry comes along because typed overrides drive some. Typed RCS
@@ -517,13 +507,13 @@ class VehicleManager:
         for values in settings.values():
             values['has_propellant'] = monopropellant
         allocatable = typed.allocatable_engines()
-        _, all_engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
-        for engine in all_engines:
-            if engine.id not in allocatable:
-                settings[engine.id] = {'operational': False}
+        engine_ids, wheel_ids = self._actuator_ids(vessel)
+        for engine in engine_ids:
+            if engine not in allocatable:
+                settings[engine] = {'operational': False}
         if totals.get('ElectricCharge', 0.0) <= EMPTY:     # wheels need ElectricCharge
-            for wheel in wheels:
-                settings[wheel.id] = {'enabled': False}
+            for wheel in wheel_ids:
+                settings[wheel] = {'enabled': False}
         key = (vessel.vessel_id, tuple(np.round(vessel.mass.com, 2)),
                repr(sorted((k, sorted(v.items())) for k, v in settings.items())))
         if self._allocator_key != key:
@@ -533,8 +523,17 @@ class VehicleManager:
                 nozzles, engines, wheels, force_scale=self.limits.max_force_n,
                 torque_scale=self.limits.max_torque_nm)
             self._allocator_key = key
-            self._engine_geometry = [EngineGeometry.of(e, vessel.spec) for e in all_engines]
-        return self._allocator_cache, self._engine_geometry
+            self._engines = engines     # where every engine sits (thrust 0 if not allocatable)
+        return self._allocator_cache, self._engines
+
+    def _actuator_ids(self, vessel: SimVessel) -> tuple[list[str], list[str]]:
+        """Return the ids of a vessel's engines and reaction wheels (kept per spec)."""
+        spec, ids = self._ids
+        if spec is not vessel.spec:
+            _, engines, wheels = allocation.geometry(vessel.spec, vessel.mass.com)
+            ids = ([e.id for e in engines], [w.id for w in wheels])
+            self._ids = (vessel.spec, ids)
+        return ids
 
     def actuator_fields(self, vessel: SimVessel, actuator_id: str) -> dict:
         """Return the state fields the control decides for one actuator (merge them)."""

@@ -24,6 +24,7 @@ from pylon_sim import kepler, physics, power, rover, thermal, wheels
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
+from pylon_sim.terrain import SiteTerrain
 from pylon_sim.vessel import mass_properties, MassProperties, VesselSpec
 
 PHYSICS_WARP_RATES = (1.0, 2.0, 3.0, 4.0)
@@ -125,6 +126,10 @@ class World:
             if key_or_id in (vessel.key, vessel.vessel_id):
                 return vessel
         raise KeyError(key_or_id)
+
+    def terrain_of(self, body_name: str) -> SiteTerrain | None:
+        """Return the body's terrain (body-fixed, the scenario's ``terrain:``) or None."""
+        return self.scenario.terrains.get(body_name)
 
     @property
     def on_rails(self) -> bool:

@@ -1,5 +1,7 @@
 """Wrench allocation: geometry, exact feasible solves, optimal infeasible ones, ratios."""
 
+import math
+
 import numpy as np
 from pylon_sim import allocation as al
 from pylon_sim.scenario import load_scenario
@@ -26,7 +28,10 @@ def test_geometry_of_the_sat(sat):
         assert n.max_thrust == 1000.0 and n.enables == (True,) * 6
     top = [n for n in nozzles if n.module == RCS_TOP]
     assert len(top) == 4
-    np.testing.assert_allclose(top[0].position, np.array([-1.0, 0.0, 0.7]) - com)
+    # each nozzle where it sits: 0.1 m out from the block along its exhaust axis
+    np.testing.assert_allclose([n.position for n in top],
+                               np.array([[-0.9, 0, 0.7], [-1.1, 0, 0.7], [-1.0, 0.1, 0.7],
+                                         [-1.0, -0.1, 0.7]]) - com, atol=1e-12)
     # exhaust along part +X -> force on the vessel along -X (part axes = base_link here)
     np.testing.assert_allclose(top[0].direction, [-1.0, 0.0, 0.0], atol=1e-12)
     # the block rolled by -90 deg: part +Y exhaust -> force along base_link +Z... rotated
@@ -49,7 +54,11 @@ def test_channel_columns_follow_the_axis_mapping(sat):
         torque = a.matrix[:, column]
         assert torque[axis] > 1000.0
         assert np.argmax(np.abs(torque)) == axis
-        np.testing.assert_allclose(a.matrix[:, column + 1], -torque, atol=1e-9)
+        # the opposite channel fires the opposite nozzles: nearly the opposite wrench (the
+        # nozzles sit 0.1 m out from their blocks, so their arms differ a little)
+        opposite = a.matrix[:, column + 1]
+        assert np.argmax(np.abs(opposite)) == axis
+        assert opposite[axis] == pytest.approx(-torque[axis], rel=0.05)
 
 
 def test_use_z_axis_and_exhaust_sign(sat):
@@ -175,7 +184,9 @@ def test_axis_enables_are_respected(sat):
     assert not np.any(a.matrix[:, 4:8])
     r = a.solve([1000.0, 0, 0], [2000.0, 0, 0])
     assert not np.any(r.channels[4:8])
-    assert abs(r.force[0]) < 10.0          # only the pitch/yaw nozzles' small X component
+    # X force only as a side effect of pitch/yaw nozzle pairs (whose arms differ by the
+    # 0.2 m spread of each quad): well short of the 1000 N the x channel would give
+    assert abs(r.force[0]) < 200.0
     assert r.torque[0] == pytest.approx(2000.0, rel=1e-6)   # the wheel rolls
 
 
@@ -287,3 +298,232 @@ def test_scipy_methods_give_the_same_allocation(sat, method):
 def test_unknown_method_is_refused(sat):
     with pytest.raises(ValueError, match='method'):
         _allocator(sat, method='simplex')
+
+
+# -- where engines and nozzles sit -------------------------------------------------------------
+def _part(pid, position, modules, rpy_deg=(0.0, 0.0, 0.0)):
+    from pylon_protocol import rotations
+    from pylon_sim.vessel import Module, Part, Shape
+    return Part(name=f'part.{pid}', title=f'Part {pid}', persistent_id=pid, flight_id=pid,
+                parent=0 if pid > 1 else None, position=tuple(position),
+                rotation=tuple(rotations.from_rpy(*np.radians(rpy_deg))), dry_mass=100.0,
+                shape=Shape('box', (0.5, 0.5, 0.5)),
+                modules=tuple(Module(kind, 0, dict(settings)) for kind, settings in modules))
+
+
+def _spec(*parts):
+    from pylon_sim.vessel import VesselSpec
+    return VesselSpec('0' * 32, 'geometry', (_part(1, (0.0, 0.0, 0.0), ()),) + parts)
+
+
+GIMBAL_DEG = 5.0
+CLUSTER = ((-3.0, 0.8, 0.0), (-3.0, -0.8, 0.0), (-3.0, 0.0, 0.8), (-3.0, 0.0, -0.8))
+
+
+def _cluster(com, gimbal_deg=GIMBAL_DEG):
+    spec = _spec(*(_part(10 + i, p, [('engine', {'max_thrust': 1e5,
+                                                  'gimbal_range_deg': gimbal_deg})])
+                   for i, p in enumerate(CLUSTER)))
+    return al.geometry(spec, com)[1]
+
+
+def _thrust_wrench(engines, thrust, inputs):
+    force, torque = np.zeros(3), np.zeros(3)
+    for engine in engines:
+        f, t = al.engine_wrench(engine, thrust, inputs)
+        force, torque = force + f, torque + t
+    return force, torque
+
+
+@pytest.mark.parametrize('roll', [1.0, 0.35, -0.6])
+def test_a_gimballed_cluster_rolls_by_its_geometry(roll):
+    # four engines 0.8 m off the roll axis, 2 m behind the centre of mass, 100 kN each:
+    # each thrust turns by roll x 5 deg towards its tangent, sum r_perp x F_tangential
+    com = np.array([-1.0, 0.0, 0.0])
+    engines = _cluster(com)
+    force, torque = _thrust_wrench(engines, 1e5, (0.0, 0.0, roll))
+    angle = math.radians(GIMBAL_DEG) * roll
+    np.testing.assert_allclose(torque, [4 * 0.8 * 1e5 * math.sin(angle), 0.0, 0.0],
+                               rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(force[1:], [0.0, 0.0], atol=1e-9)     # no net side force
+    assert force[0] == pytest.approx(4e5 * math.cos(angle), rel=1e-12)
+    for engine, position in zip(engines, CLUSTER):    # each tilts tangentially
+        tangent = np.cross([1.0, 0.0, 0.0], np.array(position) * [0, 1, 1] / 0.8)
+        direction = al.gimbal_direction(engine, (0.0, 0.0, roll))
+        assert direction @ tangent == pytest.approx(math.sin(angle), abs=1e-12)
+
+
+def test_a_cluster_off_centre_rolls_about_the_centre_of_mass():
+    # the centre of mass 0.2 m above the cluster's axis: the arms are measured from it
+    com = np.array([-1.0, 0.0, 0.2])
+    engines = _cluster(com)
+    _, torque = _thrust_wrench(engines, 1e5, (0.0, 0.0, 1.0))
+    s = math.sin(math.radians(GIMBAL_DEG))
+    arms = [np.hypot(p[1] - com[1], p[2] - com[2]) for p in CLUSTER]
+    expected = 0.0
+    for engine, position, arm in zip(engines, CLUSTER, arms):
+        radial = (np.array(position) - com) * [0, 1, 1] / arm
+        force = 1e5 * al.gimbal_direction(engine, (0.0, 0.0, 1.0))
+        assert force @ np.cross([1.0, 0, 0], radial) == pytest.approx(1e5 * s, rel=1e-12)
+        expected += arm * 1e5 * s
+    assert torque[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_single_centred_engine_gives_no_roll():
+    spec = _spec(_part(10, (-3.0, 0.0, 0.0), [('engine', {'max_thrust': 1e5,
+                                                          'gimbal_range_deg': 5.0})]))
+    [engine] = al.geometry(spec, (-1.0, 0.0, 0.0))[1]
+    force, torque = al.engine_wrench(engine, 1e5, (0.0, 0.0, 1.0))
+    np.testing.assert_allclose(force, [1e5, 0.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(torque, 0.0, atol=1e-9)
+    # pitch and yaw tilt it as before: pitch about +Y, yaw about +Z by input x range
+    s = 1e5 * math.sin(math.radians(5.0 * 0.5))
+    force, torque = al.engine_wrench(engine, 1e5, (0.5, 0.0, 0.0))
+    np.testing.assert_allclose(force, [1e5 * math.cos(math.radians(2.5)), 0.0, -s])
+    np.testing.assert_allclose(torque, [0.0, -2.0 * s, 0.0], atol=1e-9)
+    force, torque = al.engine_wrench(engine, 1e5, (0.0, 0.5, 0.0))
+    np.testing.assert_allclose(torque, [0.0, 0.0, -2.0 * s], atol=1e-9)
+
+
+def test_a_tilted_engine_mount_tilts_about_its_own_axes():
+    # canted 20 deg about base_link +Z: its pitch axis is the part's +Y, not base_link's
+    spec = _spec(_part(10, (-3.0, 0.0, 0.0), [('engine', {'max_thrust': 1e5,
+                                                          'gimbal_range_deg': 5.0})],
+                       rpy_deg=(0.0, 0.0, 20.0)))
+    [engine] = al.geometry(spec, (0.0, 0.0, 0.0))[1]
+    c, s = math.cos(math.radians(20.0)), math.sin(math.radians(20.0))
+    np.testing.assert_allclose(engine.direction, [c, s, 0.0], atol=1e-12)
+    np.testing.assert_allclose(engine.gimbal_axes, [[-s, c, 0.0], [0.0, 0.0, 1.0]],
+                               atol=1e-12)
+    turned = al.gimbal_direction(engine, (1.0, 0.0, 0.0))
+    assert turned @ engine.gimbal_axes[0] == pytest.approx(0.0, abs=1e-12)   # about part Y
+    # the base_link pitch demand projected on the mount's pitch axis: 5 deg x cos 20 deg
+    angle = math.radians(5.0) * c
+    assert math.acos(turned @ engine.direction) == pytest.approx(angle, rel=1e-9)
+    np.testing.assert_allclose(turned, [c * math.cos(angle), s * math.cos(angle),
+                                        -math.sin(angle)], atol=1e-12)
+    # a mount rolled 90 deg about the thrust axis gives the same vessel-frame pitch tilt
+    rolled = _spec(_part(10, (-3.0, 0.0, 0.0), [('engine', {'max_thrust': 1e5,
+                                                            'gimbal_range_deg': 5.0})],
+                         rpy_deg=(90.0, 0.0, 0.0)))
+    [engine] = al.geometry(rolled, (0.0, 0.0, 0.0))[1]
+    np.testing.assert_allclose(al.gimbal_direction(engine, (0.6, 0.0, 0.0)),
+                               [math.cos(math.radians(3.0)), 0.0, -math.sin(math.radians(3.0))],
+                               atol=1e-12)
+
+
+def test_gimbal_tilt_is_clamped_to_the_range_per_mount_axis():
+    [engine, *_] = _cluster(np.array([-1.0, 0.0, 0.0]))     # at +Y: roll tilts about -Y
+    turned = al.gimbal_direction(engine, (1.0, 0.0, 1.0))    # pitch + roll cancel about Y
+    np.testing.assert_allclose(turned, [1.0, 0.0, 0.0], atol=1e-12)
+    turned = al.gimbal_direction(engine, (-1.0, 0.0, 1.0))   # 2 x range asked: range given
+    assert math.acos(turned[0]) == pytest.approx(math.radians(GIMBAL_DEG), rel=1e-12)
+    [fixed] = al.geometry(_spec(_part(10, (-3.0, 0.8, 0.0), [('engine', {'max_thrust': 1e5})])),
+                          (0.0, 0.0, 0.0))[1]
+    np.testing.assert_allclose(al.gimbal_direction(fixed, (1.0, 1.0, 1.0)), [1.0, 0.0, 0.0])
+
+
+# RCS quads: the sat's top block (part axes = base_link) and a block rolled by -90 deg
+QUAD = {'thruster_power': 1000.0}
+
+
+def _quad_torque(nozzles, thrust=1000.0):
+    return sum(np.cross(n.position, thrust * n.direction) for n in nozzles)
+
+
+def test_rcs_torque_comes_from_each_nozzle_position():
+    spec = _spec(_part(20, (-1.0, 0.0, 0.7), [('rcs', QUAD)]),
+                 _part(21, (-1.0, 0.7, 0.0), [('rcs', QUAD)], rpy_deg=(-90.0, 0.0, 0.0)))
+    com = np.array([-0.5, 0.0, 0.0])
+    nozzles, _, _ = al.geometry(spec, com)
+    top, side = nozzles[:4], nozzles[4:]
+    # the default layout: the RV-105 cross, 0.1 m out along each exhaust (part +X -X +Y -Y)
+    np.testing.assert_allclose([n.position for n in top],
+                               [[-0.4, 0, 0.7], [-0.6, 0, 0.7], [-0.5, 0.1, 0.7],
+                                [-0.5, -0.1, 0.7]], atol=1e-12)
+    np.testing.assert_allclose([n.direction for n in top],
+                               [[-1, 0, 0], [1, 0, 0], [0, -1, 0], [0, 1, 0]], atol=1e-12)
+    # rolled -90 deg about X: part +Y is base_link -Z, so the +Y nozzle sits 0.1 m below
+    np.testing.assert_allclose(side[2].position, [-0.5, 0.7, -0.1], atol=1e-12)
+    np.testing.assert_allclose(side[2].direction, [0.0, 0.0, 1.0], atol=1e-12)
+    # the +X nozzle of the top block alone (force -X at (-0.4, 0, 0.7) from the com):
+    # torque r x F = (-0.4, 0, 0.7) x (-1000, 0, 0) = (0, -700, 0)
+    np.testing.assert_allclose(_quad_torque(top[:1]), [0.0, -700.0, 0.0], atol=1e-9)
+    # the top block's +Y nozzle: (-0.5, 0.1, 0.7) x (0, -1000, 0) = (700, 0, 500)
+    np.testing.assert_allclose(_quad_torque(top[2:3]), [700.0, 0.0, 500.0], atol=1e-9)
+    # the side block's part -X nozzle sits at (-0.6, 0.7, 0) from the origin, force +X:
+    # (-0.1, 0.7, 0) x (1000, 0, 0) = (0, 0, -700)
+    np.testing.assert_allclose(_quad_torque(side[1:2]), [0.0, 0.0, -700.0], atol=1e-9)
+    # the allocation's columns use the same arms: +x fires the two part -X nozzles (force
+    # +X), at (-0.6, 0, 0.7) and (-0.6, 0.7, 0): torques (0, 700, 0) and (0, 0, -700)
+    a = al.Allocator(nozzles, [], [], force_scale=FS, torque_scale=TS)
+    np.testing.assert_allclose(a.matrix[:, 6], [2000, 0, 0, 0, 700, -700], atol=1e-9)
+
+
+def test_rcs_moment_arms_follow_the_centre_of_mass():
+    spec = _spec(_part(20, (-1.0, 0.0, 0.7), [('rcs', QUAD)]))
+    for com in ((-0.5, 0.0, 0.0), (-1.5, 0.0, 0.3), (-1.0, 0.2, 0.0)):
+        nozzles, _, _ = al.geometry(spec, com)
+        for nozzle, offset in zip(nozzles, ((0.1, 0, 0), (-0.1, 0, 0), (0, 0.1, 0),
+                                            (0, -0.1, 0))):
+            arm = np.array([-1.0, 0.0, 0.7]) + offset - com
+            np.testing.assert_allclose(nozzle.position, arm, atol=1e-12)
+        # the +X nozzle: torque (arm) x (-1000, 0, 0) = (0, -1000 arm_z, 1000 arm_y)
+        arm = np.array([-0.9, 0.0, 0.7]) - com
+        np.testing.assert_allclose(_quad_torque(nozzles[:1]),
+                                   [0.0, -1000 * arm[2], 1000 * arm[1]], atol=1e-9)
+
+
+def test_listed_nozzles_and_bad_layouts():
+    listed = {'thruster_power': 500.0, 'nozzles': [
+        {'position': [0.0, 0.05, 0.02], 'direction': [0.0, 2.0, 0.0]},
+        {'position': [0.0, 0.0, 0.3], 'direction': [0, 0, 1]}]}
+    spec = _spec(_part(20, (1.0, 0.0, 0.0), [('rcs', listed)]))
+    nozzles, _, _ = al.geometry(spec, (0.0, 0.0, 0.0))
+    np.testing.assert_allclose([n.position for n in nozzles], [[1, 0.05, 0.02], [1, 0, 0.3]])
+    np.testing.assert_allclose([n.direction for n in nozzles], [[0, -1, 0], [0, 0, -1]])
+    assert len(al.rcs_layout({'thrust_directions': [[0, 0, 1]], 'nozzle_arm': 0.2})) == 1
+    np.testing.assert_allclose(al.rcs_layout({'thrust_directions': [[0, 0, 3]],
+                                              'nozzle_arm': 0.2})[0][0], [0, 0, 0.2])
+    for bad, reason in (({'nozzles': []}, 'non-empty'),
+                        ({'nozzles': [{'position': [0, 0], 'direction': [1, 0, 0]}]},
+                         'position'),
+                        ({'nozzles': [{'position': [0, 0, 0], 'direction': [0, 0, 0]}]},
+                         'zero'),
+                        ({'nozzles': [{'position': [0, 0, 0], 'direction': ['x', 0, 0]}]},
+                         'direction'),
+                        ({'thrust_directions': 'up'}, 'thrust_directions'),
+                        ({'nozzle_arm': -0.1}, 'nozzle_arm'),
+                        ({'nozzle_arm': 'far'}, 'nozzle_arm')):
+        with pytest.raises(ValueError, match=reason):
+            al.rcs_layout(bad)
+
+
+def test_the_allocator_meets_a_feasible_torque_with_nozzles_where_they_sit(sat):
+    nozzles, _, _ = al.geometry(*sat)
+    wheelless = al.Allocator(nozzles, [], [], force_scale=FS, torque_scale=TS)
+    # a torque the RCS alone can give: half of +roll and a quarter of -yaw, no force asked
+    target = 0.5 * wheelless.matrix[:, 4] + 0.25 * wheelless.matrix[:, 3]
+    r = wheelless.solve(target[:3], target[3:])
+    np.testing.assert_allclose(np.concatenate([r.force, r.torque]), target, atol=1e-6)
+    # the wrench is the one of the nozzle thrusts at their own positions
+    force = sum(t * n.direction for t, n in zip(r.nozzle_thrust, nozzles))
+    torque = sum(np.cross(n.position, t * n.direction) for t, n in zip(r.nozzle_thrust,
+                                                                       nozzles))
+    np.testing.assert_allclose(force, r.force, atol=1e-9)
+    np.testing.assert_allclose(torque, r.torque, atol=1e-9)
+    # a pure roll torque the nozzles can make
+    pure = wheelless.solve([0.0, 0.0, 0.0], [150.0, 0.0, 0.0])
+    np.testing.assert_allclose(pure.torque, [150.0, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(pure.force, 0.0, atol=1e-6)
+
+
+def test_a_scenario_with_a_bad_nozzle_layout_does_not_load(tmp_path):
+    from pylon_sim.scenario import ScenarioError
+    from pylon_testing.scenarios import write_scenario
+    parts = [{'name': 'probe', 'mass': 100, 'shape': {'sphere': 0.5},
+              'modules': [{'kind': 'rcs', 'index': 0, 'thruster_power': 1000,
+                           'nozzles': [{'position': [0, 0, 0], 'direction': [0, 0, 0]}]}]}]
+    path = write_scenario(tmp_path, 'orbit', changes={'sat': {'parts': parts}})
+    with pytest.raises(ScenarioError, match=r'modules\[0\]\.nozzles: a nozzle direction is zero'):
+        load_scenario(path)

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from pylon_protocol import camera, packets
+from pylon_protocol import camera, packets, rotations
 from pylon_protocol.envelope import Envelope
 from pylon_sim import raycast, render
 from pylon_sim.raycast import Primitive
@@ -126,3 +126,42 @@ def test_terrain_renders():
     terrain = raycast.SmoothTerrain(amplitude=2000.0, seed=1)
     image = frame(pitch(90.0), (0.0, 0.0, 1.0), terrain=terrain)
     assert is_planet(image[H // 2, W // 2].astype(int))
+
+
+def test_renderer_matches_the_per_pixel_cast_of_every_ray():
+    # Looking at the horizon with the limb glow, the sun just above it and a vessel (a
+    # box and a cylinder, partly in front of the planet and the sun) in view: the
+    # renderer's per-pixel answer equals raycast.cast_full on every pixel ray.
+    dip = math.degrees(math.acos(R / (R + ALT)))
+    q = pitch(dip - 8.0)
+    rot = render._rotation(q)
+    sun = rot @ np.array([1.0, -0.35, 0.12])
+    sun /= np.linalg.norm(sun)
+    ahead = rot @ np.array([30.0, -5.0, -1.5])
+    vessel = [Primitive('box', (6.0, 4.0, 3.0), CAM + ahead, rot, ('other', 1),
+                        color=(0.9, 0.3, 0.2)),
+              Primitive('cylinder', (1.5, 9.0), CAM + ahead + rot @ (0.0, -5.0, 0.5),
+                        rotations.to_matrix(rotations.from_rotvec([0.3, 0.2, 0.9])),
+                        ('other', 2), color=(0.2, 0.4, 0.9))]
+    scene = {'primitives': vessel, 'planet_center': (0.0, 0.0, 0.0), 'planet_radius': R}
+    fast = render.pixel_hits(CAM, q, **scene)
+    d = render.pixel_directions() @ rot.T
+    reference = raycast.cast_full(CAM, d, 1e12, vessel, (0.0, 0.0, 0.0), R)
+    counts = {k: int((reference.what == k).sum()) for k in (-1, -2, 0, 1)}
+    assert min(counts.values()) > 400, counts
+    assert np.mean(fast.what == reference.what) >= 0.995
+    same = fast.what == reference.what
+    assert np.allclose(fast.ranges[same & (fast.what >= 0)],
+                       reference.ranges[same & (reference.what >= 0)], rtol=1e-9)
+
+    image = frame(q, sun, primitives=vessel, atmosphere_depth=70_000.0)
+    expected = render.shade(reference, d, sun, colors=[p.color for p in vessel],
+                            planet_center=-CAM, planet_radius=R, atmosphere_depth=70_000.0,
+                            pixel_angle=math.radians(60.0) / H)
+    expected = np.clip(expected * 255.0 + 0.5, 0.0, 255.0).astype(np.uint8).reshape(H, W, 3)
+    close = np.abs(image.astype(int) - expected.astype(int)).max(axis=2) <= 1
+    assert close.mean() >= 0.995
+    sun_px = (expected.min(axis=2) > 230).sum()
+    glow = ((expected[..., 2] > expected[..., 1] + 20) & (reference.what == -1).reshape(H, W))
+    assert sun_px >= 4 and glow.sum() > 100
+    assert (image.min(axis=2) > 230).sum() == sun_px

@@ -487,6 +487,59 @@ def test_servo_disabled_holds_and_bad_motor_commands_are_refused(typed):
     assert typed.command(motor('position', 0.5, partFlightId=9110), 1.0) == OK
 
 
+def test_servo_command_active_while_in_force_in_every_mode(typed):
+    for sequence, (mode, value) in enumerate((('position', 0.4), ('velocity', 0.2),
+                                              ('effort', -10.0)), start=2):
+        start = 10.0 * sequence
+        assert typed.command(motor(mode, value, sequence=sequence, timeout=1.0), start) == OK
+        assert typed.state_fields(SERVO)['commandActive'] is True       # at once
+        typed.tick(start + 0.98, 0.98, FULL)
+        fields = typed.state_fields(SERVO)
+        assert fields['commandActive'] is True and fields['commandMode'] == mode
+        assert fields['engaged'] is True and fields['velocity'] != 0.0
+        typed.tick(start + 1.0, 0.02, FULL)                             # its timeout
+        fields = typed.state_fields(SERVO)
+        assert fields['commandActive'] is False and fields['velocity'] == 0.0
+
+
+def test_servo_motor_state_on_the_wire_follows_the_command(harness):
+    h = harness('surface')
+    h.frames(3)
+    h.acquire()
+    h.capture.clear()
+    start = h.sim.world.ut
+    h.send('pylon_motor_command', name='mast_hinge', mode='position', hasEnabled=True,
+           enabled=True, hasPosition=True, position=0.3, hasVelocity=False,
+           hasEffort=False, timeoutSeconds=1.0, **h.identity())
+    h.run(2.0)
+    states = h.of('pylon_motor_state')
+    during = [s for s in states if s['universalTime'] < start + 0.98]
+    after = [s for s in states if s['universalTime'] > start + 1.04]
+    assert len(during) >= 15 and len(after) >= 15      # 20 Hz
+    assert all(s['commandActive'] and s['target'] == pytest.approx(0.3) for s in during)
+    assert all(s['commandMode'] == 'position' and s['engaged'] for s in during)
+    # 0.5 rad/s towards 0.3 rad: moving, then there, held after the timeout
+    assert during[0]['position'] < during[-1]['position'] == pytest.approx(0.3)
+    assert not any(s['commandActive'] for s in after)
+    assert all(s['position'] == pytest.approx(0.3) and s['velocity'] == 0.0 for s in after)
+    assert not h.sim.control.refused
+
+
+def test_a_motor_command_for_a_missing_servo_is_answered_with_the_reason(harness):
+    h = harness('surface')
+    h.frames(3)
+    h.acquire()
+    h.capture.clear()
+    h.send('pylon_motor_command', name='no_such_joint', mode='velocity', hasEnabled=True,
+           enabled=True, hasVelocity=True, velocity=0.1, hasPosition=False,
+           hasEffort=False, timeoutSeconds=1.0, **h.identity())
+    h.frames(2)
+    reasons = [s['reason'] for s in h.of('pylon_control_authority_state')]
+    assert 'unknown_actuator' in reasons
+    assert h.sim.control.refused[('pylon_motor_command', 'unknown_actuator')] == 1
+    assert not any(s['commandActive'] for s in h.of('pylon_motor_state'))
+
+
 # ---------------------------------------------------------------- separation, docking
 
 

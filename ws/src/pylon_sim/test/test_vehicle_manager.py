@@ -1,5 +1,7 @@
 """VehicleManager without sockets: authority answers, wrench through filter and allocation."""
 
+import math
+
 import numpy as np
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
@@ -154,3 +156,103 @@ def test_sas_damps_the_rate_unless_a_lease_suppresses_it(vessel):
                      **identity(2)}, vessel, 0.2)
     _, torque, _ = control.tick(vessel, 0.3, DT)
     assert torque == pytest.approx(expected, rel=1e-9)          # restored on release
+
+
+CLUSTER_IDS = [f'engine_{pid}_0' for pid in (1200010, 1200011, 1200012, 1200013)]
+
+
+def cluster_parts():
+    """Return a probe, a tank and four gimballed 100 kN engines 0.8 m off the axis."""
+    parts = [{'name': 'probe', 'persistent_id': 1200001, 'flight_id': 4200001, 'mass': 100,
+              'shape': {'cylinder': [0.6, 0.3]}, 'resources': {'ElectricCharge': [10, 10]},
+              'modules': [{'kind': 'command', 'index': 0}]},
+             {'name': 'tank', 'persistent_id': 1200002, 'flight_id': 4200002, 'parent': 0,
+              'position': [-1.5, 0, 0], 'mass': 200, 'shape': {'cylinder': [1.25, 2.0]},
+              'resources': {'LiquidFuel': [900, 900], 'Oxidizer': [1100, 1100]}}]
+    for i, (y, z) in enumerate(((0.8, 0), (-0.8, 0), (0, 0.8), (0, -0.8))):
+        parts.append({'name': f'engine{i}', 'persistent_id': 1200010 + i,
+                      'flight_id': 4200010 + i, 'parent': 1, 'position': [-3.0, y, z],
+                      'mass': 300, 'shape': {'cylinder': [0.3, 0.5]},
+                      'modules': [{'kind': 'engine', 'index': 0, 'max_thrust': 100000,
+                                   'isp': 300, 'gimbal_range_deg': 5}]})
+    return parts
+
+
+def engine_command(name, sequence, roll):
+    return {'type': 'pylon_actuator_command', 'actuatorType': 'engine', 'name': name,
+            **identity(sequence), 'enabled': True, 'targetThrust': 100000.0,
+            'hasGimbalCommand': True, 'gimbalPitch': 0.0, 'gimbalYaw': 0.0,
+            'gimbalRoll': roll, 'timeoutSeconds': 0.5}
+
+
+@pytest.mark.parametrize('roll', [1.0, -0.4])
+def test_a_gimballed_cluster_rolls_the_vessel_as_its_geometry_says(tmp_path, roll):
+    from pylon_testing.scenarios import write_scenario
+    path = write_scenario(tmp_path, 'orbit', changes={'sat': {'parts': cluster_parts()}})
+    cluster = World(load_scenario(path)).active
+    control = VehicleManager()
+    acquire(control, cluster)
+    for sequence, name in enumerate(CLUSTER_IDS, start=2):
+        assert control.command(engine_command(name, sequence, roll), cluster, 0.0) == []
+    com = cluster.mass.com.copy()
+    force, torque, _ = control.tick(cluster, 0.02, DT)
+    # each thrust turns by roll x 5 deg towards its tangent: sum |r_perp| T sin(angle)
+    angle = math.radians(5.0) * roll
+    arms = [math.hypot(y - com[1], z - com[2]) for y, z in ((0.8, 0), (-0.8, 0), (0, 0.8),
+                                                             (0, -0.8))]
+    assert torque[0] == pytest.approx(sum(arms) * 1e5 * math.sin(angle), rel=1e-9)
+    np.testing.assert_allclose(torque[1:], 0.0, atol=1e-6)
+    np.testing.assert_allclose(force, [4e5 * math.cos(angle), 0.0, 0.0], atol=1e-6)
+    fields = control.actuator_fields(cluster, CLUSTER_IDS[0])
+    assert fields['gimbalRoll'] == roll and fields['thrust'] == 100000.0
+
+
+def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_reason(vessel):
+    control = VehicleManager()
+    acquire(control, vessel)
+    bad = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+           'name': 'engine_999_0', **identity(2), 'enabled': True, 'targetThrust': 10.0,
+           'timeoutSeconds': 0.5}
+    [(kind, state)] = control.command(bad, vessel, 0.1)
+    assert kind == 'pylon_control_authority_state' and state['reason'] == 'unknown_actuator'
+    servo = {'type': 'pylon_motor_command', 'name': 'no_such_servo', **identity(3),
+             'partFlightId': 0, 'mode': 'position', 'hasEnabled': True, 'enabled': True,
+             'hasPosition': True, 'position': 0.2, 'timeoutSeconds': 0.5}
+    [(_, state)] = control.command(servo, vessel, 0.1)
+    assert state['reason'] == 'unknown_actuator'
+    wrong = {**bad, **identity(4), 'name': 'rcs_1100005_0'}     # an RCS named as an engine
+    [(_, state)] = control.command(wrong, vessel, 0.1)
+    assert state['reason'] == 'actuator_kind_mismatch'
+    out_of_range = {**engine_command('engine_1100004_0', 5, 1.5), **identity(5)}
+    [(_, state)] = control.command(out_of_range, vessel, 0.1)
+    assert state['reason'] == 'invalid_command'
+    assert control.refused[('pylon_actuator_command', 'invalid_command')] == 1
+    assert control.refused[('pylon_actuator_command', 'unknown_actuator')] == 1
+    assert control.refused[('pylon_motor_command', 'unknown_actuator')] == 1
+    assert control.refused[('pylon_actuator_command', 'actuator_kind_mismatch')] == 1
+    assert control.status()['refused']['pylon_actuator_command:unknown_actuator'] == 1
+    force, torque, _ = control.tick(vessel, 0.12, DT)
+    assert not np.any(force) and not np.any(torque)                  # nothing acts
+    assert control.typed(vessel).state_fields('rcs_1100005_0')['commandActive'] is False
+
+
+def test_the_clusters_roll_torque_spins_the_simulated_vessel(harness):
+    h = harness('orbit', changes={'sat': {'parts': cluster_parts(),
+                                          'angular_velocity': [0, 0, 0]}})
+    h.frames(3)
+    h.acquire()
+    vessel = h.sim.world.active
+    for name in CLUSTER_IDS:
+        h.send('pylon_actuator_command', actuatorType='engine', name=name, enabled=True,
+               targetThrust=100000.0, hasGimbalCommand=True, gimbalPitch=0.0,
+               gimbalYaw=0.0, gimbalRoll=0.5, timeoutSeconds=2.0, **h.identity())
+    h.frames(1)                    # the commands act from the next physics step on
+    rate0, inertia0 = vessel.state.body_rate.copy(), vessel.mass.inertia[0, 0]
+    h.run(0.5)
+    # Euler about the principal X axis: the rate grows by torque / I_xx
+    torque = 4 * 0.8 * 1e5 * math.sin(math.radians(5.0) * 0.5)
+    inertia = 0.5 * (inertia0 + vessel.mass.inertia[0, 0])    # propellant burns meanwhile
+    assert vessel.state.body_rate[0] - rate0[0] == pytest.approx(torque / inertia * 0.5,
+                                                                 rel=2e-3)
+    np.testing.assert_allclose(vessel.state.body_rate[1:], 0.0, atol=1e-9)
+    assert not h.sim.control.refused
