@@ -165,7 +165,10 @@ class World:
         return dt
 
     def ground_of(self, body: Body) -> wheels.Ground:
-        """Return the ground wheels roll on: the body's bare sphere."""
+        """Return the ground wheels roll on: the body's terrain, else its bare sphere."""
+        terrain = self.terrain_of(body.name)
+        if terrain is not None:
+            return terrain
         return self._grounds.setdefault(body.name, wheels.SphereGround(body.radius))
 
     def wheel_params(self, vessel: SimVessel) -> wheels.Params | None:
