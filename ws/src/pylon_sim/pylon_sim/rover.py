@@ -11,7 +11,10 @@ of its instant (``bodies.body_fixed_rotation``), so the planet's spin is exact a
 fictitious force is needed.
 
 The vessel is ``landed`` while any wheel is grounded; ``rest_altitude`` is kept for a
-later touchdown of the flying path. The specific force is the mean over the sub-steps of
+later touchdown of the flying path. A vessel whose centre of mass goes into the ground
+(tipped over: no wheel holds it, and the other parts do not collide) is put down as a
+vessel without wheels (``physics.touch_down``: at its resting height, turning with the
+planet). The specific force is the mean over the sub-steps of
 (applied + wheel forces) / mass in ``base_link``, what an accelerometer at the centre of
 mass reads.
 """
@@ -96,4 +99,9 @@ def step(state: RigidState, wheel_state: wheels.State, inputs: physics.Inputs,
                                                           rotations.from_rotvec(rate * h)))
     new = replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                   attitude=attitude, body_rate=rate, landed=bool(np.any(wheel_state.grounded)))
+    centre = body_fixed_rotation(body, new.ut) @ position
+    if ground.ground(centre[None, :])[0][0] < 0.0:
+        # its centre of mass went into the ground (on its side or back, no wheel holds it):
+        # it rests there as a vessel without wheels does
+        return Result(physics.touch_down(new, body), wheel_state, felt / substeps)
     return Result(new, wheel_state, felt / substeps)

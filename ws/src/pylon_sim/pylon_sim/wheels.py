@@ -19,8 +19,9 @@ Suspension (KSP's ModuleWheelSuspension with its automatic spring)
     vessel's mass with no moment about its centre of mass) so that it rests at the target
     compression, ``k = m_i g / (target × travel)`` (g: the local gravity less the
     planet's centrifugal part, ``World.wheel_params``), and ``c = damper_ratio × 2 √(k m_i)``;
-    beyond the travel a bump stop ``BUMP_STIFFNESS`` × k. The normal load is
-    ``N = F cos φ``.
+    beyond the travel a bump stop ``BUMP_STIFFNESS`` × k; the force is capped at ``MAX_LOAD``
+    × the resting load (a wheel meeting a boulder's flank deep inside it pushes hard, not
+    explosively). The normal load is ``N = F cos φ``.
 
 Tyre (friction-limited, with relaxation; stiction at rest)
     The slip velocity of the contact point is ``u = (v_x − ω r, v_y)`` in the ground plane
@@ -89,6 +90,7 @@ PEAK_SLIP = 0.1                 # slip ratio (and tan of slip angle) of full fri
 RELAXATION_LENGTH = 0.3         # m, tyre relaxation length σ
 TYRE_DAMPING_TIME = 0.005       # s, tyre damping τ relative to its stiffness
 BUMP_STIFFNESS = 10.0           # bump stop stiffness beyond the travel, × k
+MAX_LOAD = 12.0                 # suspension force limit, × the wheel's resting load
 DRIVE_BAND = 1.0                # rad/s of spin error for full motor torque
 SLIP_SPEED_FLOOR = 0.5          # m/s, below this the reported slip is relative to it
 MIN_COS_TILT = 0.2              # the ground must face the suspension within ~78°
@@ -311,11 +313,12 @@ def _suspension(p: Params, k: Kinematics, ground: Ground):
 
 
 def _load(p: Params, compression: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """Return the suspension force along the vessel's up axis (never pulling)."""
+    """Return the suspension force along the vessel's up axis (never pulling, capped)."""
     inside = np.minimum(compression, p.travel)
     bump = np.maximum(compression - p.travel, 0.0)
     force = p.stiffness * inside + BUMP_STIFFNESS * p.stiffness * bump + p.damping * rate
-    return np.where(compression > 0.0, np.maximum(force, 0.0), 0.0)
+    limit = MAX_LOAD * p.stiffness * p.extension
+    return np.where(compression > 0.0, np.clip(force, 0.0, limit), 0.0)
 
 
 def _axes(p: Params, steering: np.ndarray, rotation: np.ndarray, normal: np.ndarray):

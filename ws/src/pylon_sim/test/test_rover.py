@@ -282,3 +282,21 @@ def test_physics_warp_takes_more_sub_steps_and_stays_stable():
     assert np.linalg.norm(moved) < 0.01 and vessel.state.landed
     speed = rover.kinematics(vessel.state, vessel.body, world.ut).velocity
     assert np.linalg.norm(speed) < 1e-3
+
+
+def test_driving_into_the_boulder_stops_the_rover_without_blowing_up():
+    world = World(load_scenario('surface'))          # a 1 m boulder 8 m ahead (terrain)
+    vessel = world.active
+    names = world.wheel_params(vessel).names
+    command = {name: {'enabled': True, 'target_angular_velocity': 15.0, 'steering_angle': 0.0,
+                      'max_drive_torque': 0.0, 'brake': 0.0, 'commanded': True}
+               for name in names}
+    start = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position
+    for _ in range(int(6.0 / STEP)):
+        world.step(wheel_commands={vessel.key: command})
+        assert np.all(np.isfinite(vessel.state.position)) and np.all(
+            np.isfinite(vessel.state.body_rate))
+        # never through the ground: the suspension is capped, a tipped rover is put down
+        assert physics.altitude(vessel.body, vessel.state.position) > -0.1
+    moved = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position - start
+    assert 6.0 < np.linalg.norm(moved) < 8.0                   # it stopped at the rock
