@@ -83,7 +83,9 @@ def step(state: RigidState, wheel_state: wheels.State, inputs: physics.Inputs,
         now = replace(state, ut=ut, position=position, velocity=velocity,
                       attitude=attitude, body_rate=rate)
         motion = kinematics(now, body, ut)
-        wheel_state = wheels.step(wheel_state, wheels.Inputs(params, commands, motion, ground),
+        if i == 0:
+            planes = wheels.TangentPlanes.under(ground, wheels.probe_points(params, motion))
+        wheel_state = wheels.step(wheel_state, wheels.Inputs(params, commands, motion, planes),
                                   h)
         to_body = motion.rotation.T
         wheel_force = to_body @ wheel_state.force.sum(axis=0)

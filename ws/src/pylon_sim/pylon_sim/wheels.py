@@ -128,6 +128,28 @@ class SphereGround:
 
 
 @dataclass(frozen=True)
+class TangentPlanes:
+    """A ground's tangent plane under each of N points: the ground for points moving a little.
+
+    ``rover`` asks the real ground once per physics step and these planes in its sub-steps
+    (a wheel moves a few cm in 20 ms); row i answers for the i-th point.
+    """
+
+    foot: np.ndarray           # (N,3) m, body-fixed: the ground below each point
+    normal: np.ndarray         # (N,3) unit
+
+    @classmethod
+    def under(cls, ground: Ground, points: np.ndarray) -> TangentPlanes:
+        """Return the planes of ``ground`` under ``points`` (body-fixed)."""
+        clearance, normal = ground.ground(points)
+        return cls(points - normal * clearance[:, None], normal)
+
+    def ground(self, points_fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return each point's height above its plane and the plane's normal."""
+        return ((points_fixed - self.foot) * self.normal).sum(axis=1), self.normal
+
+
+@dataclass(frozen=True)
 class Params:
     """The wheels of one vessel, one row per wheel module (vessel frame at its mass)."""
 
@@ -295,10 +317,14 @@ class Inputs:
     ground: Ground
 
 
+def probe_points(p: Params, k: Kinematics) -> np.ndarray:
+    """Return the hubs at full extension (body-fixed): the points asked of the ground."""
+    return k.position + (p.hub - p.extension[:, None] * UP) @ k.rotation.T
+
+
 def _suspension(p: Params, k: Kinematics, ground: Ground):
     """Return compression, its rate, cos φ, normals, contact arms and contact velocities."""
-    free = p.hub - p.extension[:, None] * UP
-    points = k.position + free @ k.rotation.T
+    points = probe_points(p, k)
     clearance, normal = ground.ground(points)
     up = k.rotation[:, 2]
     cos = normal @ up

@@ -52,6 +52,17 @@ def test_sphere_ground_gives_height_and_outward_normal():
     assert normal == pytest.approx(np.array([[0, 0, 1.0], [0.6, 0.8, 0.0]]))
 
 
+def test_tangent_planes_answer_as_the_ground_at_the_points_and_linearly_nearby():
+    sphere = wheels.SphereGround(100.0)
+    points = np.array([[0.0, 0.0, 101.0], [0.0, 60.6, 80.8]])
+    planes = wheels.TangentPlanes.under(sphere, points)
+    clearance, normal = planes.ground(points)
+    assert clearance == pytest.approx(sphere.ground(points)[0])
+    assert normal == pytest.approx(sphere.ground(points)[1])
+    moved, _ = planes.ground(points + np.array([[0.3, 0.0, -0.2], [0.0, 0.0, 0.0]]))
+    assert moved == pytest.approx([0.8, 1.0])           # 0.2 m down, sideways is level
+
+
 def test_sprung_masses_carry_the_weight_without_a_moment():
     hub = np.array([[1.0, 0.5, 0], [1.0, -0.5, 0], [-0.5, 0.5, 0], [-0.5, -0.5, 0]])
     split = wheels.sprung_masses(hub, 300.0)
