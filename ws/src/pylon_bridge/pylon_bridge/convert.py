@@ -162,10 +162,8 @@ def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, np.ndarra
     velocity = packet['linearVelocity']
     omega = packet['angularVelocity']
     moved = tuple(float(p) + float(v) * dt for p, v in zip(position, velocity, strict=True))
-    rate = frames.norm(omega)
-    if rate * dt < 1e-12:
-        return moved, rotation
-    turn = rotations.from_axis_angle(omega, rate * dt)
+    # the exponential map: exact for any rate, also a vessel barely turning (a rover at rest)
+    turn = rotations.from_rotvec([float(w) * dt for w in omega])
     return moved, rotations.normalize(rotations.multiply(turn, rotation))
 
 

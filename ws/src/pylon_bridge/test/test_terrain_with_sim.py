@@ -3,7 +3,7 @@
 The scenario places one boulder (radius 1 m, a quarter of its diameter buried) at a known
 East/North offset from the site, which is the rover's start. Ground truth is ENU at the
 rover's start (its centre of mass, the anchor of the first session), so the boulder's
-centre is at (east, north, 0.5 - 0.75) m in the ground-truth frame (to 0.1 mm over 10 m
+centre is at (east, north, 0.5 - 0.44413) m in the ground-truth frame (to 0.1 mm over 10 m
 of the sphere's curvature). The scan must show it at the range and bearing that this and
 the rover's ground-truth pose predict.
 """
@@ -25,7 +25,7 @@ import yaml
 pytestmark = pytest.mark.integration
 
 EAST, NORTH, RADIUS, BURIED = 7.0, 3.0, 1.0, 0.25
-REST = 0.75                                   # the rover's centre of mass above the ground
+REST = 0.44413                                # the rover's centre of mass above the ground
 
 
 def _scenario(folder: Path) -> tuple[str, np.ndarray]:

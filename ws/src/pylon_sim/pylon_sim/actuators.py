@@ -3,7 +3,9 @@
 Ids follow the mod: ``<kind>_<persistentId>_<moduleIndex>`` for wheels, engines, RCS and
 separators (kind = mechanism for separators), the configured motor name for servos.
 Until commands arrive (control authority), every actuator is at rest: engines off, RCS
-idle, wheels still, separators armed, servos holding position 0.
+idle, wheels still, separators armed, servos holding position 0. A wheel's grounded flag,
+spin, torques and slip are the physics' (``wheels.State.fields``, merged by the vehicle
+manager once the vessel rolls).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 
 from pylon_protocol import names
 
+from pylon_sim import wheels
 from pylon_sim.allocation import rcs_layout
 from pylon_sim.vessel import Module, Part, VesselSpec
 
@@ -94,7 +97,7 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
             'nozzleCount': nozzles})     # our extension: the bridge's unit conversion
     elif actuator.actuator_type == 'wheel':
         position = [p - c for p, c in zip(actuator.part.position, com)]
-        radius = float(module.get('radius', 0.3))
+        radius = float(module.get('radius', wheels.SETTINGS['radius'][0]))
         payload.update({
             'enabled': True, 'wheelCount': 1, 'radius': radius, 'position': position,
             'rollingSign': 1, 'steeringSign': 1 if module.get('steerable') else 0,
@@ -104,7 +107,8 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
             'bodyMax': [position[0] + radius, position[1] + 0.1, position[2] + radius],
             'grounded': False, 'angularPosition': 0.0, 'angularVelocity': 0.0,
             'steeringAngle': 0.0, 'driveTorque': 0.0, 'brakeTorque': 0.0, 'slip': 0.0,
-            'maxDriveTorque': float(module.get('max_drive_torque', 0.0)),
+            'maxDriveTorque': float(module.get('max_drive_torque',
+                                               wheels.SETTINGS['max_drive_torque'][0])),
             'commandActive': False})
     else:
         payload.update({'mechanism': module.kind, 'available': True, 'separated': False})

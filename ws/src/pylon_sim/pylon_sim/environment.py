@@ -3,8 +3,8 @@
 ``sun_exposure`` says whether the Sun's centre is visible from a vessel (no body's sphere
 in the way: Kerbin and the Mun cast umbrae, with no penumbra) and how strong sunlight is
 there relative to Kerbin's mean distance. ``step`` advances a vessel's ElectricCharge
-(``power``: solar panels in, reaction wheels out) and its parts' temperatures
-(``thermal``) by one step of UT; the runtime calls it for every vessel while UT
+(``power``: solar panels in, reaction wheels and rover wheel motors out) and its parts'
+temperatures (``thermal``) by one step of UT; the runtime calls it for every vessel while UT
 advances (on rails too: KSP keeps the active vessel's resources going during warp), every
 ``PERIOD_UT`` of UT rather than every physics frame: ``Pending`` gathers the frames' time,
 wheel torque and engine thrust in between, and both flows are linear in them, so the
@@ -46,11 +46,16 @@ class Pending:
         self.dt = 0.0
         self.torque = np.zeros(3)                 # integral of |wheel torque| per axis, N·m·s
         self.thrust: dict[str, float] = {}        # integral of thrust per engine, N·s
+        self.motor = 0.0                          # ElectricCharge of rover wheel motors
 
-    def add(self, dt: float, wheel_torque=ZERO, engine_thrust: Mapping[str, float] | None = None
-            ) -> bool:
-        """Add one frame; return whether ``PERIOD_UT`` has gathered (time to ``flush``)."""
+    def add(self, dt: float, wheel_torque=ZERO, engine_thrust: Mapping[str, float] | None = None,
+            motor_draw: float = 0.0) -> bool:
+        """Add one frame; return whether ``PERIOD_UT`` has gathered (time to ``flush``).
+
+        ``motor_draw`` is the EC/s of the vessel's rover wheel motors in that frame.
+        """
         self.dt += dt
+        self.motor += max(0.0, float(motor_draw)) * dt
         self.torque += np.abs(np.asarray(wheel_torque, dtype=float)) * dt
         for name, value in (engine_thrust or {}).items():
             self.thrust[name] = self.thrust.get(name, 0.0) + float(value) * dt
@@ -60,7 +65,8 @@ class Pending:
         """Step the vessel's power and heat over the gathered time with its means; reset."""
         if self.dt > 0.0:
             step(vessel, ut, self.dt, wheel_torque=self.torque / self.dt,
-                 engine_thrust={k: v / self.dt for k, v in self.thrust.items()})
+                 engine_thrust={k: v / self.dt for k, v in self.thrust.items()},
+                 motor_draw=self.motor / self.dt)
         self.__init__()
 
 
@@ -105,19 +111,21 @@ def engine_heat(spec: VesselSpec, engine_thrust: Mapping[str, float]) -> np.ndar
 
 
 def step(vessel: SimVessel, ut: float, dt: float, *, wheel_torque=ZERO,
-         engine_thrust: Mapping[str, float] | None = None) -> Exposure:
+         engine_thrust: Mapping[str, float] | None = None, motor_draw: float = 0.0
+         ) -> Exposure:
     """Advance the vessel's ElectricCharge and part temperatures by ``dt`` s of UT.
 
-    ``wheel_torque`` is what its reaction wheels delivered (N·m, base_link) and
-    ``engine_thrust`` the thrust of its engines (N by actuator id) during the step.
-    Returns the sunlight used.
+    ``wheel_torque`` is what its reaction wheels delivered (N·m, base_link),
+    ``engine_thrust`` the thrust of its engines (N by actuator id) and ``motor_draw`` the
+    EC/s of its rover wheel motors during the step. Returns the sunlight used.
     """
     spec = vessel.spec
     exposure = sun_exposure(vessel, ut)
     flows = power.Flows(
         produced=power.solar_rate(power.solar_panels(spec), vessel.state.attitude,
                                   exposure.direction, exposure.flux_scale),
-        consumed=power.wheel_draw_rate(wheel_torque, power.wheel_rating(spec)))
+        consumed=power.wheel_draw_rate(wheel_torque, power.wheel_rating(spec))
+        + max(0.0, motor_draw))
     vessel.resources.update(power.step(vessel.resources, spec, flows, dt))
     inputs = thermal.Inputs(
         solar_flux=thermal.SOLAR_FLUX_AT_KERBIN * exposure.flux_scale,

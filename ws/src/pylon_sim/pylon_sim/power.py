@@ -26,6 +26,13 @@ Reaction wheels (module ``reaction_wheel``)
     ``Σ rate × Σ_axes |τ_axis| / Σ torque``. Wheels deliver no torque while the vessel
     holds no ElectricCharge (``vehicle_manager``).
 
+Rover wheels (module ``wheel``)
+    A wheel motor draws in proportion to the torque it delivers, as KSP's
+    ``resourceConsumptionRate``: ``electric_charge_per_second`` × |drive torque| /
+    ``max_drive_torque`` (``rover_wheel_draw_rate``; defaults in ``wheels.SETTINGS``, 1 EC/s
+    at full torque). Without ElectricCharge the motors give no torque (``wheels.Commands``);
+    brakes, steering and suspension need none.
+
 Other consumers: the star tracker draws its own (``sensing``); servos need some
 ElectricCharge to move but draw none here; RCS and engines use none.
 
@@ -181,6 +188,17 @@ def wheel_draw_rate(wheel_torque, rating: tuple[float, float]) -> float:
     if capacity <= 0.0:
         return 0.0
     return rate * float(np.sum(np.abs(np.asarray(wheel_torque, dtype=float)))) / capacity
+
+
+def rover_wheel_draw_rate(drive_torque, max_torque, rate) -> float:
+    """Return the EC/s of wheel motors delivering ``drive_torque`` (N·m, one per wheel).
+
+    Each draws its ``rate`` (EC/s at full torque) × |torque| / its ``max_torque``.
+    """
+    torque = np.abs(np.asarray(drive_torque, dtype=float))
+    maximum = np.asarray(max_torque, dtype=float)
+    share = np.divide(torque, maximum, out=np.zeros_like(torque), where=maximum > 0.0)
+    return float(np.sum(np.asarray(rate, dtype=float) * np.minimum(share, 1.0)))
 
 
 # -- one step ----------------------------------------------------------------------------

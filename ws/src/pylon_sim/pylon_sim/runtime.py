@@ -419,13 +419,15 @@ class Simulator:
 
     def _step_world(self, forces: dict, ticked: bool) -> None:
         """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s."""
-        dt = self.world.step(forces)
         active = self.world.active
+        wheels = {active.key: self.control.typed(active).wheel_inputs()} if ticked else {}
+        dt = self.world.step(forces, wheels)
         for vessel in self.world.vessels.values():
             controlled = ticked and vessel is active
             pending = self.environment.setdefault(vessel.key, environment.Pending())
             if pending.add(dt, self.control.wheel_torque if controlled else environment.ZERO,
-                           self.control.engine_thrust if controlled else None):
+                           self.control.engine_thrust if controlled else None,
+                           vessel.wheel_draw):
                 pending.flush(vessel, self.world.ut)
 
     def emit_due(self) -> None:

@@ -48,7 +48,11 @@ RCS (module ``rcs``)
 Wheels (module ``wheel``)
     ``enabled`` (motor), ``targetAngularVelocity`` rad/s, ``steeringAngle`` rad (clamped to
     the steering range, 0 for a fixed wheel), ``maxDriveTorque`` N·m (0 keeps the stock
-    torque), ``brake`` 0–1 hold until the timeout, then the stock settings return.
+    torque), ``brake`` 0–1 hold until the timeout, then the stock settings return (motor
+    idle, straight, brakes off). Non-finite fields, a negative torque or a brake outside
+    0–1 are refused (``invalid_command``). ``wheel_inputs`` hands the settings to the
+    physics (``wheels``, ``rover``), which drives the wheel only while a command is in
+    force; the wheel state fields (grounded, spin, torques, slip) come from there.
 
 Servos (module ``servo``, ``pylon_motor_command``)
     A servo needs ElectricCharge: while the vessel holds none it does not move and reports
@@ -94,7 +98,8 @@ Module settings read here (all optional; unknown settings are ignored)
     rcs: ``thruster_power`` N per nozzle, ``nozzles`` / ``thrust_directions`` (the nozzle
     layout, ``allocation.rcs_layout``; its length is the nozzle count), ``enabled``
     (default true), ``thrust_limit_fraction`` (stock limiter 0..1, default 1).
-    wheel: ``max_drive_torque``, ``steerable``, ``max_steering_angle_deg``.
+    wheel: ``max_drive_torque``, ``steerable``, ``max_steering_angle_deg`` (the others
+    and every default: ``wheels.SETTINGS``).
     servo: ``lower``/``upper`` (rad | m), ``velocity`` (max speed), ``effort`` (max
     effort), ``position`` (initial, default 0).
     docking_port: ``node_type``, ``docked`` (default false), ``partner_name``,
@@ -117,7 +122,7 @@ from pylon_protocol.packets import (
     MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
 )
 
-from pylon_sim import topology
+from pylon_sim import topology, wheels
 from pylon_sim.actuators import Actuator, actuators_of
 from pylon_sim.allocation import rcs_layout
 from pylon_sim.docking import ACQUIRE, DISENGAGE, DOCKER, READY
@@ -127,6 +132,7 @@ ACCEPTED = 'command_accepted'
 EXHAUSTED = 1e-9
 MOTOR_MODES = ('position', 'velocity', 'effort')
 SELECT_CAMERA, STOP_CAMERA, RELEASE = 1, 2, 3
+STOCK_DRIVE_TORQUE = wheels.SETTINGS['max_drive_torque'][0]   # N·m, a wheel's default
 
 
 class _InvalidError(ValueError):
@@ -403,7 +409,7 @@ class TypedActuators:
             raise _InvalidError('range')
         steer_max = (math.radians(_setting(module, 'max_steering_angle_deg', 0.0))
                      if module.get('steerable') else 0.0)
-        stock_torque = max(0.0, _setting(module, 'max_drive_torque', 0.0))
+        stock_torque = max(0.0, _setting(module, 'max_drive_torque', STOCK_DRIVE_TORQUE))
         self._wheels[name] = _Override(sequence, expires, {
             'enabled': enabled, 'target_angular_velocity': omega,
             'steering_angle': _clamp(steering, -steer_max, steer_max),
@@ -715,8 +721,14 @@ class TypedActuators:
             module = self._actuators[name].module
             out[name] = {'enabled': True, 'target_angular_velocity': 0.0,
                          'steering_angle': 0.0, 'brake': 0.0,
-                         'max_drive_torque': max(0.0, _setting(module, 'max_drive_torque', 0.0))}
+                         'max_drive_torque': max(0.0, _setting(module, 'max_drive_torque',
+                                                               STOCK_DRIVE_TORQUE))}
         return out
+
+    def wheel_inputs(self) -> dict[str, dict]:
+        """Return ``wheel_settings`` with ``commanded`` (a command in force) for the physics."""
+        return {name: {**values, 'commanded': self._wheels[name] is not None}
+                for name, values in self.wheel_settings().items()}
 
     def servo_positions(self) -> dict[str, float]:
         """Return each servo's position (rad | m)."""

@@ -566,6 +566,8 @@ class VehicleManager:
             fields = typed.state_fields(actuator_id)
         except KeyError:
             return {}
+        if vessel.wheel_state is not None and actuator_id in vessel.wheel_state.names:
+            fields.update(vessel.wheel_state.fields(actuator_id))   # what the wheel does
         if actuator_id in self.engine_thrust or actuator_id.startswith('engine_'):
             thrust = self.engine_thrust.get(actuator_id, 0.0)
             fields.setdefault('thrust', float(thrust))

@@ -1,8 +1,10 @@
 """The simulated universe: every vessel of a scenario, the clock of physics and time warp.
 
 ``World`` owns the vessels' truth and advances it with ``physics.step`` (the active vessel
-and anything landed) or exact two-body propagation (other vessels in flight, and
-everything during on-rails warp). KSP facts it models:
+and anything landed), ``rover.step`` (a vessel with wheel modules on or near the ground,
+not packed: it rolls on its wheels instead of being fixed to the planet) or exact two-body
+propagation (other vessels in flight, and everything during on-rails warp). KSP facts it
+models:
 
 - physics runs in fixed steps (``physics_step``, 0.02 s); physics warp (x2..x4) lengthens
   the step; on-rails warp packs every vessel and propagates orbits exactly;
@@ -22,7 +24,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim import kepler, physics, thermal, topology
+from pylon_sim import kepler, physics, power, rover, thermal, topology, wheels
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
 from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
@@ -47,6 +49,8 @@ class SimVessel:
     specific_force: np.ndarray = field(default_factory=lambda: np.zeros(3))
     sas: bool = False           # the player's SAS switch
     thermal: thermal.State | None = None   # part temperatures (``environment.step``)
+    wheel_state: wheels.State | None = None   # its wheels once they roll (``rover``)
+    wheel_draw: float = 0.0     # EC/s the wheel motors drew in the last physics step
 
     @property
     def vessel_id(self) -> str:
@@ -106,6 +110,8 @@ class World:
                 start.key, start.spec, body, initial_state(start, body, self.ut), resources,
                 mass_properties(start.spec, resources), packed=start.packed, sas=start.sas)
         self.active_key = self.scenario.active
+        self._wheel_params: dict[str, tuple[tuple, wheels.Params | None]] = {}
+        self._grounds: dict[str, wheels.Ground] = {}
         self.warp_rate = 1.0
         self.warp_mode = 'physics'
 
@@ -221,29 +227,83 @@ class World:
         a.spec, a.resources, a.mass, a.state = merged.spec, resources, mass, state
         return self.remove(other_key)
 
-    def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> float:
-        """Advance UT by one physics step (scaled by warp); return the step length."""
+    def step(self, forces: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+             wheel_commands: dict[str, dict[str, dict]] | None = None) -> float:
+        """Advance UT by one physics step (scaled by warp); return the step length.
+
+        ``forces`` maps a vessel key to its applied (force, torque) in base_link;
+        ``wheel_commands`` a vessel key to ``TypedActuators.wheel_inputs`` (stock wheels
+        when absent).
+        """
         dt = self.physics_step * self.warp_rate
         forces = forces or {}
+        wheel_commands = wheel_commands or {}
         for vessel in self.vessels.values():
-            vessel.state, vessel.specific_force = self._advance(vessel, dt, forces)
+            vessel.state, vessel.specific_force = self._advance(
+                vessel, dt, forces, wheel_commands.get(vessel.key, {}))
         self.ut += dt
         return dt
 
+    def ground_of(self, body: Body) -> wheels.Ground:
+        """Return the ground wheels roll on: the body's terrain, else its bare sphere."""
+        terrain = self.terrain_of(body.name)
+        if terrain is not None:
+            return terrain
+        return self._grounds.setdefault(body.name, wheels.SphereGround(body.radius))
+
+    def wheel_params(self, vessel: SimVessel) -> wheels.Params | None:
+        """Return the vessel's wheel parameters for its current mass (None: no wheels)."""
+        weight = round(self._felt_gravity(vessel), 4)
+        key = (vessel.vessel_id, round(vessel.mass.mass, 3), tuple(np.round(vessel.mass.com, 4)),
+               weight)
+        cached = self._wheel_params.get(vessel.key)
+        if cached is None or cached[0] != key:
+            cached = (key, wheels.params(vessel.spec, vessel.mass.com, vessel.mass.mass, weight))
+            self._wheel_params[vessel.key] = cached
+        return cached[1]
+
+    @staticmethod
+    def _felt_gravity(vessel: SimVessel) -> float:
+        """Return the gravity a vessel at rest on the ground feels (less the centrifugal)."""
+        position = vessel.state.position
+        spin = vessel.body.spin_vector()
+        felt = np.cross(spin, np.cross(spin, position)) - physics.gravity(vessel.body, position)
+        return float(np.linalg.norm(felt))
+
     def _advance(self, vessel: SimVessel, dt: float,
-                 forces: dict[str, tuple[np.ndarray, np.ndarray]]):
+                 forces: dict[str, tuple[np.ndarray, np.ndarray]], wheel_commands: dict):
         state = vessel.state
+        packed = self.is_packed(vessel)
         simulate = (vessel.key == self.active_key or state.landed
-                    or vessel.key in forces) and not self.is_packed(vessel)
+                    or vessel.key in forces) and not packed
+        force, torque = forces.get(vessel.key, (None, None))
+        inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
+        params = None if packed else self.wheel_params(vessel)
+        if params is not None and rover.near_ground(state, vessel.body):
+            return self._roll(vessel, params, inputs, wheel_commands, dt)
+        vessel.wheel_draw = 0.0
         if simulate or state.landed:
-            force, torque = forces.get(vessel.key, (None, None))
-            inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
             return physics.step(state, inputs, dt, vessel.body)
         position, velocity = kepler.propagate(vessel.body, state.position, state.velocity, dt)
         attitude = rotations.normalize(rotations.multiply(
             state.attitude, rotations.from_rotvec(state.body_rate * dt)))
         return replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                        attitude=attitude), np.zeros(3)
+
+    def _roll(self, vessel: SimVessel, params: wheels.Params, inputs: physics.Inputs,
+              wheel_commands: dict, dt: float):
+        """Advance a vessel on its wheels; keep the wheels' state and their motors' draw."""
+        powered = power.electric_charge(vessel) > power.EMPTY
+        commands = wheels.Commands.of(params, wheel_commands, powered)
+        start = vessel.wheel_state
+        if start is None or start.names != params.names:
+            start = wheels.State.initial(params.names)
+        result = rover.step(vessel.state, start, inputs, commands, params,
+                            self.ground_of(vessel.body), vessel.body, dt)
+        vessel.wheel_state = result.wheels
+        vessel.wheel_draw = power.rover_wheel_draw_rate(result.wheels.drive_torque,
+                                                        params.max_torque, params.ec_rate)
+        return result.state, result.specific_force
 
 
 def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:

@@ -65,8 +65,10 @@ def test_a_vessel_on_the_ground_is_landed(harness, name):
     h.run(0.5)
     state = h.of('pylon_flight_state')[-1]
     assert state['landed'] and not state['splashed']
-    assert state['altitudeAgl'] == pytest.approx(0.0, abs=1e-6)
-    assert abs(state['verticalSpeed']) < 1e-6 and state['dynamicPressure'] < 1e-6
+    # the rocket is fixed to the ground; the rover rests on its wheels' springs
+    tolerance = 1e-3 if name == 'surface' else 1e-6
+    assert state['altitudeAgl'] == pytest.approx(0.0, abs=tolerance)
+    assert abs(state['verticalSpeed']) < tolerance and state['dynamicPressure'] < 1e-6
     assert state['periapsis'] < 0.0                      # a ground track is no orbit
 
 
