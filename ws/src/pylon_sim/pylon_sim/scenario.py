@@ -327,6 +327,26 @@ def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStar
                         surface.number('altitude', positive=True))
 
 
+def _check_gimbal_groups(reader: _Reader, parts: list[Part]) -> None:
+    """Refuse a ``gimbal_group`` whose engines have different ``gimbal_range_deg``.
+
+    The members share one gimbal: the typed actuators scale its commands by one range and
+    the allocation tilts each member's thrust by its own, so the two must be the same.
+    """
+    ranges: dict[str, tuple[float, str]] = {}
+    for i, part in enumerate(parts):
+        for j, module in enumerate(part.modules):
+            group = module.get('gimbal_group') if module.kind == 'engine' else None
+            if group is None:
+                continue
+            key = f'parts[{i}].modules[{j}].gimbal_range_deg'
+            span = float(module.get('gimbal_range_deg', 0.0))
+            first = ranges.setdefault(str(group), (span, key))
+            if span != first[0]:
+                reader.fail(key, f'{span} deg differs from the {first[0]} deg of {first[1]}: '
+                                 f'the engines of gimbal_group {group!r} share one gimbal')
+
+
 def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
             sensor_ids: set[str]) -> VesselStart:
     reader.check_keys(('key', 'name', 'vessel_id', 'debris', 'packed', 'sas', 'orbit',
@@ -341,6 +361,7 @@ def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
     for i, part in enumerate(parts[1:], start=1):
         if part.parent is None:
             reader.fail(f'parts[{i}].parent', 'only the first part may be the root')
+    _check_gimbal_groups(reader, parts)
     for attr in ('persistent_id', 'flight_id'):
         values = [getattr(p, attr) for p in parts]
         if len(set(values)) != len(values):
