@@ -36,6 +36,9 @@ SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
 SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera')
+#: The ``terrain:`` block's defaults: TerrainSpec's field defaults (one place).
+TERRAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TerrainSpec)
+                    if f.default is not dataclasses.MISSING}
 
 
 class ScenarioError(ValueError):
@@ -414,16 +417,16 @@ def _features(reader: _Reader, key: str, patch: float, clear: float) -> dict:
     singular = key[:-1]
     if key == 'craters':
         block.check_keys(('count', 'radius', 'depth_ratio', 'rim_ratio', 'at'))
-        values = {'depth_ratio': block.number('depth_ratio', 0.2, low=0.0, high=1.0),
-                  'rim_ratio': block.number('rim_ratio', 0.04, low=0.0, high=1.0)}
+        values = {name: block.number(name, TERRAIN_DEFAULTS[name], low=0.0, high=1.0)
+                  for name in ('depth_ratio', 'rim_ratio')}
         reach = RIM_EXTENT
     else:
         block.check_keys(('count', 'radius', 'buried', 'at'))
-        values = {'buried': block.number('buried', 0.25, low=0.0, high=1.0)}
+        values = {'buried': block.number('buried', TERRAIN_DEFAULTS['buried'], low=0.0,
+                                         high=1.0)}
         reach = 1.0
-    default = (2.0, 10.0) if key == 'craters' else (0.2, 0.8)
-    size = _size_range(block, 'radius', default)
-    count = block.integer('count', 0, high=10000)
+    size = _size_range(block, 'radius', TERRAIN_DEFAULTS[f'{singular}_radius'])
+    count = block.integer('count', TERRAIN_DEFAULTS[f'{singular}_count'], high=10000)
     if count and clear + 2.0 * reach * size[1] > patch:
         block.fail('radius', f'a {singular} of radius {size[1]} m does not fit between '
                              f'clear_radius {clear} m and the patch edge ({patch} m)')
@@ -440,12 +443,14 @@ def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
     reader.check_keys(('body', 'latitude', 'longitude', 'radius', 'seed', 'clear_radius',
                        'craters', 'boulders'))
     body = bodies[reader.string('body', choices=tuple(bodies))]
-    patch = reader.number('radius', 200.0, high=0.01 * body.radius, positive=True)
-    clear = reader.number('clear_radius', 0.0, low=0.0, high=patch)
+    patch = reader.number('radius', TERRAIN_DEFAULTS['radius'], high=0.01 * body.radius,
+                          positive=True)
+    clear = reader.number('clear_radius', TERRAIN_DEFAULTS['clear_radius'], low=0.0,
+                          high=patch)
     spec = TerrainSpec(
         body.name, reader.number('latitude', low=-90, high=90),
         reader.number('longitude', low=-180, high=180), patch,
-        reader.integer('seed', 0), clear,
+        reader.integer('seed', TERRAIN_DEFAULTS['seed']), clear,
         **_features(reader, 'craters', patch, clear), **_features(reader, 'boulders', patch,
                                                                   clear))
     terrain = SiteTerrain(spec, body)

@@ -306,6 +306,16 @@ def test_bad_terrain_blocks_name_file_key_and_reason(tmp_path, block, key, words
     assert words in str(err.value)
 
 
+def test_terrain_block_defaults_are_the_terrain_specs(tmp_path):
+    block = {'body': 'Kerbin', 'latitude': LAT, 'longitude': LON,
+             'craters': {'count': 2}, 'boulders': {'count': 3}}
+    spec = load_scenario(str(write(tmp_path, block))).terrains['Kerbin'].spec
+    assert spec == TerrainSpec('Kerbin', LAT, LON, crater_count=2, boulder_count=3)
+    assert (spec.radius, spec.crater_radius, spec.depth_ratio, spec.rim_ratio,
+            spec.boulder_radius, spec.buried) == (200.0, (2.0, 10.0), 0.2, 0.04, (0.2, 0.8),
+                                                  0.25)
+
+
 def test_a_vessel_standing_below_the_terrain_is_refused(tmp_path):
     block = {**BASE, 'boulders': {'at': [{'east': 0, 'north': 0, 'radius': 2.0}]}}
     path = write(tmp_path, block)
