@@ -21,7 +21,14 @@ import yaml
 
 from pylon_sim.allocation import rcs_layout
 from pylon_sim.bodies import BODIES, Body, fixed_from_geodetic
-from pylon_sim.terrain import Boulder, Crater, RIM_EXTENT, SiteTerrain, TerrainSpec
+from pylon_sim.terrain import (
+    Boulder,
+    Crater,
+    MAX_FEATURES,
+    RIM_EXTENT,
+    SiteTerrain,
+    TerrainSpec,
+)
 from pylon_sim.vessel import (
     DEFAULT_MAX_TEMP,
     Module,
@@ -426,12 +433,15 @@ def _features(reader: _Reader, key: str, patch: float, clear: float) -> dict:
                                          high=1.0)}
         reach = 1.0
     size = _size_range(block, 'radius', TERRAIN_DEFAULTS[f'{singular}_radius'])
-    count = block.integer('count', TERRAIN_DEFAULTS[f'{singular}_count'], high=10000)
+    count = block.integer('count', TERRAIN_DEFAULTS[f'{singular}_count'], high=MAX_FEATURES)
     if count and clear + 2.0 * reach * size[1] > patch:
         block.fail('radius', f'a {singular} of radius {size[1]} m does not fit between '
                              f'clear_radius {clear} m and the patch edge ({patch} m)')
-    values.update({f'{singular}_count': count, f'{singular}_radius': size,
-                   key: _placed(block, key, patch, values)})
+    placed = _placed(block, key, patch, values)
+    if count + len(placed) > MAX_FEATURES:
+        block.fail('at', f'{count} seeded and {len(placed)} placed {key} exceed '
+                         f'{MAX_FEATURES}, the most a terrain holds of each')
+    values.update({f'{singular}_count': count, f'{singular}_radius': size, key: placed})
     return values
 
 

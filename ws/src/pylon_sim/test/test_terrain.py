@@ -297,6 +297,11 @@ BASE = {'body': 'Kerbin', 'latitude': LAT, 'longitude': LON, 'radius': 50}
      'does not fit'),
     ({**BASE, 'boulders': {'at': [{'east': 0, 'north': 0, 'radius': 1, 'buried': 2}]}},
      'terrain.boulders.at[0].buried', 'within [0.0, 1.0]'),
+    ({**BASE, 'craters': {'count': terrain.MAX_FEATURES + 1, 'radius': [0.1, 0.2]}},
+     'terrain.craters.count', f'within [0, {terrain.MAX_FEATURES}]'),
+    ({**BASE, 'boulders': {'count': terrain.MAX_FEATURES, 'radius': [0.1, 0.2],
+                           'at': [{'east': 0, 'north': 0, 'radius': 0.1}]}},
+     'terrain.boulders.at', f'300 seeded and 1 placed boulders exceed {terrain.MAX_FEATURES}'),
 ])
 def test_bad_terrain_blocks_name_file_key_and_reason(tmp_path, block, key, words):
     path = write(tmp_path, block)
@@ -304,6 +309,14 @@ def test_bad_terrain_blocks_name_file_key_and_reason(tmp_path, block, key, words
         load_scenario(str(path))
     assert str(path) in str(err.value) and f'{key}:' in str(err.value)
     assert words in str(err.value)
+
+
+def test_the_most_features_a_terrain_holds_load(tmp_path):
+    block = {**BASE, 'radius': 150, 'boulders': {'count': terrain.MAX_FEATURES - 1,
+                                                 'radius': [0.1, 0.2],
+                                                 'at': [{'east': 5, 'north': 0, 'radius': 0.2}]}}
+    t = load_scenario(str(write(tmp_path, block))).terrains['Kerbin']
+    assert len(t.boulders) == terrain.MAX_FEATURES == 300
 
 
 def test_terrain_block_defaults_are_the_terrain_specs(tmp_path):
