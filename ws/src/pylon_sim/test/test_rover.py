@@ -106,8 +106,13 @@ def test_terminal_speed_is_where_the_torque_curve_meets_rolling_resistance():
     assert rig.wheels.omega == pytest.approx([speeds[-1] / p.radius[0]] * 4, rel=0.02)
 
 
-def test_turn_radius_is_wheelbase_over_tan_steering():
-    """Ackermann steering and per-wheel spins (the bicycle model's wheels) at 1 m/s."""
+def ackermann_turn(one_spin: bool = False) -> tuple[float, list[float], np.ndarray]:
+    """Turn left with Ackermann steering at 1 m/s for 12 s (rear axle radius 3.88 m).
+
+    Return the bicycle's radius, the last 100 measured radii of the rear axle's midpoint
+    and the commanded steering. The wheels get the spins of their paths, or
+    (``one_spin``) all the rear axle's.
+    """
     rig = Rig()
     p = rig.params
     delta = 0.3                                           # the bicycle's steering angle
@@ -119,6 +124,8 @@ def test_turn_radius_is_wheelbase_over_tan_steering():
     along = np.array([wheelbase, wheelbase, 0.0, 0.0])
     steering = np.arctan2(along, lateral)
     spin = np.hypot(lateral, along) / radius * 1.0 / p.radius
+    if one_spin:
+        spin = np.full(p.count, 1.0 / p.radius[0])
     commands = replace(rig.commands(), steering=steering, target=spin)
     motion = rig.run(12.0, commands)
     assert rig.wheels.steering == pytest.approx(steering)
@@ -129,8 +136,22 @@ def test_turn_radius_is_wheelbase_over_tan_steering():
         velocity = k.velocity + np.cross(k.rate, arm)
         yaw_rate = k.rate @ k.rotation[:, 2]
         radii.append(float(np.linalg.norm(velocity)) / yaw_rate)   # > 0: turning left
+    return radius, radii, steering
+
+
+def test_turn_radius_is_wheelbase_over_tan_steering():
+    """Ackermann steering and per-wheel spins (the bicycle model's wheels) at 1 m/s."""
+    radius, radii, _ = ackermann_turn()
     assert np.mean(radii) == pytest.approx(radius, rel=0.1)
     assert np.std(radii) < 0.01 * radius                           # a steady circle
+
+
+def test_one_spin_for_every_wheel_widens_the_turn():
+    """The same spin on all four wheels fights the steering (a locked differential)."""
+    radius, radii, _ = ackermann_turn(one_spin=True)
+    assert radius == pytest.approx(3.88, abs=0.005)
+    assert np.mean(radii) / radius == pytest.approx(1.109, abs=0.005)     # +10.9 %
+    assert np.std(radii) < 0.01 * radius
 
 
 def test_steering_is_clamped_to_the_range_and_fixed_wheels_stay_straight():
