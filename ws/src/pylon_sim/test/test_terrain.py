@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 from pylon_protocol import lidar, rotations
 from pylon_sim import raycast, render, terrain
-from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN
+from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN, mun_position
 from pylon_sim.scenario import load_scenario, ScenarioError
 from pylon_sim.sensing import Sensing
 from pylon_sim.terrain import Boulder, Crater, SiteTerrain, TerrainSpec
@@ -272,6 +272,27 @@ def test_star_tracker_terrain_includes_the_boulders():
     field = t.field([[crater.east, crater.north]])[0][0]
     assert field < -0.5 * crater.depth
     assert shape.height(floor[None, :])[0] == pytest.approx(field, abs=1e-6)
+
+
+def test_star_tracker_terrain_is_on_its_own_body_where_that_body_is(tmp_path):
+    block = {'body': 'Mun', 'latitude': 10.0, 'longitude': 20.0, 'radius': 100,
+             'craters': {'at': [{'east': 30, 'north': 0, 'radius': 10}]},
+             'boulders': {'at': [{'east': -20, 'north': 5, 'radius': 2}]}}
+    world = World(load_scenario(str(write(tmp_path, block))))
+    site = world.terrain_of(MUN.name)
+    assert world.terrain_of('Kerbin') is None
+    sensing = Sensing(world)
+    for ut in (world.ut, world.ut + 3600.0):        # the Mun moves on its orbit
+        shape, occluders = sensing._tracker_terrain(ut, [])
+        center = mun_position(ut)
+        assert shape.center == pytest.approx(center) and shape.radius == MUN.radius
+        to_inertial = body_fixed_rotation(MUN, ut).T
+        [boulder] = occluders
+        assert boulder.position == pytest.approx(center + to_inertial @ site.boulder_centers[0],
+                                                 abs=1e-6)
+        floor = to_inertial @ site.up_of([[30.0, 0.0]])[0] * MUN.radius   # from its centre
+        assert shape.height(floor[None, :])[0] == pytest.approx(-0.2 * 10, abs=1e-9)
+    assert np.linalg.norm(mun_position(world.ut + 3600.0) - mun_position(world.ut)) > 5e5
 
 
 def write(tmp_path: Path, terrain_block: dict, altitude: float = 0.75) -> Path:
