@@ -16,11 +16,12 @@ import random
 import re
 from typing import Any
 
+import numpy as np
 from pylon_protocol import rotations
 import yaml
 
 from pylon_sim.allocation import rcs_layout
-from pylon_sim.bodies import BODIES, Body, fixed_from_geodetic
+from pylon_sim.bodies import BODIES, Body, enu_rotation, fixed_from_geodetic
 from pylon_sim.terrain import (
     Boulder,
     Crater,
@@ -31,6 +32,7 @@ from pylon_sim.terrain import (
 )
 from pylon_sim.vessel import (
     DEFAULT_MAX_TEMP,
+    mass_properties,
     Module,
     MODULE_KINDS,
     Part,
@@ -38,11 +40,14 @@ from pylon_sim.vessel import (
     Shape,
     VesselSpec,
 )
+from pylon_sim.wheels import suspension
 
 SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
 SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera')
+#: m a part may start inside the terrain (rounding of the scenario's altitudes).
+START_TOLERANCE = 1e-3
 #: The ``terrain:`` block's defaults: TerrainSpec's field defaults (one place).
 TERRAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TerrainSpec)
                     if f.default is not dataclasses.MISSING}
@@ -473,7 +478,50 @@ def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
                 top.fail(f'vessels[{i}].surface.altitude',
                          f'{where.altitude} m puts the centre of mass {-clearance:.2f} m '
                          'below the terrain there')
+            _check_parts_above(top, i, vessel, terrain, body)
     return {body.name: terrain}
+
+
+def _lowest_points(vessel: VesselStart, body: Body) -> list[tuple[int, np.ndarray, float]]:
+    """Return (part index, lowest point, depth it may start below the ground) of every part.
+
+    Body-fixed, at the surface start, ``down`` the local vertical: a part's lowest point is
+    its shape's extent down from its centre; a wheel's is its tyre's contact point (hub
+    minus radius), allowed below the ground by the suspension travel left beyond the rest
+    compression (``wheels.suspension``).
+    """
+    where = vessel.start
+    com_fixed = fixed_from_geodetic(body, where.latitude, where.longitude, where.altitude)
+    down = -com_fixed / np.linalg.norm(com_fixed)
+    roll, pitch, yaw = (math.radians(v) for v in vessel.attitude_rpy)
+    attitude = enu_rotation(where.latitude, where.longitude).T @ rotations.to_matrix(
+        rotations.from_rpy(roll, pitch, yaw))                 # vessel frame -> body-fixed
+    com = mass_properties(vessel.spec, vessel.spec.initial_resources()).com
+    out = []
+    for index, part in enumerate(vessel.spec.parts):
+        centre = com_fixed + attitude @ (np.asarray(part.position, dtype=float) - com)
+        rims = [suspension(m) for m in part.modules_of('wheel')]
+        if rims:
+            out += [(index, centre + radius * down, travel - rest)
+                    for radius, travel, rest in rims]
+            continue
+        to_part = (attitude @ rotations.to_matrix(part.rotation)).T
+        out.append((index, centre + part.shape.extent(to_part @ down) * down, 0.0))
+    return out
+
+
+def _check_parts_above(top: _Reader, i: int, vessel: VesselStart, terrain: SiteTerrain,
+                       body: Body) -> None:
+    """Refuse a surface start with a part inside the terrain (a wheel: beyond its travel)."""
+    lowest = _lowest_points(vessel, body)
+    clearance = terrain.ground(np.array([point for _, point, _ in lowest]))[0]
+    for (index, _, allowed), gap in zip(lowest, clearance):
+        if gap < -allowed - START_TOLERANCE:
+            part = vessel.spec.parts[index]
+            top.fail(f'vessels[{i}].surface.altitude',
+                     f'{vessel.start.altitude} m puts part {index} ({part.name}) '
+                     f'{-gap:.3f} m inside the terrain'
+                     + (f' (its wheel may start {allowed:.3f} m below it)' if allowed else ''))
 
 
 def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:

@@ -1,6 +1,7 @@
 """The landing site's relief: crater profile, boulders, ground clearance and ray casts."""
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, M
 from pylon_sim.scenario import load_scenario, ScenarioError
 from pylon_sim.sensing import Sensing
 from pylon_sim.terrain import Boulder, Crater, SiteTerrain, TerrainSpec
+from pylon_sim.vessel import Shape
 from pylon_sim.world import World
 import pytest
 import yaml
@@ -357,6 +359,38 @@ def test_a_vessel_standing_below_the_terrain_is_refused(tmp_path):
                                             r'the centre of mass 1\.75 m below the terrain'):
         load_scenario(str(path))
     assert load_scenario(str(write(tmp_path, block, altitude=3.5))).terrains['Kerbin']
+
+
+def test_a_start_with_a_part_inside_the_terrain_is_refused_wheels_within_their_travel(
+        tmp_path):
+    flat = {**BASE}
+    rest = 0.44413                      # the scenario's: the tyres touch the ground
+    for altitude in (rest, rest - 0.04):       # 4 cm into the 5 cm of free travel: loads
+        assert load_scenario(str(write(tmp_path, flat, altitude=altitude))).terrains
+    with pytest.raises(ScenarioError, match=r'vessels\[0\]\.surface\.altitude: 0\.36413 m '
+                       r'puts part 1 \(roverWheel1\) 0\.080 m inside the terrain \(its wheel '
+                       r'may start 0\.050 m below it\)'):
+        load_scenario(str(write(tmp_path, flat, altitude=rest - 0.08)))
+    # a 1 m boulder (not buried) under the LiDAR: its lowest point, 0.80 m up, is 0.20 m
+    # inside; the CoM, the body's lowest point and the wheels are clear of it
+    rock = {**BASE, 'boulders': {'at': [{'east': 0.75, 'north': 0, 'radius': 0.5,
+                                         'buried': 0}]}}
+    with pytest.raises(ScenarioError, match=r'puts part 5 \(pylonLidar2D\) 0\.19\d m inside '
+                                            r'the terrain$'):
+        load_scenario(str(write(tmp_path, rock, altitude=rest)))
+
+
+def test_shape_extent_is_the_support_function():
+    box, cylinder, ball = Shape('box', (1.6, 1.0, 0.35)), Shape('cylinder', (0.3, 0.2)), \
+        Shape('sphere', (0.5,))
+    down = np.array([0.0, 0.0, -1.0])
+    assert box.extent(down) == pytest.approx(0.175)
+    assert box.extent(np.array([1.0, 1.0, 0.0]) / 2 ** 0.5) == pytest.approx(1.3 / 2 ** 0.5)
+    assert cylinder.extent(down) == pytest.approx(0.3)           # across its axis (+X)
+    assert cylinder.extent(np.array([-1.0, 0.0, 0.0])) == pytest.approx(0.1)
+    tilted = np.array([math.sin(0.4), 0.0, -math.cos(0.4)])
+    assert cylinder.extent(tilted) == pytest.approx(0.3 * math.cos(0.4) + 0.1 * math.sin(0.4))
+    assert ball.extent(tilted) == 0.5
 
 
 def test_lidar_pattern_against_a_crater_wall_from_inside():
