@@ -111,6 +111,17 @@ AUTHORITY_REASONS = frozenset({
     'unsupported_authority_action', 'runtime_session_changed', 'active_vessel_changed',
     'command_accepted',
 })
+#: Our extension: the reasons of the authority state that answers a typed command
+#: (actuator, motor, docking port) the vessel refuses after the authority accepted it.
+#: PROTOCOL lists the authority-state reasons as examples only; these answer one command
+#: and never become the repeated state's "result of the last authority event".
+TYPED_REFUSAL_REASONS = frozenset({
+    'unknown_actuator', 'actuator_kind_mismatch', 'invalid_command', 'engine_cannot_restart',
+    'engine_cannot_shut_down', 'throttle_locked', 'already_separated', 'nothing_beyond',
+    'unknown_docking_port', 'not_docked',
+})
+#: Every reason a ``pylon_control_authority_state`` may carry.
+AUTHORITY_STATE_REASONS = AUTHORITY_REASONS | TYPED_REFUSAL_REASONS
 #: Safety-filter reasons; ``pylon_wrench_status.reason`` may join several with commas.
 WRENCH_FILTER_REASONS = frozenset({'magnitude_limit', 'angular_speed_limit', 'slew_rate_limit'})
 WRENCH_STATUS_REASONS = WRENCH_FILTER_REASONS | frozenset({

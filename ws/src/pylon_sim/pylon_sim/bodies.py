@@ -85,6 +85,15 @@ def sun_position(ut: float) -> np.ndarray:
     return -circular_position(KERBIN_ORBIT, ut)
 
 
+def body_center(name: str, ut: float) -> np.ndarray:
+    """Return the centre of the body called ``name`` in KCI at ``ut``, m (Kerbin's: 0)."""
+    if name == MUN.name:
+        return mun_position(ut)
+    if name == KERBOL.name:
+        return sun_position(ut)
+    return np.zeros(3)
+
+
 #: The exponential atmosphere of a body with one: sea-level density and scale height.
 SEA_LEVEL_AIR_DENSITY = 1.225     # kg/m^3
 ATMOSPHERE_SCALE_HEIGHT = 5600.0  # m

@@ -16,14 +16,23 @@ import random
 import re
 from typing import Any
 
+import numpy as np
 from pylon_protocol import rotations
 import yaml
 
 from pylon_sim.allocation import rcs_layout
-from pylon_sim.bodies import BODIES, Body, fixed_from_geodetic
-from pylon_sim.terrain import Boulder, Crater, RIM_EXTENT, SiteTerrain, TerrainSpec
+from pylon_sim.bodies import BODIES, Body, enu_rotation, fixed_from_geodetic
+from pylon_sim.terrain import (
+    Boulder,
+    Crater,
+    MAX_FEATURES,
+    RIM_EXTENT,
+    SiteTerrain,
+    TerrainSpec,
+)
 from pylon_sim.vessel import (
     DEFAULT_MAX_TEMP,
+    mass_properties,
     Module,
     MODULE_KINDS,
     Part,
@@ -31,11 +40,17 @@ from pylon_sim.vessel import (
     Shape,
     VesselSpec,
 )
+from pylon_sim.wheels import suspension
 
 SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
 SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera')
+#: m a part may start inside the terrain (rounding of the scenario's altitudes).
+START_TOLERANCE = 1e-3
+#: The ``terrain:`` block's defaults: TerrainSpec's field defaults (one place).
+TERRAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TerrainSpec)
+                    if f.default is not dataclasses.MISSING}
 
 
 class ScenarioError(ValueError):
@@ -327,6 +342,26 @@ def _start(reader: _Reader, bodies: dict[str, Body]) -> OrbitStart | SurfaceStar
                         surface.number('altitude', positive=True))
 
 
+def _check_gimbal_groups(reader: _Reader, parts: list[Part]) -> None:
+    """Refuse a ``gimbal_group`` whose engines have different ``gimbal_range_deg``.
+
+    The members share one gimbal: the typed actuators scale its commands by one range and
+    the allocation tilts each member's thrust by its own, so the two must be the same.
+    """
+    ranges: dict[str, tuple[float, str]] = {}
+    for i, part in enumerate(parts):
+        for j, module in enumerate(part.modules):
+            group = module.get('gimbal_group') if module.kind == 'engine' else None
+            if group is None:
+                continue
+            key = f'parts[{i}].modules[{j}].gimbal_range_deg'
+            span = float(module.get('gimbal_range_deg', 0.0))
+            first = ranges.setdefault(str(group), (span, key))
+            if span != first[0]:
+                reader.fail(key, f'{span} deg differs from the {first[0]} deg of {first[1]}: '
+                                 f'the engines of gimbal_group {group!r} share one gimbal')
+
+
 def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
             sensor_ids: set[str]) -> VesselStart:
     reader.check_keys(('key', 'name', 'vessel_id', 'debris', 'packed', 'sas', 'orbit',
@@ -341,6 +376,7 @@ def _vessel(reader: _Reader, rng: random.Random, bodies: dict[str, Body],
     for i, part in enumerate(parts[1:], start=1):
         if part.parent is None:
             reader.fail(f'parts[{i}].parent', 'only the first part may be the root')
+    _check_gimbal_groups(reader, parts)
     for attr in ('persistent_id', 'flight_id'):
         values = [getattr(p, attr) for p in parts]
         if len(set(values)) != len(values):
@@ -393,21 +429,24 @@ def _features(reader: _Reader, key: str, patch: float, clear: float) -> dict:
     singular = key[:-1]
     if key == 'craters':
         block.check_keys(('count', 'radius', 'depth_ratio', 'rim_ratio', 'at'))
-        values = {'depth_ratio': block.number('depth_ratio', 0.2, low=0.0, high=1.0),
-                  'rim_ratio': block.number('rim_ratio', 0.04, low=0.0, high=1.0)}
+        values = {name: block.number(name, TERRAIN_DEFAULTS[name], low=0.0, high=1.0)
+                  for name in ('depth_ratio', 'rim_ratio')}
         reach = RIM_EXTENT
     else:
         block.check_keys(('count', 'radius', 'buried', 'at'))
-        values = {'buried': block.number('buried', 0.25, low=0.0, high=1.0)}
+        values = {'buried': block.number('buried', TERRAIN_DEFAULTS['buried'], low=0.0,
+                                         high=1.0)}
         reach = 1.0
-    default = (2.0, 10.0) if key == 'craters' else (0.2, 0.8)
-    size = _size_range(block, 'radius', default)
-    count = block.integer('count', 0, high=10000)
+    size = _size_range(block, 'radius', TERRAIN_DEFAULTS[f'{singular}_radius'])
+    count = block.integer('count', TERRAIN_DEFAULTS[f'{singular}_count'], high=MAX_FEATURES)
     if count and clear + 2.0 * reach * size[1] > patch:
         block.fail('radius', f'a {singular} of radius {size[1]} m does not fit between '
                              f'clear_radius {clear} m and the patch edge ({patch} m)')
-    values.update({f'{singular}_count': count, f'{singular}_radius': size,
-                   key: _placed(block, key, patch, values)})
+    placed = _placed(block, key, patch, values)
+    if count + len(placed) > MAX_FEATURES:
+        block.fail('at', f'{count} seeded and {len(placed)} placed {key} exceed '
+                         f'{MAX_FEATURES}, the most a terrain holds of each')
+    values.update({f'{singular}_count': count, f'{singular}_radius': size, key: placed})
     return values
 
 
@@ -419,12 +458,14 @@ def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
     reader.check_keys(('body', 'latitude', 'longitude', 'radius', 'seed', 'clear_radius',
                        'craters', 'boulders'))
     body = bodies[reader.string('body', choices=tuple(bodies))]
-    patch = reader.number('radius', 200.0, high=0.01 * body.radius, positive=True)
-    clear = reader.number('clear_radius', 0.0, low=0.0, high=patch)
+    patch = reader.number('radius', TERRAIN_DEFAULTS['radius'], high=0.01 * body.radius,
+                          positive=True)
+    clear = reader.number('clear_radius', TERRAIN_DEFAULTS['clear_radius'], low=0.0,
+                          high=patch)
     spec = TerrainSpec(
         body.name, reader.number('latitude', low=-90, high=90),
         reader.number('longitude', low=-180, high=180), patch,
-        reader.integer('seed', 0), clear,
+        reader.integer('seed', TERRAIN_DEFAULTS['seed']), clear,
         **_features(reader, 'craters', patch, clear), **_features(reader, 'boulders', patch,
                                                                   clear))
     terrain = SiteTerrain(spec, body)
@@ -437,7 +478,50 @@ def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
                 top.fail(f'vessels[{i}].surface.altitude',
                          f'{where.altitude} m puts the centre of mass {-clearance:.2f} m '
                          'below the terrain there')
+            _check_parts_above(top, i, vessel, terrain, body)
     return {body.name: terrain}
+
+
+def _lowest_points(vessel: VesselStart, body: Body) -> list[tuple[int, np.ndarray, float]]:
+    """Return (part index, lowest point, depth it may start below the ground) of every part.
+
+    Body-fixed, at the surface start, ``down`` the local vertical: a part's lowest point is
+    its shape's extent down from its centre; a wheel's is its tyre's contact point (hub
+    minus radius), allowed below the ground by the suspension travel left beyond the rest
+    compression (``wheels.suspension``).
+    """
+    where = vessel.start
+    com_fixed = fixed_from_geodetic(body, where.latitude, where.longitude, where.altitude)
+    down = -com_fixed / np.linalg.norm(com_fixed)
+    roll, pitch, yaw = (math.radians(v) for v in vessel.attitude_rpy)
+    attitude = enu_rotation(where.latitude, where.longitude).T @ rotations.to_matrix(
+        rotations.from_rpy(roll, pitch, yaw))                 # vessel frame -> body-fixed
+    com = mass_properties(vessel.spec, vessel.spec.initial_resources()).com
+    out = []
+    for index, part in enumerate(vessel.spec.parts):
+        centre = com_fixed + attitude @ (np.asarray(part.position, dtype=float) - com)
+        rims = [suspension(m) for m in part.modules_of('wheel')]
+        if rims:
+            out += [(index, centre + radius * down, travel - rest)
+                    for radius, travel, rest in rims]
+            continue
+        to_part = (attitude @ rotations.to_matrix(part.rotation)).T
+        out.append((index, centre + part.shape.extent(to_part @ down) * down, 0.0))
+    return out
+
+
+def _check_parts_above(top: _Reader, i: int, vessel: VesselStart, terrain: SiteTerrain,
+                       body: Body) -> None:
+    """Refuse a surface start with a part inside the terrain (a wheel: beyond its travel)."""
+    lowest = _lowest_points(vessel, body)
+    clearance = terrain.ground(np.array([point for _, point, _ in lowest]))[0]
+    for (index, _, allowed), gap in zip(lowest, clearance):
+        if gap < -allowed - START_TOLERANCE:
+            part = vessel.spec.parts[index]
+            top.fail(f'vessels[{i}].surface.altitude',
+                     f'{vessel.start.altitude} m puts part {index} ({part.name}) '
+                     f'{-gap:.3f} m inside the terrain'
+                     + (f' (its wheel may start {allowed:.3f} m below it)' if allowed else ''))
 
 
 def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:

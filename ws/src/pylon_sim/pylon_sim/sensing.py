@@ -38,7 +38,14 @@ from pylon_protocol.errors import ProtocolError
 
 from pylon_sim import raycast, render
 from pylon_sim import star_tracker as st
-from pylon_sim.bodies import body_fixed_rotation, KERBIN, MUN, mun_position, sun_position
+from pylon_sim.bodies import (
+    body_center,
+    body_fixed_rotation,
+    KERBIN,
+    MUN,
+    mun_position,
+    sun_position,
+)
 from pylon_sim.environment import body_offset
 from pylon_sim.power import draw_electric_charge, electric_charge
 from pylon_sim.vessel import Part
@@ -202,14 +209,20 @@ class Sensing:
             packed=self.world.is_packed(vessel), active=active, vessel_id=vessel.vessel_id)
 
     def _tracker_terrain(self, ut: float, occluders: list) -> tuple[st.Terrain, list]:
-        """Return Kerbin's terrain for a star tracker and the occluders with its boulders."""
-        site = self.world.terrain_of(KERBIN.name)
-        if site is None:
+        """Return the terrain a star tracker sees and the occluders with its boulders.
+
+        The scenario's terrain (one site) lies on its own body, centred where that body is
+        at ``ut`` (the Mun moves); without one it is Kerbin's bare sphere.
+        """
+        if not self.world.scenario.terrains:
             return st.Terrain(np.zeros(3), KERBIN.radius), occluders
-        to_fixed = body_fixed_rotation(KERBIN, ut)
-        boulders = [st.Primitive('sphere', (radius,), center) for center, radius
-                    in site.boulder_primitives(to_fixed.T, np.zeros(3))]
-        return (st.Terrain(np.zeros(3), KERBIN.radius, lambda p: site.height(p @ to_fixed.T)),
+        [(name, site)] = self.world.scenario.terrains.items()
+        body = self.world.scenario.bodies[name]
+        center = body_center(name, ut)
+        to_fixed = body_fixed_rotation(body, ut)
+        boulders = [st.Primitive('sphere', (radius,), position) for position, radius
+                    in site.boulder_primitives(to_fixed.T, center)]
+        return (st.Terrain(center, body.radius, lambda p: site.height(p @ to_fixed.T)),
                 occluders + boulders)
 
     def follow_parts(self, ut: float) -> list[tuple[str, dict]]:

@@ -204,8 +204,7 @@ def flight_state(world: World, view: KspView, observation_sequence: int,
     return {
         'vesselId': vessel.vessel_id, 'observationSequence': observation_sequence,
         'bodyName': body.name, 'universalTime': ut,
-        'altitudeAsl': alt, 'altitudeAgl': max(0.0, alt - (state.rest_altitude
-                                                           if state.landed else 0.0)),
+        'altitudeAsl': alt, 'altitudeAgl': altitude_agl(world, vessel, fixed, alt),
         'latitude': lat, 'longitude': lon, 'mass': vessel.mass.mass,
         'liquidFuel': totals.get('LiquidFuel', 0.0), 'oxidizer': totals.get('Oxidizer', 0.0),
         'electricCharge': totals.get('ElectricCharge', 0.0),
@@ -224,6 +223,20 @@ def flight_state(world: World, view: KspView, observation_sequence: int,
         'angularVelocityBody': vec(frames.vessel_angular_velocity_to_body(
             view.angular_velocity_local)),
     }
+
+
+def altitude_agl(world: World, vessel: SimVessel, fixed: np.ndarray, alt: float) -> float:
+    """Return the centre of mass's height above the ground under it (m, never negative).
+
+    ``fixed`` is the centre of mass in the body-fixed frame, ``alt`` its altitude. Over
+    the scenario's terrain it is the clearance to the terrain (its craters and boulders);
+    elsewhere the altitude, less the resting height of a landed vessel.
+    """
+    terrain = world.terrain_of(vessel.body.name)
+    if terrain is not None:
+        return max(0.0, float(terrain.ground(fixed[None, :])[0][0]))
+    state = vessel.state
+    return max(0.0, alt - (state.rest_altitude if state.landed else 0.0))
 
 
 def _time_to_apoapsis(mu: float, a: float, ecc: float, position: np.ndarray,

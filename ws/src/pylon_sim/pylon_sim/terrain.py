@@ -46,6 +46,11 @@ MIN_STEP = 0.02
 MAX_MARCH = 600
 """Steps after which a ray still marching the relief is given up (no height-field hit)."""
 
+MAX_FEATURES = 300
+"""Most craters, and most boulders, one terrain holds (seeded and placed): the crater
+bounds pair every crater with every other (K x K arrays, 0.7 MB each at 300) and a ray
+cast tests rays against every boulder's sphere (rays x boulders)."""
+
 BISECTIONS = 24
 """Halvings of a bracketed crossing: a hit is found to MIN_STEP / 2**24 (about 1 nm)."""
 

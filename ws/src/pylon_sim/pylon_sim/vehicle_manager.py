@@ -253,12 +253,13 @@ class VehicleManager:
                       now: float) -> list[Packet]:
         """Answer a typed command the vessel refused with an authority state (counted).
 
-        The reason is the vessel's (``unknown_actuator``, ``invalid_command``, ...); an
-        accepted command gets no answer.
+        The reason is the vessel's (``unknown_actuator``, ``invalid_command``, ...: one of
+        ``packets.TYPED_REFUSAL_REASONS``); it is not remembered as the last authority event.
+        An accepted command gets no answer.
         """
         if self._typed_result(kind, result) == ACCEPTED:
             return []
-        return [self.authority_state(vessel, now, result)]
+        return [self.authority_state(vessel, now, result, event=False)]
 
     def _batch(self, packet: dict, vessel: SimVessel, now: float,
                session: Envelope | None) -> list[Packet]:
@@ -352,9 +353,15 @@ class VehicleManager:
             found = self.typed_by_vessel[vessel.vessel_id] = TypedActuators(vessel.spec)
         return found
 
-    def authority_state(self, vessel: SimVessel, now: float, reason: str) -> Packet:
-        """Return the authority state packet with ``reason`` (remembered for the 10 Hz one)."""
-        self.last_reason = reason
+    def authority_state(self, vessel: SimVessel, now: float, reason: str,
+                        event: bool = True) -> Packet:
+        """Return the authority state packet with ``reason``.
+
+        The reason of an authority ``event`` is remembered for the 10 Hz state; a typed
+        refusal (``event`` false, ``packets.TYPED_REFUSAL_REASONS``) answers its command only.
+        """
+        if event:
+            self.last_reason = reason
         return 'pylon_control_authority_state', self.authority.state(
             vessel.vessel_id, vessel.spec.name, now, reason)
 

@@ -44,6 +44,20 @@ class Shape:
     kind: str
     size: tuple[float, ...]
 
+    def extent(self, direction: np.ndarray) -> float:
+        """Return how far the shape reaches from its centre along a unit direction, m.
+
+        ``direction`` is in part axes; this is the shape's support function, e.g. the depth
+        of its lowest point below its centre for ``direction`` down.
+        """
+        d = np.abs(np.asarray(direction, dtype=float))
+        if self.kind == 'box':
+            return 0.5 * float(d @ np.asarray(self.size, dtype=float))
+        if self.kind == 'cylinder':
+            r, length = self.size
+            return r * float(np.sqrt(max(0.0, 1.0 - d[0] * d[0]))) + 0.5 * length * float(d[0])
+        return float(self.size[0])
+
     def inertia(self, mass: float) -> np.ndarray:
         """Return the solid shape's inertia tensor about its centre in part axes, kg m^2."""
         if self.kind == 'box':

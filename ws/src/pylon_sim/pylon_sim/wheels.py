@@ -182,6 +182,17 @@ def _value(module, key: str) -> float:
     return max(0.0, float(value))
 
 
+def suspension(module: Module) -> tuple[float, float, float]:
+    """Return a wheel module's radius, suspension travel and rest compression (m), as used.
+
+    At rest the hub is at the part's position, its spring compressed by the rest
+    compression; the tyre can start ``travel - rest`` below the ground before the bump stop.
+    """
+    travel = max(_value(module, 'suspension_travel'), 0.005)
+    target = min(max(_value(module, 'suspension_target'), 0.05), 0.95)
+    return max(_value(module, 'radius'), 0.01), travel, target * travel
+
+
 def wheel_modules(spec: VesselSpec) -> list[tuple[str, Part, Module]]:
     """Return ``(actuator id, part, module)`` of every wheel module, in part order."""
     return [(names.actuator_name(WHEEL, part.persistent_id, part.flight_id, module.module_index),
@@ -206,11 +217,9 @@ def params(spec: VesselSpec, com: np.ndarray, mass: float, gravity: float) -> Pa
     if not found:
         return None
     col = {key: np.array([_value(m, key) for _, _, m in found]) for key in SETTINGS}
-    col['radius'] = np.maximum(col['radius'], 0.01)
     col['max_speed'] = np.maximum(col['max_speed'], 0.01)
-    col['suspension_travel'] = np.maximum(col['suspension_travel'], 0.005)
-    target = np.clip(col['suspension_target'], 0.05, 0.95)
-    rest = target * col['suspension_travel']
+    col['radius'], col['suspension_travel'], rest = np.array(
+        [suspension(m) for _, _, m in found], dtype=float).T
     hub = np.array([p.position for _, p, _ in found], dtype=float) - np.asarray(com)
     share = sprung_masses(hub, mass)
     stiffness = share * gravity / rest

@@ -547,3 +547,24 @@ def test_a_scenario_with_a_bad_nozzle_layout_does_not_load(tmp_path):
     path = write_scenario(tmp_path, 'orbit', changes={'sat': {'parts': parts}})
     with pytest.raises(ScenarioError, match=r'modules\[0\]\.nozzles: a nozzle direction is zero'):
         load_scenario(path)
+
+
+def test_the_orbit_rcs_blocks_list_the_default_rv105_layout():
+    """The nozzles orbit.yaml writes out are the default layout (its comment says so)."""
+    spec = load_scenario('orbit').vessel('sat').spec
+    modules = [m for part in spec.parts for m in part.modules_of('rcs')]
+    assert len(modules) == 4
+    default = al.rcs_layout({})
+    assert [d.tolist() for _, d in default] == [list(e) for e in al.RV105_EXHAUSTS]
+    for module in modules:
+        listed = al.rcs_layout(module.settings)
+        assert len(listed) == len(default) == 4
+        for (position, direction), (want_p, want_d) in zip(listed, default):
+            np.testing.assert_allclose(direction, want_d, atol=1e-15)
+            np.testing.assert_allclose(position, al.NOZZLE_ARM * want_d, atol=1e-15)
+            np.testing.assert_allclose(position, want_p, atol=1e-15)
+    # with use_z_axis the listed positions stay, the default is one nozzle at the origin
+    z_listed = al.rcs_layout({**modules[0].settings, 'use_z_axis': True})
+    assert [p.tolist() for p, _ in z_listed] == [p.tolist() for p, _ in default]
+    [(origin, _)] = al.rcs_layout({'use_z_axis': True})
+    assert origin.tolist() == [0.0, 0.0, 0.0]

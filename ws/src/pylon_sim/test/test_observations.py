@@ -65,9 +65,14 @@ def test_a_vessel_on_the_ground_is_landed(harness, name):
     h.run(0.5)
     state = h.of('pylon_flight_state')[-1]
     assert state['landed'] and not state['splashed']
-    # the rocket is fixed to the ground; the rover rests on its wheels' springs
+    # the rocket is fixed to the ground (AGL from its resting height); the rover rests on
+    # its wheels' springs over the terrain's flat middle: AGL = its CoM's height above it
     tolerance = 1e-3 if name == 'surface' else 1e-6
-    assert state['altitudeAgl'] == pytest.approx(0.0, abs=tolerance)
+    if name == 'surface':
+        assert state['altitudeAgl'] == pytest.approx(state['altitudeAsl'], abs=1e-6)
+        assert state['altitudeAgl'] == pytest.approx(0.444, abs=0.01)    # the scenario's
+    else:
+        assert state['altitudeAgl'] == pytest.approx(0.0, abs=tolerance)
     assert abs(state['verticalSpeed']) < tolerance and state['dynamicPressure'] < 1e-6
     assert state['periapsis'] < 0.0                      # a ground track is no orbit
 

@@ -14,6 +14,7 @@ from pylon_protocol import packets, rotations
 from pylon_sim import physics, power, rover, wheels
 from pylon_sim.bodies import body_fixed_rotation, enu_rotation
 from pylon_sim.scenario import load_scenario
+from pylon_sim.typed_actuators import TypedActuators
 from pylon_sim.world import World
 import pytest
 
@@ -105,8 +106,13 @@ def test_terminal_speed_is_where_the_torque_curve_meets_rolling_resistance():
     assert rig.wheels.omega == pytest.approx([speeds[-1] / p.radius[0]] * 4, rel=0.02)
 
 
-def test_turn_radius_is_wheelbase_over_tan_steering():
-    """Ackermann steering and per-wheel spins (the bicycle model's wheels) at 1 m/s."""
+def ackermann_turn(one_spin: bool = False) -> tuple[float, list[float], np.ndarray]:
+    """Turn left with Ackermann steering at 1 m/s for 12 s (rear axle radius 3.88 m).
+
+    Return the bicycle's radius, the last 100 measured radii of the rear axle's midpoint
+    and the commanded steering. The wheels get the spins of their paths, or
+    (``one_spin``) all the rear axle's.
+    """
     rig = Rig()
     p = rig.params
     delta = 0.3                                           # the bicycle's steering angle
@@ -118,6 +124,8 @@ def test_turn_radius_is_wheelbase_over_tan_steering():
     along = np.array([wheelbase, wheelbase, 0.0, 0.0])
     steering = np.arctan2(along, lateral)
     spin = np.hypot(lateral, along) / radius * 1.0 / p.radius
+    if one_spin:
+        spin = np.full(p.count, 1.0 / p.radius[0])
     commands = replace(rig.commands(), steering=steering, target=spin)
     motion = rig.run(12.0, commands)
     assert rig.wheels.steering == pytest.approx(steering)
@@ -128,8 +136,22 @@ def test_turn_radius_is_wheelbase_over_tan_steering():
         velocity = k.velocity + np.cross(k.rate, arm)
         yaw_rate = k.rate @ k.rotation[:, 2]
         radii.append(float(np.linalg.norm(velocity)) / yaw_rate)   # > 0: turning left
+    return radius, radii, steering
+
+
+def test_turn_radius_is_wheelbase_over_tan_steering():
+    """Ackermann steering and per-wheel spins (the bicycle model's wheels) at 1 m/s."""
+    radius, radii, _ = ackermann_turn()
     assert np.mean(radii) == pytest.approx(radius, rel=0.1)
     assert np.std(radii) < 0.01 * radius                           # a steady circle
+
+
+def test_one_spin_for_every_wheel_widens_the_turn():
+    """The same spin on all four wheels fights the steering (a locked differential)."""
+    radius, radii, _ = ackermann_turn(one_spin=True)
+    assert radius == pytest.approx(3.88, abs=0.005)
+    assert np.mean(radii) / radius == pytest.approx(1.109, abs=0.005)     # +10.9 %
+    assert np.std(radii) < 0.01 * radius
 
 
 def test_steering_is_clamped_to_the_range_and_fixed_wheels_stay_straight():
@@ -300,3 +322,68 @@ def test_driving_into_the_boulder_stops_the_rover_without_blowing_up():
         assert physics.altitude(vessel.body, vessel.state.position) > -0.1
     moved = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position - start
     assert 6.0 < np.linalg.norm(moved) < 8.0                   # it stopped at the rock
+
+
+WHEEL_IDS = ('wheel_7700002_0', 'wheel_7700003_0', 'wheel_7700004_0', 'wheel_7700005_0')
+
+
+def parts_clearance(world, vessel, centre, radius) -> float:
+    """Return the least distance from the rover's parts to a sphere (m, < 0: inside it).
+
+    Every part counts as its box (a cylinder or sphere as the box around it, so the
+    clearance is never overstated): the sphere's centre is clamped into each box in the
+    part's axes.
+    """
+    to_fixed = body_fixed_rotation(vessel.body, world.ut)
+    rot = to_fixed @ rotations.to_matrix(vessel.state.attitude)
+    origin = to_fixed @ vessel.state.position - rot @ np.asarray(vessel.mass.com)
+    least = math.inf
+    for part in vessel.spec.parts:
+        part_rot = rot @ rotations.to_matrix(part.rotation)
+        local = part_rot.T @ (centre - origin - rot @ np.asarray(part.position))
+        size = np.asarray(part.shape.size, dtype=float)
+        half = {'box': size / 2.0, 'cylinder': np.array([size[1] / 2.0, size[0], size[0]]),
+                'sphere': np.full(3, size[0])}[part.shape.kind]
+        least = min(least, float(np.linalg.norm(local - np.clip(local, -half, half))) - radius)
+    return least
+
+
+def drive_past_the_boulder(plan, spin=10.0):
+    """Drive the surface rover by typed wheel commands (``plan``: (seconds, steering rad)).
+
+    Every wheel gets the command again each physics step (a 50 Hz controller); return the
+    least clearance of the rover's parts to the placed boulder and where it ends (east,
+    north of the site, m).
+    """
+    world = World(load_scenario('surface'))
+    vessel = world.active
+    site = world.terrain_of('Kerbin')
+    typed = TypedActuators(vessel.spec)
+    boulder, centre = site.boulders[-1], site.boulder_centers[-1]
+    assert (boulder.east, boulder.north, boulder.radius) == (8.0, 0.0, 1.0)
+    sequence, now, least = 1, 0.0, math.inf
+    for seconds, steering in plan:
+        for _ in range(int(round(seconds / STEP))):
+            for name in WHEEL_IDS:
+                sequence += 1
+                assert typed.command({
+                    'type': 'pylon_actuator_command', 'actuatorType': 'wheel', 'name': name,
+                    'enabled': True, 'timeoutSeconds': 0.5, 'sequence': sequence,
+                    'targetAngularVelocity': spin, 'steeringAngle': steering,
+                    'maxDriveTorque': 0.0, 'brake': 0.0}, now) == 'command_accepted'
+            world.step(wheel_commands={vessel.key: typed.wheel_inputs()})
+            now += STEP
+            least = min(least, parts_clearance(world, vessel, centre, boulder.radius))
+    fixed = body_fixed_rotation(vessel.body, world.ut) @ vessel.state.position
+    east, north = site.local(fixed[None, :])[0][0]
+    return least, float(east), float(north)
+
+
+def test_a_rover_steered_left_drives_around_the_boulder_and_straight_on_hits_it():
+    # 1 s at 0.3 rad to the left, then straight on, at 10 rad/s (3 m/s)
+    least, east, north = drive_past_the_boulder([(1.0, 0.3), (6.0, 0.0)])
+    assert least > 0.3                      # never touched the boulder
+    assert east > 8.0 + 1.0 + 2.0 and north > 2.0   # beyond it, having passed north of it
+    least, east, north = drive_past_the_boulder([(7.0, 0.0)])
+    assert least < 0.0                      # straight ahead it runs into the boulder
+    assert east < 8.0 - 0.5 and abs(north) < 0.5    # and stops before it

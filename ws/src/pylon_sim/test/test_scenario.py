@@ -102,3 +102,21 @@ def test_unreadable_yaml_and_missing_files(tmp_path):
         load_scenario(str(path))
     with pytest.raises(ScenarioError, match='not found'):
         load_scenario('no_such_scenario')
+
+
+def test_a_gimbal_group_with_different_ranges_is_refused(tmp_path):
+    data = yaml.safe_load(Path(load_scenario('launchpad').path).read_text())
+    modules = data['vessels'][0]['parts'][3]['modules']
+    assert [m['gimbal_group'] for m in modules] == ['swivel', 'swivel']
+    modules[1]['gimbal_range_deg'] = 5
+    path = tmp_path / 'swivel.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(str(path))
+    message = str(info.value)
+    assert ': vessels[0].parts[3].modules[1].gimbal_range_deg: ' in message
+    assert '5.0 deg differs from the 3.0 deg of parts[3].modules[0].gimbal_range_deg' in message
+    modules[1]['gimbal_range_deg'] = 3.0         # equal ranges (int or float) load
+    path.write_text(yaml.safe_dump(data))
+    assert load_scenario(str(path)).vessels[0].spec.parts[3].modules[1].get(
+        'gimbal_range_deg') == 3.0

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+from pylon_protocol import packets
 from pylon_sim.scenario import load_scenario
 import pytest
 import yaml
@@ -130,3 +131,45 @@ def test_a_separator_that_left_with_the_debris_is_not_found(harness):
         True, False, 'actuator_not_found')
     assert h.sim.control.refused[('pylon_actuator_command', 'unknown_actuator')] == 1
     assert len(h.sim.world.vessels) == 2
+
+
+def wheel_on_a_decoupler() -> list[dict]:
+    """Return the surface rover's parts with its rear right wheel on a radial decoupler."""
+    data = yaml.safe_load(Path(load_scenario('surface').path).read_text(encoding='utf-8'))
+    parts = data['vessels'][0]['parts']
+    decoupler = {'name': 'radialDecoupler', 'title': 'TT-38K Radial Decoupler',
+                 'persistent_id': 7700010, 'flight_id': 8700010, 'parent': 0,
+                 'position': [-0.6, -0.5, -0.3], 'mass': 5,
+                 'shape': {'box': [0.1, 0.1, 0.1]}, 'modules': [{'kind': 'decoupler',
+                                                                 'index': 0}]}
+    parts.insert(1, decoupler)                  # every wheel's parent (the body) stays 0
+    [wheel] = [p for p in parts if p['persistent_id'] == 7700005]
+    wheel['parent'] = 1
+    return parts
+
+
+def test_a_wheel_that_left_with_a_separated_part_is_refused_as_unknown(harness):
+    h = harness('surface', changes={'rover': {'parts': wheel_on_a_decoupler()}})
+    h.run(0.5)
+    h.acquire()
+    rover = h.sim.world.active
+    assert 'wheel_7700005_0' in h.sim.world.wheel_params(rover).names
+    separate(h, name='decoupler_7700010_0', operationId='drop-wheel')
+    h.frames(1)
+    [piece] = [v for v in h.sim.world.vessels.values() if v is not rover]
+    assert [p.persistent_id for p in piece.spec.parts] == [7700010, 7700005]
+    assert 'wheel_7700005_0' not in h.sim.world.wheel_params(rover).names
+    h.acquire()                         # the split's session reset released the lease
+    h.capture.clear()
+    for name in ('wheel_7700005_0', 'wheel_7700002_0'):       # gone, and still on board
+        h.send('pylon_actuator_command', actuatorType='wheel', name=name, enabled=True,
+               timeoutSeconds=0.5, targetAngularVelocity=5.0, steeringAngle=0.0,
+               maxDriveTorque=0.0, brake=0.0, **h.identity())
+    h.frames(1)
+    refused = h.sim.control.refused
+    assert refused[('pylon_actuator_command', 'unknown_actuator')] == 1
+    assert sum(refused.values()) == 1                      # the wheel still on board works
+    answers = [p['reason'] for p in h.of('pylon_control_authority_state')]
+    assert answers.count('unknown_actuator') == 1
+    assert h.sim.control.typed(rover).state_fields('wheel_7700002_0')['commandActive']
+    assert h.sim.control.last_reason in packets.AUTHORITY_REASONS   # not the refusal

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 from pylon_sim import ksp_view, telemetry
-from pylon_sim.bodies import KERBIN
+from pylon_sim.bodies import body_fixed_rotation, KERBIN
 from pylon_sim.scenario import load_scenario
 from pylon_sim.world import World
 import pytest
@@ -133,3 +133,38 @@ def test_crossing_the_rotating_frame_altitude_is_invisible():
                                           gt0['angularVelocity'])) < 1e-5
         assert np.linalg.norm(np.subtract(gt1['linearVelocity'],
                                           gt0['linearVelocity'])) < 0.5
+
+
+def test_altitude_agl_over_the_terrain_is_the_centre_of_mass_height_above_it():
+    world = World(load_scenario('surface'))
+    for _ in range(10):
+        world.step()
+    rover, t = world.active, world.terrain_of('Kerbin')
+    radius = KERBIN.radius
+    to_fixed = body_fixed_rotation(KERBIN, world.ut)
+
+    def agl_at(fixed):
+        rover.state = replace(rover.state, position=to_fixed.T @ fixed)
+        state = telemetry.flight_state(world, ksp_view.observe(rover, world.ut), 1)
+        return state['altitudeAgl'], state['altitudeAsl']
+
+    # resting on its wheels on the flat ground about the site: AGL = ASL = the CoM height
+    fixed = to_fixed @ rover.state.position
+    agl, asl = agl_at(fixed)
+    assert agl == pytest.approx(np.linalg.norm(fixed) - radius, abs=1e-6)
+    assert agl == pytest.approx(asl, abs=1e-6)
+    assert agl == pytest.approx(rover.state.rest_altitude, abs=0.01)
+    # 2 m above the floor of a crater: the ground is the crater's bowl, below sea level
+    crater = t.craters[0]
+    up = t.up_of(np.array([[crater.east, crater.north]]))[0]
+    floor = float(t.field(np.array([[crater.east, crater.north]]))[0][0])
+    assert floor < -1.0
+    agl, asl = agl_at(up * (radius + floor + 2.0))
+    assert agl == pytest.approx(2.0, abs=1e-6) and asl == pytest.approx(floor + 2.0, abs=1e-6)
+    # 1.5 m above the top of the placed boulder 8 m east of the rover
+    boulder = t.boulders[-1]
+    centre = t.boulder_centers[-1]
+    top = centre + boulder.radius * centre / np.linalg.norm(centre)
+    agl, _ = agl_at(top + 1.5 * centre / np.linalg.norm(centre))
+    assert (boulder.east, boulder.radius) == (8.0, 1.0)
+    assert agl == pytest.approx(1.5, abs=1e-6)

@@ -1,15 +1,17 @@
 """The landing site's relief: crater profile, boulders, ground clearance and ray casts."""
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
 from pylon_protocol import lidar, rotations
 from pylon_sim import raycast, render, terrain
-from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN
+from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN, mun_position
 from pylon_sim.scenario import load_scenario, ScenarioError
 from pylon_sim.sensing import Sensing
 from pylon_sim.terrain import Boulder, Crater, SiteTerrain, TerrainSpec
+from pylon_sim.vessel import Shape
 from pylon_sim.world import World
 import pytest
 import yaml
@@ -274,6 +276,27 @@ def test_star_tracker_terrain_includes_the_boulders():
     assert shape.height(floor[None, :])[0] == pytest.approx(field, abs=1e-6)
 
 
+def test_star_tracker_terrain_is_on_its_own_body_where_that_body_is(tmp_path):
+    block = {'body': 'Mun', 'latitude': 10.0, 'longitude': 20.0, 'radius': 100,
+             'craters': {'at': [{'east': 30, 'north': 0, 'radius': 10}]},
+             'boulders': {'at': [{'east': -20, 'north': 5, 'radius': 2}]}}
+    world = World(load_scenario(str(write(tmp_path, block))))
+    site = world.terrain_of(MUN.name)
+    assert world.terrain_of('Kerbin') is None
+    sensing = Sensing(world)
+    for ut in (world.ut, world.ut + 3600.0):        # the Mun moves on its orbit
+        shape, occluders = sensing._tracker_terrain(ut, [])
+        center = mun_position(ut)
+        assert shape.center == pytest.approx(center) and shape.radius == MUN.radius
+        to_inertial = body_fixed_rotation(MUN, ut).T
+        [boulder] = occluders
+        assert boulder.position == pytest.approx(center + to_inertial @ site.boulder_centers[0],
+                                                 abs=1e-6)
+        floor = to_inertial @ site.up_of([[30.0, 0.0]])[0] * MUN.radius   # from its centre
+        assert shape.height(floor[None, :])[0] == pytest.approx(-0.2 * 10, abs=1e-9)
+    assert np.linalg.norm(mun_position(world.ut + 3600.0) - mun_position(world.ut)) > 5e5
+
+
 def write(tmp_path: Path, terrain_block: dict, altitude: float = 0.75) -> Path:
     data = yaml.safe_load(Path(load_scenario('surface').path).read_text(encoding='utf-8'))
     data['terrain'] = terrain_block
@@ -297,6 +320,11 @@ BASE = {'body': 'Kerbin', 'latitude': LAT, 'longitude': LON, 'radius': 50}
      'does not fit'),
     ({**BASE, 'boulders': {'at': [{'east': 0, 'north': 0, 'radius': 1, 'buried': 2}]}},
      'terrain.boulders.at[0].buried', 'within [0.0, 1.0]'),
+    ({**BASE, 'craters': {'count': terrain.MAX_FEATURES + 1, 'radius': [0.1, 0.2]}},
+     'terrain.craters.count', f'within [0, {terrain.MAX_FEATURES}]'),
+    ({**BASE, 'boulders': {'count': terrain.MAX_FEATURES, 'radius': [0.1, 0.2],
+                           'at': [{'east': 0, 'north': 0, 'radius': 0.1}]}},
+     'terrain.boulders.at', f'300 seeded and 1 placed boulders exceed {terrain.MAX_FEATURES}'),
 ])
 def test_bad_terrain_blocks_name_file_key_and_reason(tmp_path, block, key, words):
     path = write(tmp_path, block)
@@ -306,6 +334,24 @@ def test_bad_terrain_blocks_name_file_key_and_reason(tmp_path, block, key, words
     assert words in str(err.value)
 
 
+def test_the_most_features_a_terrain_holds_load(tmp_path):
+    block = {**BASE, 'radius': 150, 'boulders': {'count': terrain.MAX_FEATURES - 1,
+                                                 'radius': [0.1, 0.2],
+                                                 'at': [{'east': 5, 'north': 0, 'radius': 0.2}]}}
+    t = load_scenario(str(write(tmp_path, block))).terrains['Kerbin']
+    assert len(t.boulders) == terrain.MAX_FEATURES == 300
+
+
+def test_terrain_block_defaults_are_the_terrain_specs(tmp_path):
+    block = {'body': 'Kerbin', 'latitude': LAT, 'longitude': LON,
+             'craters': {'count': 2}, 'boulders': {'count': 3}}
+    spec = load_scenario(str(write(tmp_path, block))).terrains['Kerbin'].spec
+    assert spec == TerrainSpec('Kerbin', LAT, LON, crater_count=2, boulder_count=3)
+    assert (spec.radius, spec.crater_radius, spec.depth_ratio, spec.rim_ratio,
+            spec.boulder_radius, spec.buried) == (200.0, (2.0, 10.0), 0.2, 0.04, (0.2, 0.8),
+                                                  0.25)
+
+
 def test_a_vessel_standing_below_the_terrain_is_refused(tmp_path):
     block = {**BASE, 'boulders': {'at': [{'east': 0, 'north': 0, 'radius': 2.0}]}}
     path = write(tmp_path, block)
@@ -313,6 +359,38 @@ def test_a_vessel_standing_below_the_terrain_is_refused(tmp_path):
                                             r'the centre of mass 1\.75 m below the terrain'):
         load_scenario(str(path))
     assert load_scenario(str(write(tmp_path, block, altitude=3.5))).terrains['Kerbin']
+
+
+def test_a_start_with_a_part_inside_the_terrain_is_refused_wheels_within_their_travel(
+        tmp_path):
+    flat = {**BASE}
+    rest = 0.44413                      # the scenario's: the tyres touch the ground
+    for altitude in (rest, rest - 0.04):       # 4 cm into the 5 cm of free travel: loads
+        assert load_scenario(str(write(tmp_path, flat, altitude=altitude))).terrains
+    with pytest.raises(ScenarioError, match=r'vessels\[0\]\.surface\.altitude: 0\.36413 m '
+                       r'puts part 1 \(roverWheel1\) 0\.080 m inside the terrain \(its wheel '
+                       r'may start 0\.050 m below it\)'):
+        load_scenario(str(write(tmp_path, flat, altitude=rest - 0.08)))
+    # a 1 m boulder (not buried) under the LiDAR: its lowest point, 0.80 m up, is 0.20 m
+    # inside; the CoM, the body's lowest point and the wheels are clear of it
+    rock = {**BASE, 'boulders': {'at': [{'east': 0.75, 'north': 0, 'radius': 0.5,
+                                         'buried': 0}]}}
+    with pytest.raises(ScenarioError, match=r'puts part 5 \(pylonLidar2D\) 0\.19\d m inside '
+                                            r'the terrain$'):
+        load_scenario(str(write(tmp_path, rock, altitude=rest)))
+
+
+def test_shape_extent_is_the_support_function():
+    box, cylinder, ball = Shape('box', (1.6, 1.0, 0.35)), Shape('cylinder', (0.3, 0.2)), \
+        Shape('sphere', (0.5,))
+    down = np.array([0.0, 0.0, -1.0])
+    assert box.extent(down) == pytest.approx(0.175)
+    assert box.extent(np.array([1.0, 1.0, 0.0]) / 2 ** 0.5) == pytest.approx(1.3 / 2 ** 0.5)
+    assert cylinder.extent(down) == pytest.approx(0.3)           # across its axis (+X)
+    assert cylinder.extent(np.array([-1.0, 0.0, 0.0])) == pytest.approx(0.1)
+    tilted = np.array([math.sin(0.4), 0.0, -math.cos(0.4)])
+    assert cylinder.extent(tilted) == pytest.approx(0.3 * math.cos(0.4) + 0.1 * math.sin(0.4))
+    assert ball.extent(tilted) == 0.5
 
 
 def test_lidar_pattern_against_a_crater_wall_from_inside():

@@ -1,8 +1,12 @@
 """VehicleManager without sockets: authority answers, wrench through filter and allocation."""
 
+import ast
+import inspect
 import math
 
 import numpy as np
+from pylon_protocol import packets
+from pylon_sim import typed_actuators
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
 from pylon_sim.world import World
@@ -234,6 +238,51 @@ def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_rea
     force, torque, _ = control.tick(vessel, 0.12, DT)
     assert not np.any(force) and not np.any(torque)                  # nothing acts
     assert control.typed(vessel).state_fields('rcs_1100005_0')['commandActive'] is False
+
+
+def test_a_typed_refusal_answers_its_command_but_is_not_the_repeated_authority_reason(vessel):
+    control = VehicleManager()
+    acquire(control, vessel)
+    bad = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+           'name': 'engine_999_0', **identity(2), 'enabled': True, 'targetThrust': 10.0,
+           'timeoutSeconds': 0.5}
+    port = {'type': 'pylon_docking_port_command', 'name': 'no_such_port', 'action': 3,
+            **identity(3)}
+    answers = control.command(bad, vessel, 0.1) + control.command(port, vessel, 0.1)
+    reasons = [state['reason'] for _, state in answers]
+    assert reasons == ['unknown_actuator', 'unknown_docking_port']
+    assert set(reasons) <= packets.TYPED_REFUSAL_REASONS
+    for _, state in answers:        # a valid authority state, still owned
+        assert packets.CONTROL_AUTHORITY_STATE(dict(state)) == state and state['state'] == 1
+    assert control.last_reason == 'lease_acquired'     # the 10 Hz state keeps the event
+    _, repeated = control.authority_state(vessel, 0.2, control.last_reason)
+    assert repeated['reason'] == 'lease_acquired'
+    control.command(wrench(4, controller='other', lease='x'), vessel, 0.3)
+    assert control.last_reason == 'lease_acquired'     # a wrench refusal has its own status
+    refused = control.command({**bad, **identity(5, controller='other', lease='x')},
+                              vessel, 0.3)
+    assert [state['reason'] for _, state in refused] == ['lease_not_owned']
+    assert control.last_reason == 'lease_not_owned'    # an authority refusal is an event
+
+
+def _returned_strings(function):
+    """Return the string constants ``function`` returns (directly, by ``return '...'``)."""
+    tree = ast.parse(inspect.getsource(function).lstrip())
+    return {node.value.value for node in ast.walk(tree)
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)}
+
+
+def test_every_typed_refusal_reason_is_in_the_protocol_set():
+    typed = typed_actuators.TypedActuators
+    handlers = (typed.command, typed.docking, typed._engine_command, typed._rcs_command,
+                typed._wheel_command, typed._separation_command, typed._motor_command)
+    produced = set().union(*(_returned_strings(h) for h in handlers))
+    assert produced == packets.TYPED_REFUSAL_REASONS     # ACCEPTED is returned by name
+    assert typed_actuators.ACCEPTED in packets.AUTHORITY_REASONS
+    assert not packets.TYPED_REFUSAL_REASONS & packets.AUTHORITY_REASONS
+    assert packets.AUTHORITY_STATE_REASONS == (packets.AUTHORITY_REASONS
+                                               | packets.TYPED_REFUSAL_REASONS)
 
 
 def test_the_clusters_roll_torque_spins_the_simulated_vessel(harness):
