@@ -104,12 +104,18 @@ def check_header(obj: dict) -> str:
     return type_name
 
 
+# one compact encoder per (allow_nan, ensure_ascii): json.dumps with any argument builds a
+# new JSONEncoder on every call, and the encoders keep no state between calls
+_ENCODERS = {(allow_nan, ensure_ascii): json.JSONEncoder(
+    separators=(',', ':'), allow_nan=allow_nan, ensure_ascii=ensure_ascii)
+    for allow_nan in (False, True) for ensure_ascii in (False, True)}
+
+
 def _dumps(obj: dict, *, allow_nan: bool, ensure_ascii: bool) -> str:
     if type(obj) is not dict:
         raise ProtocolError('not_object', f'cannot send a {type(obj).__name__} as a datagram')
     try:
-        return json.dumps(obj, separators=(',', ':'), allow_nan=allow_nan,
-                          ensure_ascii=ensure_ascii)
+        return _ENCODERS[allow_nan, ensure_ascii].encode(obj)
     except RecursionError:
         raise ProtocolError('too_deep', 'object nested too deeply') from None
     except ValueError as exc:   # NaN or Infinity with allow_nan=False, or a circular reference

@@ -200,6 +200,19 @@ def test_encode_state_keeps_every_value_and_leaves_no_python_float_forms(obj):
     assert wire.decode_json(wire.encode_command(obj)) == obj
 
 
+@FAST
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=8))
+def test_encoders_write_what_json_dumps_writes(obj):
+    # the encoders are kept between calls: their output is json.dumps's with the same options
+    compact = {'separators': (',', ':')}
+    assert wire.encode_command(obj) == json.dumps(obj, allow_nan=False, **compact).encode()
+    assert wire.encode_state(obj) == wire._csharp_numbers(
+        json.dumps(obj, ensure_ascii=False, **compact)).encode()
+    with_nan = {**obj, 'nan': math.nan, 'inf': [-math.inf]}
+    assert wire.encode_state(with_nan, allow_nan=True) == wire._csharp_numbers(
+        json.dumps(with_nan, ensure_ascii=False, **compact)).encode()
+
+
 def test_build_and_encode_state_are_fast():
     fields = dict.fromkeys(packets.FLIGHT_SCALARS, 1.5)
     fields.update({name: [0.0, 0.5, 1.0] for name in packets.FLIGHT_VECTORS})
