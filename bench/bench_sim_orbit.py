@@ -11,11 +11,18 @@ at 10 Hz, a 320x240 RGB camera at 5 Hz), so the figures include ray casting and 
   sensor per sample and as a share of the wall time, and the cost per packet type.
 - ``realtime``: the real ``pylon_sim --rate 1`` process for 25 s; its CPU time (from
   ``/proc``) over 20 s of its clock, as a fraction of one core (target < 0.20).
+- ``rover``: the real ``pylon_sim --scenario surface --rate 1`` while the bench, a lease
+  client of its own over UDP, takes the lease and commands every wheel at 10 Hz; over 20 s
+  of its clock, its CPU (fraction of one core) and the datagrams of each type received per
+  simulator second and per instance (actuator, part) against the mod's rate
+  (``SEND_RATES_HZ``, the LiDAR's ``scanRateHz``); ``below_mod_rate`` lists the types
+  under 95 % of it, ``rover_speed_mps`` is the last ground-truth speed.
 - ``vessels`` and ``parts``: the cost of one frame (CPU ms, lock-stepped, every sensor)
   with 1, 4 and 16 vessels (copies of the target station 150 m apart along the orbit)
   and with the target carrying 2, 50 and 200 parts (a row of boxes in the camera's view).
 
-``python bench/bench_sim_orbit.py [lockstep,realtime,vessels,parts]`` runs some phases.
+``python bench/bench_sim_orbit.py [lockstep,realtime,rover,vessels,parts]`` runs some
+phases.
 Prints one JSON object; ``baseline`` holds the figures measured before the renderer and
 the loop were made cheap (the issue's), and ``*_vs_baseline`` the ratios.
 """
