@@ -11,26 +11,38 @@ at 10 Hz, a 320x240 RGB camera at 5 Hz), so the figures include ray casting and 
   sensor per sample and as a share of the wall time, and the cost per packet type.
 - ``realtime``: the real ``pylon_sim --rate 1`` process for 25 s; its CPU time (from
   ``/proc``) over 20 s of its clock, as a fraction of one core (target < 0.20).
+- ``rover``: the real ``pylon_sim --scenario surface --rate 1`` while the bench, a lease
+  client of its own over UDP, takes the lease and commands every wheel at 10 Hz; over 20 s
+  of its clock, its CPU (fraction of one core) and the datagrams of each type received per
+  simulator second and per instance (actuator, part) against the mod's rate
+  (``SEND_RATES_HZ``, the LiDAR's ``scanRateHz``); ``below_mod_rate`` lists the types
+  under 95 % of it, ``rover_speed_mps`` is the last ground-truth speed.
 - ``vessels`` and ``parts``: the cost of one frame (CPU ms, lock-stepped, every sensor)
   with 1, 4 and 16 vessels (copies of the target station 150 m apart along the orbit)
   and with the target carrying 2, 50 and 200 parts (a row of boxes in the camera's view).
 
-``python bench/bench_sim_orbit.py [lockstep,realtime,vessels,parts]`` runs some phases.
+``python bench/bench_sim_orbit.py [lockstep,realtime,rover,vessels,parts]`` runs some
+phases.
 Prints one JSON object; ``baseline`` holds the figures measured before the renderer and
 the loop were made cheap (the issue's), and ``*_vs_baseline`` the ratios.
 """
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 import copy
 import json
+import math
 import os
 from pathlib import Path
+import select
 import socket
 import sys
 import tempfile
 import time
 
+from pylon_protocol import packets, wire
+from pylon_protocol.envelope import Envelope
 from pylon_protocol.threads import limit_threads
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
@@ -42,6 +54,9 @@ SIM_SECONDS = 120.0
 SWEEP_SECONDS = 10.0
 REALTIME_WARMUP = 3.0
 REALTIME_WINDOW = 20.0
+ROVER_WINDOW = 20.0
+DRIVE_PERIOD = 0.1            # s of wall time between the driver's commands
+DRIVE_WHEEL_RATE = 6.0        # rad/s wanted of every wheel (1.8 m/s on 0.3 m wheels)
 BASELINE = {'real_time_factor': 1.33, 'camera_ms_per_frame': 64.0,
             'realtime_cpu_fraction': 0.65}
 SENSOR_PACKETS = {'star_tracker': ('pylon_star_tracker',),
@@ -163,6 +178,122 @@ def realtime(session: bench.BenchSession) -> dict:
                                               3)}
 
 
+class _RoverDriver:
+    """The bench's lease client over UDP: counts every state datagram, drives the wheels.
+
+    It reads the simulator's state port itself (no bridge): the runtime envelope from
+    ``pylon_session``, the wheels from ``pylon_actuator_manifest``; then it takes the lease
+    and sends every wheel a drive command each ``DRIVE_PERIOD`` s, renewing the lease.
+    """
+
+    def __init__(self, state_port: int, command_port: int) -> None:
+        """Bind the state port; commands go to ``command_port``."""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(('127.0.0.1', state_port))
+        self.sock.setblocking(False)
+        self.command_addr = ('127.0.0.1', command_port)
+        self.envelope: Envelope | None = None
+        self.wheels: list[str] = []
+        self.counts: Counter = Counter()
+        self.instances: dict[str, set] = defaultdict(set)
+        self.owner = False
+        self.speed = 0.0
+        self.lidar_hz: float | None = None
+        self.sequence = 0
+        self.next_drive = 0.0
+
+    def _take(self, packet: dict) -> None:
+        kind = packet['type']
+        self.counts[kind] += 1
+        self.instances[kind].add(packet.get('name') or packet.get('partFlightId')
+                                 or packet.get('sensorId'))
+        if kind == 'pylon_session':
+            self.envelope = Envelope.from_packet(packet)
+        elif kind == 'pylon_actuator_manifest':
+            self.wheels = [a['name'] for a in packet['actuators']
+                           if a['actuatorType'] == 'wheel']
+        elif kind == 'pylon_control_authority_state':
+            self.owner = packet['controllerId'] == 'bench' and packet['state'] == 1
+        elif kind == 'pylon_ground_truth':
+            self.speed = math.hypot(*packet['linearVelocity'])
+        elif kind == 'pylon_lidar_scan':     # the scan rate the sensor is configured for
+            self.lidar_hz = packet.get('scanRateHz')
+
+    def _send(self, type_name: str, **fields) -> None:
+        self.sequence += 1
+        packet = packets.build_command(
+            type_name, self.envelope, vesselId=self.envelope.runtime_vessel_id,
+            controllerId='bench', leaseId='bench-lease', sequence=self.sequence, **fields)
+        self.sock.sendto(wire.encode_command(packet), self.command_addr)
+
+    def serve(self, seconds: float) -> None:
+        """Read the state datagrams and drive for ``seconds`` of wall time."""
+        end = time.monotonic() + seconds
+        while (now := time.monotonic()) < end:
+            if select.select([self.sock], [], [], min(0.02, end - now))[0]:
+                while True:
+                    try:
+                        data = self.sock.recv(65535)
+                    except BlockingIOError:
+                        break
+                    self._take(packets.decode_state(data))
+            if self.envelope is not None and self.wheels and now >= self.next_drive:
+                self.next_drive = now + DRIVE_PERIOD
+                self._send('pylon_control_authority_command', action='renew' if self.owner
+                           else 'acquire', priority=0, leaseDurationSeconds=2.0)
+                for name in self.wheels if self.owner else ():
+                    self._send('pylon_actuator_command', actuatorType='wheel', name=name,
+                               enabled=True, timeoutSeconds=0.5, brake=0.0,
+                               targetAngularVelocity=DRIVE_WHEEL_RATE, steeringAngle=0.0,
+                               maxDriveTorque=0.0)
+
+
+def _rover_rates(counts: Counter, instances: dict, seconds: float, lidar_hz: float) -> dict:
+    """Return each type's rate per instance (per sim second) against the mod's rate."""
+    out = {}
+    for kind in sorted(counts):
+        each = counts[kind] / seconds / max(1, len(instances[kind]))
+        mod = lidar_hz if kind == 'pylon_lidar_scan' else packets.SEND_RATES_HZ.get(kind)
+        out[kind] = {'per_sim_second': round(counts[kind] / seconds, 2),
+                     'instances': len(instances[kind]), 'hz_each': round(each, 2),
+                     'mod_hz': mod,
+                     'holds': None if mod is None else bool(each >= 0.95 * mod)}
+    return out
+
+
+def rover(session: bench.BenchSession) -> dict:
+    """Drive the surface rover under a lease at ``--rate 1``: datagram rates and the CPU."""
+    admin, state, command = session.take_port(), session.take_port(), session.take_port()
+    driver = _RoverDriver(state, command)
+    process = session.group.start(
+        ['pylon_sim', '--scenario', 'surface', '--rate', '1', '--admin-port', str(admin),
+         '--state-port', str(state), '--command-port', str(command),
+         '--duration', str(REALTIME_WARMUP + ROVER_WINDOW + 10.0)], name='pylon_sim')
+    try:
+        driver.serve(0.5)
+        while (clock0 := _admin_clock(admin)) is None or clock0 < REALTIME_WARMUP:
+            session.group.check()
+            driver.serve(0.2)
+        cpu0, start = bench.cpu_seconds(process.pid), driver.counts.copy()
+        clock1 = clock0
+        while clock1 < clock0 + ROVER_WINDOW:
+            session.group.check()
+            driver.serve(0.5)
+            clock1 = _admin_clock(admin) or clock1
+        cpu1, counts = bench.cpu_seconds(process.pid), driver.counts - start
+    finally:
+        driver.sock.close()
+        session.group.stop_all()
+    window = clock1 - clock0
+    rates = _rover_rates(counts, driver.instances, window, driver.lidar_hz)
+    held = [kind for kind, rate in rates.items() if rate['holds'] is False]
+    fraction = (cpu1 - cpu0) / window
+    return {'sim_clock_seconds': round(window, 2), 'cpu_seconds': round(cpu1 - cpu0, 3),
+            'cpu_fraction': round(fraction, 3), 'lease_held': driver.owner,
+            'rover_speed_mps': round(driver.speed, 2), 'rates': rates,
+            'below_mod_rate': held, 'pass': not held and driver.owner}
+
+
 def _orbit_data() -> dict:
     return yaml.safe_load(Path(load_scenario('orbit').path).read_text(encoding='utf-8'))
 
@@ -215,12 +346,15 @@ def _sweep(build, counts) -> dict:
 def main() -> None:
     """Run the phases asked for (all by default) and print one JSON object."""
     limit_threads()
-    phases = sys.argv[1].split(',') if len(sys.argv) > 1 else ['lockstep', 'realtime',
+    phases = sys.argv[1].split(',') if len(sys.argv) > 1 else ['lockstep', 'realtime', 'rover',
                                                                 'vessels', 'parts']
     result: dict = {'benchmark': 'sim_orbit', 'scenario': 'orbit', 'baseline': BASELINE}
     if 'realtime' in phases:
         with bench.BenchSession('sim_orbit') as session:
             result['realtime'] = realtime(session)
+    if 'rover' in phases:
+        with bench.BenchSession('sim_orbit') as session:
+            result['rover'] = rover(session)
     _pin()
     if 'lockstep' in phases:
         result.update(lockstep())

@@ -56,6 +56,10 @@ MIN_QUATERNION_NORM = rotations.MIN_NORM
 
 
 def _number(value: object, field: str) -> float:
+    if isinstance(value, float):    # float and numpy.float64, without the numbers.Real ABC
+        if math.isfinite(value):
+            return float(value)
+        raise ProtocolError('non_finite', 'expected a finite number', field)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ProtocolError('bad_field', 'expected a number', field)
     try:

@@ -1046,6 +1046,23 @@ def build_state(type_name: str, envelope: Envelope, **fields: Any) -> dict:
                   **fields})
 
 
+#: State types with a strict base64 field (``base64_string``): the sender copies it in.
+BASE64_FIELDS: Mapping[str, str] = MappingProxyType({
+    'pylon_camera_frame_chunk': 'data', 'pylon_vessel_urdf_chunk': 'data'})
+
+
+def encode_built_state(packet: dict, max_bytes: int = MAX_DATAGRAM_BYTES) -> bytes:
+    """Encode a packet ``build_state`` returned: the bytes of ``wire.encode_state(packet)``.
+
+    The base64 data of a camera or model chunk (strict base64 once validated, so nothing in
+    it needs a JSON escape) is copied into the text rather than scanned by the encoder.
+    """
+    key = BASE64_FIELDS.get(packet.get('type'))
+    if key is None:
+        return wire.encode_state(packet, max_bytes)
+    return wire.encode_state_with_base64(packet, key, max_bytes)
+
+
 def build_command(type_name: str, envelope: Envelope | None, **fields: Any) -> dict:
     """Return a validated command: ``type``, ``version``, payload, then the envelope.
 

@@ -104,12 +104,18 @@ def check_header(obj: dict) -> str:
     return type_name
 
 
+# one compact encoder per (allow_nan, ensure_ascii): json.dumps with any argument builds a
+# new JSONEncoder on every call, and the encoders keep no state between calls
+_ENCODERS = {(allow_nan, ensure_ascii): json.JSONEncoder(
+    separators=(',', ':'), allow_nan=allow_nan, ensure_ascii=ensure_ascii)
+    for allow_nan in (False, True) for ensure_ascii in (False, True)}
+
+
 def _dumps(obj: dict, *, allow_nan: bool, ensure_ascii: bool) -> str:
     if type(obj) is not dict:
         raise ProtocolError('not_object', f'cannot send a {type(obj).__name__} as a datagram')
     try:
-        return json.dumps(obj, separators=(',', ':'), allow_nan=allow_nan,
-                          ensure_ascii=ensure_ascii)
+        return _ENCODERS[allow_nan, ensure_ascii].encode(obj)
     except RecursionError:
         raise ProtocolError('too_deep', 'object nested too deeply') from None
     except ValueError as exc:   # NaN or Infinity with allow_nan=False, or a circular reference
@@ -149,3 +155,31 @@ def encode_state(obj: dict, max_bytes: int = MAX_DATAGRAM_BYTES, *,
     """
     text = _dumps(obj, allow_nan=allow_nan, ensure_ascii=False)
     return _to_bytes(_csharp_numbers(text), max_bytes)
+
+
+_BASE64_ALPHABET = b'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/='
+_PLACEHOLDER = '\x00'
+_PLACEHOLDER_JSON = '"\\u0000"'
+
+
+def encode_state_with_base64(obj: dict, key: str, max_bytes: int = MAX_DATAGRAM_BYTES, *,
+                             allow_nan: bool = False) -> bytes:
+    """Return ``encode_state(obj)``, copying the base64 text at ``obj[key]`` in unscanned.
+
+    A camera or model chunk is mostly one long base64 string, which no JSON escape touches:
+    the rest of the object is encoded around a placeholder and the text is put in its place,
+    so the encoder does not scan 16 KB per chunk. When ``obj[key]`` is not a string of the
+    base64 alphabet, or the placeholder's text is not unique, this is ``encode_state``.
+    """
+    text = obj.get(key) if type(obj) is dict else None
+    if (type(text) is not str or not text.isascii()
+            or text.encode('ascii').translate(None, _BASE64_ALPHABET)):
+        return encode_state(obj, max_bytes, allow_nan=allow_nan)
+    marker = _dumps({key: _PLACEHOLDER}, allow_nan=False, ensure_ascii=False)[1:-1]
+    name = marker[:-len(_PLACEHOLDER_JSON)]     # '"key":'
+    around = _csharp_numbers(_dumps({**obj, key: _PLACEHOLDER}, allow_nan=allow_nan,
+                                    ensure_ascii=False))
+    pieces = around.split(marker)
+    if len(pieces) != 2:
+        return encode_state(obj, max_bytes, allow_nan=allow_nan)
+    return _to_bytes(f'{pieces[0]}{name}"{text}"{pieces[1]}', max_bytes)

@@ -210,3 +210,19 @@ def test_accepts_sized_iterables_of_reals():
         fr.unity_to_ros_polar({'x': 1, 'y': 2, 'z': 3})
     with pytest.raises(ProtocolError):
         fr.norm(range(100))
+
+
+def test_numpy_and_python_floats_take_the_same_checks():
+    # floats and numpy float64 (a float subclass) skip the numbers.Real check, not the
+    # finiteness check; the result is always a plain float
+    result = fr.unity_to_ros_polar((np.float64(1.5), 2.0, np.float32(-3.0)))
+    assert result == (-3.0, -1.5, 2.0)
+    assert all(type(v) is float for v in result)
+    assert fr.dot(np.array([1.0, 2.0, 3.0]), (4.0, 5.0, 6.0)) == 32.0
+    for bad in (math.nan, math.inf, np.float64('nan'), np.float64('-inf')):
+        with pytest.raises(ProtocolError) as info:
+            fr.unity_to_ros_polar((bad, 0.0, 0.0))
+        assert info.value.reason == 'non_finite'
+    with pytest.raises(ProtocolError) as info:
+        fr.unity_to_ros_polar((1.0, False, 0.0))
+    assert info.value.reason == 'bad_field'

@@ -33,6 +33,24 @@ def test_samples_cover_every_type():
 
 
 @pytest.mark.parametrize('case', sorted(samples.STATE_SAMPLES))
+def test_encode_built_state_writes_the_bytes_of_encode_state(case):
+    packet = samples.state_packet(case)
+    data = packets.encode_built_state(packet)
+    assert data == wire.encode_state(packet)
+    assert packets.decode_state(data) == packet
+
+
+def test_encode_built_state_copies_the_chunk_data_and_keeps_the_limit():
+    assert set(packets.BASE64_FIELDS) == {'pylon_camera_frame_chunk', 'pylon_vessel_urdf_chunk'}
+    chunk = samples.state_packet('pylon_camera_frame_chunk')
+    data = packets.encode_built_state(chunk)
+    assert f'"data":"{chunk["data"]}"'.encode() in data
+    with pytest.raises(ProtocolError) as info:
+        packets.encode_built_state(chunk, max_bytes=len(data) - 1)
+    assert info.value.reason == 'too_large'
+
+
+@pytest.mark.parametrize('case', sorted(samples.STATE_SAMPLES))
 def test_state_round_trip(case):
     type_name, fields = samples.state_sample(case)
     packet = packets.build_state(type_name, ENVELOPE, **fields)

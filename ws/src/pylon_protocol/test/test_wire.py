@@ -1,5 +1,6 @@
 """Datagram framing: decode_json, check_header and the two encoders."""
 
+import base64
 import json
 import math
 import re
@@ -198,6 +199,55 @@ def test_encode_state_keeps_every_value_and_leaves_no_python_float_forms(obj):
     outside = _STRINGS.sub('""', data.decode())
     assert _PYTHON_FLOAT_FORMS.search(outside) is None
     assert wire.decode_json(wire.encode_command(obj)) == obj
+
+
+@FAST
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=8))
+def test_encoders_write_what_json_dumps_writes(obj):
+    # the encoders are kept between calls: their output is json.dumps's with the same options
+    compact = {'separators': (',', ':')}
+    assert wire.encode_command(obj) == json.dumps(obj, allow_nan=False, **compact).encode()
+    assert wire.encode_state(obj) == wire._csharp_numbers(
+        json.dumps(obj, ensure_ascii=False, **compact)).encode()
+    with_nan = {**obj, 'nan': math.nan, 'inf': [-math.inf]}
+    assert wire.encode_state(with_nan, allow_nan=True) == wire._csharp_numbers(
+        json.dumps(with_nan, ensure_ascii=False, **compact)).encode()
+
+
+base64_text = st.binary(max_size=300).map(lambda raw: base64.b64encode(raw).decode())
+
+
+@FAST
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=8), base64_text,
+       st.text(min_size=1, max_size=8))
+def test_encode_state_with_base64_writes_the_bytes_of_encode_state(obj, data, key):
+    obj = {**obj, key: data}
+    assert wire.encode_state_with_base64(obj, key) == wire.encode_state(obj)
+
+
+@pytest.mark.parametrize('obj', [
+    {'data': 'QUJD', 'x': [1.0, -0.0, 1e-07], 'nested': {'data': 'QUJD'}},
+    {'data': 'QUJD', 'other': '\x00'},                    # the placeholder's own text
+    {'data': 'QUJD', 'nested': {'data': '\x00'}},          # the placeholder twice: fallback
+    {'data': 'a"b\\c\n', 'x': 1},                         # not base64: escaped as usual
+    {'data': 'é', 'x': 1},                                  # not ASCII
+    {'data': 5, 'x': 1.0},                                  # not a string
+    {'x': 1.0},                                             # no such key
+])
+def test_encode_state_with_base64_handles_every_value(obj):
+    assert wire.encode_state_with_base64(obj, 'data') == wire.encode_state(obj)
+    assert wire.decode_json(wire.encode_state_with_base64(obj, 'data')) == obj
+
+
+def test_encode_state_with_base64_keeps_the_size_limit_and_refusals():
+    big = {'data': 'QUJD' * 20000}
+    assert reason_of(wire.encode_state_with_base64, big, 'data') == 'too_large'
+    assert reason_of(wire.encode_state_with_base64, {'data': 'QUJD', 'x': math.nan},
+                     'data') == 'non_finite'
+    assert reason_of(wire.encode_state_with_base64, ['QUJD'], 'data') == 'not_object'
+    nan = wire.encode_state_with_base64({'data': 'QUJD', 'x': math.nan}, 'data',
+                                        allow_nan=True)
+    assert nan == b'{"data":"QUJD","x":NaN}'
 
 
 def test_build_and_encode_state_are_fast():

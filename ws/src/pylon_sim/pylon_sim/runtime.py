@@ -230,7 +230,7 @@ class Simulator:
         """Build, validate, encode and send one state packet; return it (None if too big)."""
         start = time.perf_counter()
         packet = packets.build_state(type_name, self.envelope, **payload)
-        data = wire.encode_state(packet)
+        data = packets.encode_built_state(packet)
         self.stats.encode_seconds[type_name] += time.perf_counter() - start
         if len(data) > max_bytes:
             self.stats.dropped_oversize += 1

@@ -49,13 +49,21 @@ def to_base(view: KspView, world_unity) -> list[float]:
     return vec(frames.world_to_base_link_polar(world_unity, view.up, view.right, view.forward))
 
 
+def _add(a, b) -> list[float]:
+    return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+
+
+def _sub(a, b) -> list[float]:
+    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+
+
 def imu(view: KspView) -> dict:
     """Return the ``pylon_imu`` payload: inertial rates and specific force in base_link."""
-    rate = np.array(frames.vessel_angular_velocity_to_body(view.angular_velocity_local))
+    rate = list(frames.vessel_angular_velocity_to_body(view.angular_velocity_local))
     if view.rotating:   # KSP's rate lacks the planet's spin in its rotating frame
-        rate = rate + np.array(frames.world_to_base_link_axial(
+        rate = _add(rate, frames.world_to_base_link_axial(
             view.planet_angular_velocity, view.up, view.right, view.forward))
-    return {'angularVelocity': vec(rate), 'linearAcceleration': to_base(view, view.perturbation)}
+    return {'angularVelocity': rate, 'linearAcceleration': to_base(view, view.perturbation)}
 
 
 @dataclass
@@ -183,21 +191,22 @@ def flight_state(world: World, view: KspView, observation_sequence: int,
     ut = world.ut
     fixed = body_fixed_rotation(body, ut) @ state.position
     lat, lon, alt = geodetic_from_fixed(body, fixed)
-    r = float(np.linalg.norm(state.position))
-    spin = body.spin_vector()
-    srf = state.velocity - np.cross(spin, state.position)
-    up_i = state.position / r
+    # the orbit and surface figures on 3-tuples (numpy calls on 3-vectors cost more)
+    position, velocity = state.position.tolist(), state.velocity.tolist()
+    r = math.hypot(*position)
+    srf = _sub(velocity, frames.cross(body.spin_vector().tolist(), position))
+    up_i = np.array(position) / r
     enu_inertial = body_fixed_rotation(body, ut).T @ enu_rotation(lat, lon).T
     east_i, north_i = enu_inertial[:, 0], enu_inertial[:, 1]
-    vertical = float(srf @ up_i)
-    horizontal = float(np.linalg.norm(srf - vertical * up_i))
-    energy = 0.5 * float(state.velocity @ state.velocity) - body.gm / r
-    h = np.cross(state.position, state.velocity)
+    up = up_i.tolist()
+    vertical = _dot(srf, up)
+    horizontal = math.hypot(*_sub(srf, [vertical * c for c in up]))
+    energy = 0.5 * _dot(velocity, velocity) - body.gm / r
+    h = frames.cross(position, velocity)
     a = -body.gm / (2 * energy) if energy < 0 else math.inf
-    e_vec = np.cross(state.velocity, h) / body.gm - up_i
-    ecc = float(np.linalg.norm(e_vec))
+    ecc = math.hypot(*_sub([c / body.gm for c in frames.cross(velocity, h)], up))
     apoapsis = a * (1 + ecc) - body.radius if math.isfinite(a) else -1.0
-    periapsis = (float(h @ h) / body.gm / (1 + ecc)) - body.radius
+    periapsis = (_dot(h, h) / body.gm / (1 + ecc)) - body.radius
     time_to_ap = _time_to_apoapsis(body.gm, a, ecc, state.position, state.velocity)
     totals = vessel.spec.resource_totals(vessel.resources)
     density = air_density(body, alt)
@@ -212,7 +221,7 @@ def flight_state(world: World, view: KspView, observation_sequence: int,
         'gravitationalParameter': body.gm, 'atmosphereDepth': body.atmosphere_depth,
         'apoapsis': apoapsis, 'periapsis': periapsis, 'timeToApoapsis': time_to_ap,
         'verticalSpeed': vertical, 'horizontalSpeed': horizontal,
-        'dynamicPressure': 0.5 * density * float(srf @ srf),
+        'dynamicPressure': 0.5 * density * _dot(srf, srf),
         'landed': state.landed, 'splashed': False,
         **(applied or NO_APPLIED_INPUT),
         'upBody': to_base(view, view.world_unity(up_i)),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 import socket
 
-from pylon_protocol import packets
+from pylon_protocol import packets, wire
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
 import pytest
@@ -19,9 +19,11 @@ class Capture:
     def __init__(self) -> None:
         self.packets: list[dict] = []
         self.sizes: list[int] = []
+        self.datagrams: list[bytes] = []
 
     def __call__(self, data: bytes) -> None:
         self.sizes.append(len(data))
+        self.datagrams.append(data)
         self.packets.append(packets.decode_state(data))
 
     def of(self, type_name: str) -> list[dict]:
@@ -29,6 +31,7 @@ class Capture:
 
     def clear(self) -> None:
         self.packets.clear()
+        self.datagrams.clear()
 
 
 def simulator(name: str = 'orbit', **kwargs) -> tuple[Simulator, Capture]:
@@ -59,6 +62,18 @@ def test_every_datagram_validates_and_fits(name, duration):
     for packet in capture.packets[:5]:
         assert list(packet)[:4] == ['runtimeInstance', 'runtimeGeneration', 'runtimeEpoch',
                                     'runtimeVesselId']
+
+
+def test_every_datagram_is_the_plain_json_dumps_of_its_packet():
+    # the simulator's build and encode path (kept encoders, cached work) writes exactly what
+    # plain json.dumps of the decoded object, with the mod's number forms, writes
+    sim, capture = flown('orbit', 20.0)
+    assert len(capture.datagrams) == len(capture.packets) > 1000
+    for data in capture.datagrams:
+        # the mod writes a negative zero double as -0, which json.loads reads as the int 0
+        obj = json.loads(data, parse_int=lambda digits: -0.0 if digits == '-0' else int(digits))
+        text = json.dumps(obj, separators=(',', ':'), ensure_ascii=False)
+        assert data == wire._csharp_numbers(text).encode(), data[:120]
 
 
 def test_send_rates_follow_the_mod():
