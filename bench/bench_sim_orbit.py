@@ -57,6 +57,8 @@ REALTIME_WINDOW = 20.0
 ROVER_WINDOW = 20.0
 DRIVE_PERIOD = 0.1            # s of wall time between the driver's commands
 DRIVE_WHEEL_RATE = 6.0        # rad/s wanted of every wheel (1.8 m/s on 0.3 m wheels)
+DRIVE_STEERING = 0.3          # rad: a circle of about 3.9 m radius, inside the scenario's
+#                               clear zone (straight ahead it would meet the boulder 8 m east)
 BASELINE = {'real_time_factor': 1.33, 'camera_ms_per_frame': 64.0,
             'realtime_cpu_fraction': 0.65}
 SENSOR_PACKETS = {'star_tracker': ('pylon_star_tracker',),
@@ -244,7 +246,8 @@ class _RoverDriver:
                 for name in self.wheels if self.owner else ():
                     self._send('pylon_actuator_command', actuatorType='wheel', name=name,
                                enabled=True, timeoutSeconds=0.5, brake=0.0,
-                               targetAngularVelocity=DRIVE_WHEEL_RATE, steeringAngle=0.0,
+                               targetAngularVelocity=DRIVE_WHEEL_RATE,
+                               steeringAngle=DRIVE_STEERING,
                                maxDriveTorque=0.0)
 
 
