@@ -16,7 +16,7 @@ import math
 from pylon_protocol import names
 
 from pylon_sim import wheels
-from pylon_sim.allocation import rcs_layout
+from pylon_sim.allocation import nozzle_count
 from pylon_sim.vessel import Module, Part, VesselSpec
 
 SEPARATION_KINDS = ('decoupler', 'fairing', 'launch_clamp')
@@ -90,7 +90,7 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
             'gimbalRoll': 0.0})
     elif actuator.actuator_type == 'rcs':
         power = float(module.get('thruster_power', 0.0))
-        nozzles = len(rcs_layout(module.settings))
+        nozzles = nozzle_count(module.settings)
         payload.update({
             'enabled': True, 'active': False, 'flameout': False, 'thrust': 0.0,
             'maxThrust': power * nozzles, 'thrustLimit': power, 'commandActive': False,

@@ -311,6 +311,11 @@ def _layout_arrays(conf: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
     return found
 
 
+def nozzle_count(conf: Mapping[str, object]) -> int:
+    """Return how many nozzles an RCS module's layout has (``rcs_layout``, parsed once)."""
+    return len(_layout_arrays(conf)[0])
+
+
 def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
                  position: np.ndarray) -> list[Nozzle]:
     power = max(0.0, _number(conf.get('thruster_power'), 0.0))

@@ -124,7 +124,7 @@ from pylon_protocol.packets import (
 
 from pylon_sim import topology, wheels
 from pylon_sim.actuators import Actuator, actuators_of
-from pylon_sim.allocation import rcs_layout
+from pylon_sim.allocation import nozzle_count
 from pylon_sim.docking import ACQUIRE, DISENGAGE, DOCKER, READY
 from pylon_sim.vessel import VesselSpec
 
@@ -771,7 +771,7 @@ class TypedActuators:
             return self._engine_fields(actuator_id)
         if kind == 'rcs':
             settings = self.rcs_settings()[actuator_id]
-            nozzles = len(rcs_layout(self._actuators[actuator_id].module.settings))
+            nozzles = nozzle_count(self._actuators[actuator_id].module.settings)
             return {'enabled': settings['enabled'],
                     'active': settings['enabled'] and settings['thrust_limit'] > 0.0,
                     'thrustLimit': settings['thrust_limit'],

@@ -112,6 +112,7 @@ class World:
         self.active_key = self.scenario.active
         self._wheel_params: dict[str, tuple[tuple, wheels.Params | None]] = {}
         self._grounds: dict[str, wheels.Ground] = {}
+        self._wheeled: dict[str, tuple[VesselSpec, bool]] = {}   # key -> (spec, wheels?)
         self.warp_rate = 1.0
         self.warp_mode = 'physics'
 
@@ -253,6 +254,8 @@ class World:
 
     def wheel_params(self, vessel: SimVessel) -> wheels.Params | None:
         """Return the vessel's wheel parameters for its current mass (None: no wheels)."""
+        if not self._has_wheels(vessel):
+            return None
         weight = round(self._felt_gravity(vessel), 4)
         key = (vessel.vessel_id, round(vessel.mass.mass, 3), tuple(np.round(vessel.mass.com, 4)),
                weight)
@@ -261,6 +264,14 @@ class World:
             cached = (key, wheels.params(vessel.spec, vessel.mass.com, vessel.mass.mass, weight))
             self._wheel_params[vessel.key] = cached
         return cached[1]
+
+    def _has_wheels(self, vessel: SimVessel) -> bool:
+        """Tell whether a vessel has wheel modules (kept until its description changes)."""
+        found = self._wheeled.get(vessel.key)
+        if found is None or found[0] is not vessel.spec:
+            found = (vessel.spec, bool(wheels.wheel_modules(vessel.spec)))
+            self._wheeled[vessel.key] = found
+        return found[1]
 
     @staticmethod
     def _felt_gravity(vessel: SimVessel) -> float:
