@@ -288,6 +288,17 @@ def sphere_interval(o: np.ndarray, d: np.ndarray, radius: float,
     return _sphere_interval(o, d, radius)
 
 
+def sphere_first_hit(o: np.ndarray, d: np.ndarray, radius: float,
+                     min_distance: float = 0.0) -> np.ndarray:
+    """Return the first hit of unit rays on a sphere at the origin, inf for none.
+
+    Only hits farther than ``min_distance`` count; a ray from inside gets its exit.
+    """
+    lo, hi = _sphere_interval(o, d, radius)
+    t = np.where(lo > min_distance, lo, np.where(hi > min_distance, hi, np.inf))
+    return np.where(lo <= hi, t, np.inf)
+
+
 def _terrain_cast(terrain: Terrain, rel: np.ndarray, d: np.ndarray, radius: float,
                   max_range: float, want_normals: bool) -> tuple[np.ndarray, np.ndarray]:
     """Cast ray-frame rays (``rel`` from the planet centre) at a terrain in its frame."""
@@ -456,9 +467,7 @@ def cast_full(
         center = np.asarray(sphere_center, dtype=float).reshape(3)
         rel = o - center
         if terrain is None:
-            lo, hi = _sphere_interval(rel, d, float(sphere_radius))
-            t = np.where(lo > _EPS, lo, np.where(hi > _EPS, hi, np.inf))
-            t = np.where(lo <= hi, t, np.inf)
+            t = sphere_first_hit(rel, d, float(sphere_radius), _EPS)
             surface = None
         else:
             rel = np.broadcast_to(rel, d.shape)   # the terrain marches each ray on its own

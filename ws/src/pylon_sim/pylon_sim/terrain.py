@@ -321,7 +321,7 @@ class SiteTerrain(raycast.Terrain):
         height field is marched where a ray is inside both the relief's shell and a
         crater's bounding sphere, the bare sphere is hit elsewhere.
         """
-        t = _sphere_hit(o, d, radius)
+        t = raycast.sphere_first_hit(o, d, radius)
         t, marched = self._relief_hits(o, d, t, max_range)
         t, which = self._boulder_hits(o, d, t, max_range)
         return t, (self._normals(o, d, t, which, marched) if want_normals else None)
@@ -455,13 +455,6 @@ class SiteTerrain(raycast.Terrain):
         """Return the boulders as (centre, radius) in another frame (``to_frame`` @ fixed)."""
         centers = self.boulder_centers @ np.asarray(to_frame, dtype=float).T + center
         return [(c, float(r)) for c, r in zip(centers, self._b_radius)]
-
-
-def _sphere_hit(o: np.ndarray, d: np.ndarray, radius: float) -> np.ndarray:
-    """Return the first positive hit of unit rays on a sphere at the origin (inf: none)."""
-    lo, hi = raycast.sphere_interval(o, d, radius)
-    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
-    return np.where(lo <= hi, t, np.inf)
 
 
 def _sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,

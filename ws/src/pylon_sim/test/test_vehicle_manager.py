@@ -211,12 +211,17 @@ def test_a_gimballed_cluster_rolls_the_vessel_as_its_geometry_says(tmp_path, rol
     assert fields['gimbalRoll'] == roll and fields['thrust'] == 100000.0
 
 
+def unknown_engine_command(sequence: int) -> dict:
+    """Return an engine command, under the test lease, for an engine the vessel lacks."""
+    return {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+            'name': 'engine_999_0', **identity(sequence), 'enabled': True,
+            'targetThrust': 10.0, 'timeoutSeconds': 0.5}
+
+
 def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_reason(vessel):
     control = VehicleManager()
     acquire(control, vessel)
-    bad = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
-           'name': 'engine_999_0', **identity(2), 'enabled': True, 'targetThrust': 10.0,
-           'timeoutSeconds': 0.5}
+    bad = unknown_engine_command(2)
     [(kind, state)] = control.command(bad, vessel, 0.1)
     assert kind == 'pylon_control_authority_state' and state['reason'] == 'unknown_actuator'
     servo = {'type': 'pylon_motor_command', 'name': 'no_such_servo', **identity(3),
@@ -243,9 +248,7 @@ def test_typed_commands_for_missing_parts_or_out_of_range_are_refused_with_a_rea
 def test_a_typed_refusal_answers_its_command_but_is_not_the_repeated_authority_reason(vessel):
     control = VehicleManager()
     acquire(control, vessel)
-    bad = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
-           'name': 'engine_999_0', **identity(2), 'enabled': True, 'targetThrust': 10.0,
-           'timeoutSeconds': 0.5}
+    bad = unknown_engine_command(2)
     port = {'type': 'pylon_docking_port_command', 'name': 'no_such_port', 'action': 3,
             **identity(3)}
     answers = control.command(bad, vessel, 0.1) + control.command(port, vessel, 0.1)
