@@ -578,7 +578,8 @@ def sensor_rays_world(
 # -- packet fields ------------------------------------------------------------------------------
 
 def _rounded(values: np.ndarray, digits: int) -> list[float]:
-    return [round(v, digits) for v in np.asarray(values, dtype=float).tolist()]
+    """Return the values rounded to ``digits`` decimals as a list (numpy's half-to-even)."""
+    return np.round(np.asarray(values, dtype=float), digits).tolist()
 
 
 def lidar_scan_fields(

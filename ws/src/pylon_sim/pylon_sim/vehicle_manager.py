@@ -89,6 +89,8 @@ def burn(vessel: SimVessel, engine_thrust: dict[str, float], rcs_thrust: dict[st
     drawn from any part that holds it (full crossfeed). The vessel's mass properties
     follow, so the centre of mass moves as the tanks drain.
     """
+    if not engine_thrust and not rcs_thrust:
+        return False
     flows: dict[str, float] = {}
     for part in vessel.spec.parts:
         for module in part.modules:
