@@ -458,7 +458,7 @@ def child_result(session: BenchSession, bench: BenchNode, name: str, argv: list[
 def phase_sim(session: BenchSession, bench: BenchNode, monitor: Monitor) -> tuple[dict, dict]:
     """Latency and CPU of the bridge fed by pylon_sim (orbit) in real time."""
     monitor.reset()
-    stack = start_stack(session.group.start, session.take_port)
+    stack = start_stack(session.group.start, session.take_port, check_packets=False)
     bridge, sim = session.group.named('bridge'), session.group.named('sim')
     wait_for_bridge(bench, monitor, bridge)
     check = functools.partial(session.group.check, bridge, sim)

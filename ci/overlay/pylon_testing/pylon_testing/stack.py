@@ -48,13 +48,18 @@ class SimStack:
 
 def start_stack(start: Callable[..., object], take_port: Callable[[], int],
                 scenario: str = 'orbit', bridge_args: Sequence[str] = (),
-                sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
-    """Start ``udp_bridge`` (unless ``bridge`` is false) and ``pylon_sim`` on fresh ports."""
+                sim_args: Sequence[str] = (), bridge: bool = True,
+                check_packets: bool = True) -> SimStack:
+    """Start ``udp_bridge`` (unless ``bridge`` is false) and ``pylon_sim`` on fresh ports.
+
+    The simulator validates every packet it sends (``--check-packets``) unless
+    ``check_packets`` is false, as the benchmarks run it: the production setting.
+    """
     stack = SimStack(take_port(), take_port(), take_port())
     if bridge:
         start(['udp_bridge', '--host', '127.0.0.1', '--port', str(stack.state_port),
                '--command-port', str(stack.command_port), *bridge_args], name='bridge')
     start(['pylon_sim', '--scenario', scenario, '--state-port', str(stack.state_port),
            '--command-port', str(stack.command_port), '--admin-port', str(stack.admin_port),
-           *sim_args], name='sim')
+           *(['--check-packets'] if check_packets else []), *sim_args], name='sim')
     return stack

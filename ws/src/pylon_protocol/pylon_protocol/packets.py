@@ -1032,18 +1032,27 @@ def _check_reserved(fields: dict) -> None:
         raise ProtocolError('bad_value', 'set by the builder, not a payload field', key)
 
 
+def assemble_state(type_name: str, envelope: Envelope, **fields: Any) -> dict:
+    """Return a state packet in the wire's layout, unchecked: envelope, type, version, payload.
+
+    For a sender that trusts its own builder (the simulator, as the mod does): the
+    receiver validates every datagram anyway. ``build_state`` is the checked form;
+    ``encode_built_state`` still refuses non-finite numbers.
+    """
+    if type_name not in _STATE_SCHEMAS:
+        raise ProtocolError('unknown_type', f'{type_name!r:.80} is not a state type', 'type')
+    _check_reserved(fields)
+    return {**envelope.to_wire(), 'type': type_name, 'version': PROTOCOL_VERSION, **fields}
+
+
 def build_state(type_name: str, envelope: Envelope, **fields: Any) -> dict:
     """Return a validated state packet: envelope, ``type``, ``version``, then the payload.
 
     ``fields`` use the wire's camelCase names. The result passes ``validate_state`` (it
     is its output), so nothing invalid can be sent.
     """
-    found = _STATE_SCHEMAS.get(type_name)
-    if found is None:
-        raise ProtocolError('unknown_type', f'{type_name!r:.80} is not a state type', 'type')
-    _check_reserved(fields)
-    return found({**envelope.to_wire(), 'type': type_name, 'version': PROTOCOL_VERSION,
-                  **fields})
+    packet = assemble_state(type_name, envelope, **fields)
+    return _STATE_SCHEMAS[type_name](packet)
 
 
 #: State types with a strict base64 field (``base64_string``): the sender copies it in.
@@ -1052,10 +1061,11 @@ BASE64_FIELDS: Mapping[str, str] = MappingProxyType({
 
 
 def encode_built_state(packet: dict, max_bytes: int = MAX_DATAGRAM_BYTES) -> bytes:
-    """Encode a packet ``build_state`` returned: the bytes of ``wire.encode_state(packet)``.
+    """Encode a packet ``build_state`` or ``assemble_state`` returned (``wire.encode_state``).
 
-    The base64 data of a camera or model chunk (strict base64 once validated, so nothing in
-    it needs a JSON escape) is copied into the text rather than scanned by the encoder.
+    The base64 data of a camera or model chunk (text of the base64 alphabet, which no JSON
+    escape touches; ``wire.encode_state_with_base64`` checks it) is copied into the text
+    rather than scanned by the encoder.
     """
     key = BASE64_FIELDS.get(packet.get('type'))
     if key is None:

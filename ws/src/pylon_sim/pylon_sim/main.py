@@ -74,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
                    help='ControlSafety.cfg with the KSP-side safety limits (default: '
                         f'${CONTROL_SAFETY_ENV}, else config/ControlSafety.cfg of the '
                         'workspace, else the built-in defaults)')
+    p.add_argument('--check-packets', action='store_true',
+                   help='validate every packet against the protocol schema before sending '
+                        '(the test harness does; costs about a tenth of the CPU)')
     p.add_argument('--log-level', default='INFO',
                    choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'))
     return p
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
                     command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
                     allow_remote_model=args.allow_remote_urdf, limits=limits,
-                    servo_joints=args.servo_joints)
+                    servo_joints=args.servo_joints, check_packets=args.check_packets)
 
     def stop(signum, _frame) -> None:
         sim.stop_requested = True

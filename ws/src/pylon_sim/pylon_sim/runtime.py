@@ -112,8 +112,14 @@ class Simulator:
                  command_sock: socket.socket | None = None,
                  admin_sock: socket.socket | None = None, seed: int = 0,
                  allow_remote_model: bool = False, limits: SafetyLimits | None = None,
-                 servo_joints: bool = False) -> None:
-        """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``."""
+                 servo_joints: bool = False, check_packets: bool = True) -> None:
+        """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
+
+        ``check_packets`` validates every packet against the protocol's schema before it
+        is sent (``packets.build_state``); without it the packet is assembled unchecked
+        (``packets.assemble_state``), as the mod sends, and the receiver's validation is
+        the only one: about a tenth of a frame's CPU.
+        """
         self.scenario = scenario
         self.world = World(scenario)
         self.rng = random.Random(seed)
@@ -132,9 +138,11 @@ class Simulator:
         self.paused = False
         self.heartbeat_enabled = True
         self.stop_requested = False
+        self._outbox: list[bytes] | None = None   # a frame's datagrams, sent as it ends
         self._log_times: dict[str, float] = defaultdict(lambda: -1e9)
         self.limits = limits or SafetyLimits()
         self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
+        self._build = packets.build_state if check_packets else packets.assemble_state
         self._start_process()
 
     # -- process and session ------------------------------------------------------------
@@ -142,6 +150,7 @@ class Simulator:
         """Begin as a freshly started KSP process (new runtime instance)."""
         self.runtime = RuntimeSession(rng=self.rng)
         self._envelope = self._envelope_key = None
+        self._announced: Envelope | None = None   # the session the last heartbeat announced
         self.anchor = telemetry.GroundTruthAnchor()
         self.model_session = self._new_id()
         self.model_key = None
@@ -198,7 +207,7 @@ class Simulator:
         # the new session's heartbeat goes out before anything else of it, as the mod does
         # on a reset: the bridge drops every other packet of a session it has not seen
         if self.heartbeat_enabled:
-            self.emit('pylon_session', self._session_payload())
+            self._heartbeat()
             self.schedules['session'].restart(self.clock)
         if vessel.vessel_id != self.control_vessel:
             answers = self.control.vessel_changed(vessel, self.clock)
@@ -229,7 +238,7 @@ class Simulator:
              max_bytes: int = MAX_DATAGRAM_BYTES) -> dict | None:
         """Build, validate, encode and send one state packet; return it (None if too big)."""
         start = time.perf_counter()
-        packet = packets.build_state(type_name, self.envelope, **payload)
+        packet = self._build(type_name, self.envelope, **payload)
         data = packets.encode_built_state(packet)
         self.stats.encode_seconds[type_name] += time.perf_counter() - start
         if len(data) > max_bytes:
@@ -239,7 +248,10 @@ class Simulator:
             return None
         self.stats.sent[type_name] += 1
         self.stats.sent_bytes[type_name] += len(data)
-        self.send(data)
+        if self._outbox is None:
+            self.send(data)
+        else:
+            self._outbox.append(data)
         return packet
 
     def _throttled(self, key: str, message: str, level: int = logging.WARNING) -> None:
@@ -250,7 +262,21 @@ class Simulator:
 
     # -- one frame ---------------------------------------------------------------------
     def frame(self) -> None:
-        """Run one game frame: commands, physics, runtime session, due packets."""
+        """Run one game frame: commands, physics, runtime session, then its packets at once.
+
+        The frame's packets are built as it runs and sent together when it ends (in the
+        order they were built), so that the receiver is not woken while the simulator still
+        has the frame's work to do on a shared core.
+        """
+        self._outbox = []
+        try:
+            self._frame()
+        finally:
+            outbox, self._outbox = self._outbox, None
+            for data in outbox:
+                self.send(data)
+
+    def _frame(self) -> None:
         self.stats.frames += 1
         self.clock += self.world.physics_step
         self.drain_commands()
@@ -431,10 +457,25 @@ class Simulator:
                 pending.flush(vessel, self.world.ut)
 
     def emit_due(self) -> None:
-        """Send every packet whose period has elapsed on the simulator clock."""
+        """Send every packet whose period has elapsed on the simulator clock.
+
+        The frame's measurements (IMU, ground truth, nearby vessels) go first, as soon as
+        physics produced them, so that the periodic reports of the same frame do not
+        delay them at the receiver; only a runtime session's first heartbeat goes before
+        them, since the bridge takes nothing of a session it has not seen.
+        """
         due = {name: schedule.due(self.clock) for name, schedule in self.schedules.items()}
-        if due['session'] and self.heartbeat_enabled:
-            self.emit('pylon_session', self._session_payload())
+        heartbeat = due['session'] and self.heartbeat_enabled
+        measuring = self.available and not self.paused
+        if heartbeat and (not measuring or self._announced != self.envelope):
+            self._heartbeat()
+            heartbeat = False
+        view = None
+        if measuring:
+            view = ksp_view.observe(self.world.active, self.world.ut)
+            self._emit_motion(due, view)
+        if heartbeat:
+            self._heartbeat()
         if not self.paused:       # also while packed: the tracker then says ``packed``
             for sample in self.sensing.star_tracker_samples(self.clock, self.world.ut):
                 self.emit('pylon_star_tracker', sample)
@@ -452,8 +493,6 @@ class Simulator:
             self.emit('pylon_separation_result', result)
         if self.paused:
             return
-        view = ksp_view.observe(vessel, self.world.ut)
-        self._emit_motion(due, view)
         self._emit_control_state(due, view)
         self._emit_health(due)
         self._emit_imaging(due)
@@ -556,6 +595,11 @@ class Simulator:
         if ports and due['docking']:
             for port in ports:
                 self.emit('pylon_docking_port_state', typed.docking_fields(port))
+
+    def _heartbeat(self) -> None:
+        """Send the session heartbeat; remember the runtime session it announced."""
+        self.emit('pylon_session', self._session_payload())
+        self._announced = self.envelope
 
     def _session_payload(self) -> dict:
         return telemetry.session(

@@ -76,6 +76,63 @@ def test_every_datagram_is_the_plain_json_dumps_of_its_packet():
         assert data == wire._csharp_numbers(text).encode(), data[:120]
 
 
+@pytest.mark.parametrize('name', ['orbit', 'surface', 'launchpad', 'docking'])
+def test_unchecked_packets_validate_at_the_receiver(name):
+    # pylon_sim sends its packets unchecked (as the mod does); each still passes the
+    # receiver's validation (Capture decodes with packets.decode_state), and the checked
+    # run sends the same packets in the same order
+    checked, checked_capture = simulator(name)
+    checked.run(rate=0, duration=10.0)
+    sim, capture = simulator(name, check_packets=False)
+    sim.run(rate=0, duration=10.0)
+    assert len(capture.packets) == len(checked_capture.packets) > 1000
+    assert [p['type'] for p in capture.packets] == [p['type'] for p in checked_capture.packets]
+
+
+def frames_of(name: str, seconds: float, **kwargs) -> list[list[dict]]:
+    """Run a scenario; return the packets each frame sent, frame by frame."""
+    frames: list[list[dict]] = []
+    sim = Simulator(load_scenario(name, seed=2), seed=2, send=lambda data: frames[-1].append(
+        packets.decode_state(data)), **kwargs)
+    for _ in range(round(seconds / sim.world.physics_step)):
+        frames.append([])
+        sim.frame()
+    return frames
+
+
+def test_a_frame_sends_its_measurements_before_its_reports():
+    # the IMU, ground truth and nearby vessels leave first; the frame's heartbeat,
+    # authority state, star tracker and the rest follow them
+    measurements = {'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_vessels'}
+    frames = frames_of('orbit', 5.0)
+    together = 0
+    for sent in frames[5:]:
+        types = [p['type'] for p in sent]
+        first = [t in measurements for t in types]
+        if any(first):
+            assert first == sorted(first, reverse=True), types
+            together += 'pylon_session' in types and 'pylon_imu' in types
+    assert together >= 10          # heartbeat and IMU shared frames and were ordered
+
+
+def test_a_runtime_session_is_announced_before_anything_else_of_it():
+    # the bridge takes nothing of a session it has not seen: its first heartbeat goes
+    # first, ahead of the frame's measurements, at the start and after every reset
+    sim, capture = simulator()
+    sim.run(rate=0, duration=1.0)
+    sim.admin({'cmd': 'switch', 'vessel': 'target'})
+    sim.run(rate=0, duration=1.0)
+    sim.admin({'cmd': 'restart'})
+    sim.run(rate=0, duration=1.0)
+    seen = []
+    for packet in capture.packets:
+        envelope = envelope_of(packet)
+        if envelope not in seen:
+            assert packet['type'] == 'pylon_session', packet['type']
+            seen.append(envelope)
+    assert len(seen) == 3
+
+
 def test_send_rates_follow_the_mod():
     sim, capture = flown('orbit', 20.0)          # the same 20 s as the validation test
     types = Counter(p['type'] for p in capture.packets)
