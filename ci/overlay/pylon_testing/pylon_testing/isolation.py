@@ -63,6 +63,30 @@ def claim_domain_id(rng: random.Random | None = None) -> tuple[int, Claim]:
     raise RuntimeError(f'all ROS domain ids {DOMAIN_IDS.start}..{DOMAIN_IDS.stop - 1} are claimed')
 
 
+def claim_domain_block(count: int, rng: random.Random | None = None
+                       ) -> tuple[int, list[Claim]]:
+    """Claim ``count`` consecutive ROS domain ids no other live session holds; return the first.
+
+    For a stack that spans domains (simulator management in the first, a vehicle in each of
+    the next): every id of the block is claimed, or none is.
+    """
+    if not 1 <= count <= len(DOMAIN_IDS):
+        raise ValueError(f'a block of {count} domain ids is not possible')
+    starts = list(range(DOMAIN_IDS.start, DOMAIN_IDS.stop - count + 1))
+    (rng or random.Random()).shuffle(starts)
+    for base in starts:
+        claims: list[Claim] = []
+        try:
+            for domain_id in range(base, base + count):
+                claims.append(Claim(f'domain-{domain_id}'))
+        except BlockingIOError:
+            for claim in claims:
+                claim.release()
+            continue
+        return base, claims
+    raise RuntimeError(f'no {count} consecutive ROS domain ids are free')
+
+
 def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
     """Claim a UDP port that is free now and that no other live session was given."""
     for _ in range(PORT_ATTEMPTS):

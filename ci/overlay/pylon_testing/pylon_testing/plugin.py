@@ -5,6 +5,8 @@ DDS discovery on localhost, so two copies of the suite never see each other's gr
 Fixtures:
 
 - ``ros_domain_id``: the session's domain id (also exported as ``ROS_DOMAIN_ID``).
+- ``ros_domain_block``: call it with a count for that many consecutive domain ids of the
+  session's own (a multi-vehicle stack: management in the first, a vehicle in each next).
 - ``free_udp_port``: call it for a UDP port no other session was given.
 - ``ros_process``: call it to start a workspace executable as a real process (the
   ``start`` of a ``ProcessGroup`` of the test); its log is shown when the test fails, and
@@ -29,7 +31,13 @@ import tempfile
 from pylon_protocol.threads import limit_threads
 import pytest
 
-from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port, isolate
+from pylon_testing.isolation import (
+    Claim,
+    claim_domain_block,
+    claim_domain_id,
+    claim_udp_port,
+    isolate,
+)
 from pylon_testing.processes import ProcessGroup, RosProcess, stop_all
 from pylon_testing.stack import SimStack, start_stack
 
@@ -80,6 +88,19 @@ def free_udp_port(pytestconfig: pytest.Config) -> Callable[[], int]:
         port, claim = claim_udp_port()
         claims.append(claim)
         return port
+
+    return take
+
+
+@pytest.fixture(scope='session')
+def ros_domain_block(pytestconfig: pytest.Config) -> Callable[[int], int]:
+    """Return ``take(count) -> first``: ``count`` consecutive domain ids held until the end."""
+    claims: list[Claim] = pytestconfig.stash[_SESSION]['claims']
+
+    def take(count: int) -> int:
+        base, taken = claim_domain_block(count)
+        claims.extend(taken)
+        return base
 
     return take
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from pylon_testing.isolation import Claim, claim_domain_id, claim_udp_port
+from pylon_testing.isolation import Claim, claim_domain_block, claim_domain_id, claim_udp_port
 from pylon_testing.processes import group_alive, ProcessError, ProcessGroup
 import pytest
 
@@ -191,3 +191,25 @@ def test_group_check_and_guard_name_the_dead_process_and_show_its_log(tmp_path):
             child.wait_for_output('never', timeout=30.0)
         group.stop(child)
         group.check()                                  # a stopped process is not checked
+
+
+def test_a_domain_block_is_claimed_whole_and_apart_from_other_claims(ros_domain_id):
+    base, claims = claim_domain_block(4)
+    try:
+        ids = range(base, base + 4)
+        assert ros_domain_id not in ids and ids.stop - 1 <= 232
+        # nobody else gets any id of the block while it is held, not even as a block
+        for domain_id in ids:
+            with pytest.raises(BlockingIOError):
+                Claim(f'domain-{domain_id}')
+        other, other_claims = claim_domain_block(4)
+        assert set(range(other, other + 4)).isdisjoint(ids)
+        for claim in other_claims:
+            claim.release()
+    finally:
+        for claim in claims:
+            claim.release()
+    again = Claim(f'domain-{base}')        # released: free again
+    again.release()
+    with pytest.raises(ValueError):
+        claim_domain_block(0)
