@@ -5,9 +5,12 @@ vessel ``VESSEL`` in the runtime envelope ``ENV``, validated and in the mod's nu
 (``pylon_protocol.wire``). The bridge's tests feed them to a ``BridgeCore`` or a running
 ``udp_bridge``; ``bench_bridge.py`` and ``bench_sensors.py`` send them at their rates.
 (``mod_datagrams.txt`` beside the bridge's replay test holds the mod's literal text.)
+``relative_nav`` is the one type the mod never sends: our simulator's extension.
 """
 
 from __future__ import annotations
+
+import math
 
 from pylon_protocol import packets, wire
 from pylon_protocol.bundle import build_bundle
@@ -220,3 +223,19 @@ def separation_result(operation_id: str = 'op-1', env: Envelope = ENV, **overrid
               'resultingVesselIds': [env.runtime_vessel_id],
               'retentionRemainingSeconds': 600.0, **overrides}
     return encode('pylon_separation_result', env, **fields)
+
+
+def relative_nav(ut: float = UT, env: Envelope = ENV, sensor: str = 'relative_nav_main',
+                 targets=((OTHER, (120.0, 90.0, 0.0), (0.0, -0.17, 0.0)),)) -> bytes:
+    """Return a ``pylon_relative_nav`` sample: (vessel id, position, velocity) per target.
+
+    Not the mod's: our simulator's extension (``packets.EXTENSION_STATE_TYPES``), in the
+    same number forms.
+    """
+    listed = [{'vesselId': vessel, 'vesselName': 'Target Station', 'isDebris': False,
+               'range': math.hypot(*position), 'position': list(position),
+               'velocity': list(velocity)} for vessel, position, velocity in targets]
+    return encode('pylon_relative_nav', env, vesselId=env.runtime_vessel_id, sensorId=sensor,
+                  partFlightId=4009, universalTime=ut, maxRange=2000.0, rateHz=10.0,
+                  positionSigmaBase=0.05, rangeSigmaFraction=0.001, velocitySigma=0.005,
+                  coordinateFrame='base_link', targets=listed)

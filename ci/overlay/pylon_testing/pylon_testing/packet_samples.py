@@ -195,6 +195,13 @@ STATE_SAMPLES: dict[str, tuple[str, dict]] = {
         'resultGeneration': 4, 'activeVesselId': VESSEL_ID,
         'resultingVesselIds': [VESSEL_ID, OTHER_VESSEL_ID],
         'retentionRemainingSeconds': 600.0}),
+    'pylon_relative_nav': ('pylon_relative_nav', {
+        'vesselId': VESSEL_ID, 'sensorId': 'relative_nav_main', 'partFlightId': 4009,
+        'universalTime': UT, 'maxRange': 2000.0, 'rateHz': 10.0, 'positionSigmaBase': 0.05,
+        'rangeSigmaFraction': 0.001, 'velocitySigma': 0.005, 'coordinateFrame': 'base_link',
+        'targets': [{'vesselId': OTHER_VESSEL_ID, 'vesselName': 'Target Station',
+                     'isDebris': False, 'range': 150.0, 'position': [120.0, 90.0, 0.0],
+                     'velocity': [0.0, -0.17, 0.0]}]}),
 }
 
 COMMAND_SAMPLES: dict[str, tuple[str, dict]] = {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 import json
+import math
 from types import MappingProxyType
 from typing import Any
 
@@ -72,6 +73,7 @@ SEND_RATES_HZ: Mapping[str, float] = MappingProxyType({
     'pylon_camera_frame_chunk': 5.0,
     'pylon_vessel_urdf_chunk': 0.5,
     'pylon_separation_result': 2.0,
+    'pylon_relative_nav': 10.0,          # our simulator's extension (EXTENSION_STATE_TYPES)
 })
 #: Allowed ranges of the configurable rates above (Hz).
 SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
@@ -79,7 +81,11 @@ SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
     'pylon_star_tracker': (1.0, 20.0),
     'pylon_lidar_scan': (1.0, 60.0),
     'pylon_camera_frame_chunk': (1.0, 15.0),
+    'pylon_relative_nav': (1.0, 20.0),
 })
+#: State types of this workspace's simulator (``pylon_sim``) that the PyLoN mod does not
+#: send: a receiver never requires them, and nothing changes for the real mod's users.
+EXTENSION_STATE_TYPES = frozenset({'pylon_relative_nav'})
 #: ``timeoutSeconds`` of wrench and actuator commands; flight control and batch members
 #: allow at most 1 s. Where a timeout is unusable (0, negative, not finite) the mod
 #: applies 0.5 s.
@@ -162,6 +168,11 @@ CAMERA_ENCODING = 'rgb8'
 MODEL_ENCODING = 'gzip+base64'
 
 MAX_NEARBY_VESSELS = 32
+MAX_RELATIVE_NAV_TARGETS = MAX_NEARBY_VESSELS   # the vessels nearby, seen by a sensor
+MAX_VESSEL_NAME_CHARS = 128                      # ``vesselName`` of a relative-nav target
+#: ``range`` of a relative-nav target may differ from the norm of its ``position`` by this
+#: fraction of it (at least of 1 m): the two are one measurement.
+RELATIVE_NAV_RANGE_TOLERANCE = 1e-6
 MAX_DOCKING_PORTS = 256
 MAX_SNAPSHOT_ACTUATORS = 256
 MAX_BATCH_ENGINES = 16
@@ -213,6 +224,7 @@ _SEQUENCE = sc.integer(1, INT64_MAX)
 _STR = sc.string()
 _STR_128 = sc.string(max_len=128)
 _STR_1_128 = sc.string(min_len=1, max_len=128)
+_SENSOR_ID = sc.string(pattern='[a-z_][a-z0-9_]{0,63}')
 _ID = sc.string(non_blank=True)
 _HEX32 = sc.string(pattern='[0-9a-f]{32}')
 _HEX64 = sc.string(pattern='[0-9a-f]{64}')
@@ -310,11 +322,16 @@ _NEARBY_VESSEL = Schema('nearby vessel', {
 })
 
 
-def _check_nearby(p: dict) -> None:
-    ids = [vessel['vesselId'] for vessel in p['vessels']]
-    sc.require_unique(ids, 'vessels', 'vesselId')
+def _require_others(p: dict, key: str) -> None:
+    """Refuse a list of vessels (``p[key]``) that repeats one or holds the observer."""
+    ids = [vessel['vesselId'] for vessel in p[key]]
+    sc.require_unique(ids, key, 'vesselId')
     if p['vesselId'] in ids:
-        raise sc.inconsistent('the observer is listed as nearby', 'vessels')
+        raise sc.inconsistent(f'the observer is listed in {key}', key)
+
+
+def _check_nearby(p: dict) -> None:
+    _require_others(p, 'vessels')
 
 
 NEARBY_VESSELS = Schema('pylon_nearby_vessels', {
@@ -532,7 +549,7 @@ def _check_star_tracker(p: dict) -> None:
 
 STAR_TRACKER = Schema('pylon_star_tracker', {
     'vesselId': required(_HEX32),
-    'sensorId': required(sc.string(pattern='[a-z_][a-z0-9_]{0,63}')),
+    'sensorId': required(_SENSOR_ID),
     'sessionId': required(_HEX32),
     'sequence': required(sc.integer(1, UINT64_MAX)),
     'universalTime': required(_NUM),
@@ -544,6 +561,53 @@ STAR_TRACKER = Schema('pylon_star_tracker', {
     'noiseStdRad': required(sc.number(0.0, 1.0, lo_open=True)),
     'orientation': required(sc.nullable(sc.quaternion(normalise=False, unit_tolerance=1e-3))),
 }, [_check_star_tracker])
+
+# -- state: relative navigation (our extension) -------------------------------------------
+
+
+def _check_relative_nav(p: dict) -> None:
+    _require_others(p, 'targets')
+    previous = 0.0
+    for index, target in enumerate(p['targets']):
+        field = f'targets[{index}].range'
+        norm = math.hypot(*target['position'])
+        if abs(target['range'] - norm) > RELATIVE_NAV_RANGE_TOLERANCE * max(1.0, norm):
+            raise sc.inconsistent(f'{target["range"]!r} is not |position| {norm!r}', field)
+        if target['range'] < previous:
+            raise sc.inconsistent('targets must come nearest first', field)
+        previous = target['range']
+
+
+_RELATIVE_NAV_TARGET = Schema('relative nav target', {
+    'vesselId': required(_HEX32),
+    'vesselName': required(sc.string(max_len=MAX_VESSEL_NAME_CHARS)),
+    'isDebris': required(_BOOL),
+    'range': required(_NON_NEG),
+    'position': required(_VEC3),
+    'velocity': required(_VEC3),
+})
+
+RELATIVE_NAV = Schema('pylon_relative_nav', {
+    'vesselId': required(_HEX32),
+    'sensorId': required(_SENSOR_ID),
+    'partFlightId': required(_UINT32),
+    'universalTime': required(_NUM),
+    'maxRange': required(_POSITIVE),
+    'rateHz': required(sc.number(*SEND_RATE_RANGES_HZ['pylon_relative_nav'])),
+    **_fields(_NON_NEG, 'positionSigmaBase rangeSigmaFraction velocitySigma'),
+    'coordinateFrame': required(sc.constant(BASE_LINK)),
+    'targets': required(sc.array(_RELATIVE_NAV_TARGET, max_count=MAX_RELATIVE_NAV_TARGETS)),
+}, [_check_relative_nav])
+"""``pylon_relative_nav``: an extension of this workspace's simulator; the PyLoN mod does not
+send it. A relative-navigation sensor (rendezvous radar, RF ranging) of the active vessel:
+every other loaded, unpacked vessel on its body within ``maxRange`` (m), nearest first by
+the measured ``range``, at most 32. ``position`` is the target's centre of mass relative to
+the observer's (m) and ``velocity`` the difference of the two centres of mass' inertial
+velocities (m/s), both in the observer's ``base_link`` axes (``coordinateFrame``); ``range``
+is the norm of ``position``. The noise is Gaussian per axis: 1-sigma ``positionSigmaBase +
+rangeSigmaFraction * range`` (m) for the position, ``velocitySigma`` (m/s) for the
+velocity. ``rateHz`` is the sensor's sample rate (``SEND_RATE_RANGES_HZ``).
+"""
 
 # -- state: vessel model -------------------------------------------------------------------
 
@@ -954,6 +1018,7 @@ _STATE_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_vehicle_health': VEHICLE_HEALTH,
     'pylon_part_thermal_state': PART_THERMAL_STATE,
     'pylon_separation_result': SEPARATION_RESULT,
+    'pylon_relative_nav': RELATIVE_NAV,
 }
 _COMMAND_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_control_authority_command': CONTROL_AUTHORITY_COMMAND,

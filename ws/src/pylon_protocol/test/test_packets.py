@@ -23,7 +23,7 @@ INF = math.inf
 def test_samples_cover_every_type():
     assert {t for t, _ in samples.STATE_SAMPLES.values()} == packets.STATE_TYPES
     assert {t for t, _ in samples.COMMAND_SAMPLES.values()} == packets.COMMAND_TYPES
-    assert len(packets.STATE_TYPES) == 23 and len(packets.COMMAND_TYPES) == 8
+    assert len(packets.STATE_TYPES) == 24 and len(packets.COMMAND_TYPES) == 8
     kinds = {f['actuatorType'] for t, f in samples.STATE_SAMPLES.values()
              if t == 'pylon_actuator_state'}
     assert kinds == set(packets.ACTUATOR_TYPES)
@@ -194,6 +194,9 @@ def test_constants():
     assert 'stale' not in packets.STAR_TRACKER_REASONS
     assert packets.WRENCH_FILTER_REASONS < packets.WRENCH_STATUS_REASONS
     assert schema.FIELD_REASONS <= packets.REASONS
+    assert packets.EXTENSION_STATE_TYPES <= packets.STATE_TYPES
+    assert packets.MAX_RELATIVE_NAV_TARGETS == packets.MAX_NEARBY_VESSELS == 32
+    assert packets.SEND_RATE_RANGES_HZ['pylon_relative_nav'] == (1.0, 20.0)
 
 
 def test_base64_is_strict_and_canonical():
@@ -533,6 +536,32 @@ STATE_REJECTIONS = [
     row('pylon_separation_result', 'retentionRemainingSeconds', 601, 'out_of_range'),
     row('pylon_separation_result', 'originalGeneration', -1, 'out_of_range'),
     row('pylon_separation_result', 'retained', 'yes', 'bad_type'),
+    # relative navigation (our simulator's extension)
+    row('pylon_relative_nav', 'vesselId', 'Vessel-1', 'bad_value'),
+    row('pylon_relative_nav', 'vesselId', DROP, 'missing_field'),
+    row('pylon_relative_nav', 'sensorId', 'Relative Nav', 'bad_value'),
+    row('pylon_relative_nav', 'sensorId', 'r' * 65, 'bad_value'),
+    row('pylon_relative_nav', 'partFlightId', 2**32, 'out_of_range'),
+    row('pylon_relative_nav', 'universalTime', NAN, 'non_finite'),
+    row('pylon_relative_nav', 'maxRange', 0, 'out_of_range'),
+    row('pylon_relative_nav', 'maxRange', INF, 'non_finite'),
+    row('pylon_relative_nav', 'rateHz', 0.5, 'out_of_range'),
+    row('pylon_relative_nav', 'rateHz', 21, 'out_of_range'),
+    row('pylon_relative_nav', 'positionSigmaBase', -0.1, 'out_of_range'),
+    row('pylon_relative_nav', 'rangeSigmaFraction', NAN, 'non_finite'),
+    row('pylon_relative_nav', 'velocitySigma', DROP, 'missing_field'),
+    row('pylon_relative_nav', 'coordinateFrame', 'pylon_ground_truth_enu', 'bad_value'),
+    row('pylon_relative_nav', 'targets', repeat(33), 'too_many'),
+    row('pylon_relative_nav', 'targets', repeat(2), 'duplicate', 'targets'),
+    row('pylon_relative_nav', 'targets.0.vesselId', VESSEL_ID, 'inconsistent', 'targets'),
+    row('pylon_relative_nav', 'targets.0.vesselId', 'target', 'bad_value'),
+    row('pylon_relative_nav', 'targets.0.vesselName', 'n' * 129, 'bad_length'),
+    row('pylon_relative_nav', 'targets.0.isDebris', 0, 'bad_type'),
+    row('pylon_relative_nav', 'targets.0.position.2', NAN, 'non_finite'),
+    row('pylon_relative_nav', 'targets.0.position', [1.0, 2.0], 'bad_length'),
+    row('pylon_relative_nav', 'targets.0.velocity.0', INF, 'non_finite'),
+    row('pylon_relative_nav', 'targets.0.range', -1.0, 'out_of_range'),
+    row('pylon_relative_nav', 'targets.0.range', 151.0, 'inconsistent'),
 ]
 
 
@@ -554,6 +583,22 @@ def test_state_rejections(case, path, value, reason, field):
                     path, value)
     assert (error.reason, error.field) == (reason, field), str(error)
     assert error.reason in packets.REASONS
+
+
+def test_relative_nav_lists_its_targets_nearest_first():
+    # an extension of our simulator: the mod never sends it, so the replay file lacks it
+    assert 'pylon_relative_nav' in packets.EXTENSION_STATE_TYPES
+    packet = samples.state_packet('pylon_relative_nav')
+    near = dict(packet['targets'][0])
+    far = {**near, 'vesselId': 'ab' * 16, 'range': 1800.0, 'position': [-1800.0, 0.0, 0.0]}
+    assert packets.validate_state({**packet, 'targets': [near, far]})['targets'][1] == far
+    assert packets.validate_state({**packet, 'targets': []})['targets'] == []
+    with pytest.raises(ProtocolError) as info:
+        packets.validate_state({**packet, 'targets': [far, near]})
+    assert (info.value.reason, info.value.field) == ('inconsistent', 'targets[1].range')
+    # range is the norm of the position, to a millionth of it
+    moved = {**near, 'range': 150.0 * (1 + 0.9e-6)}
+    assert packets.validate_state({**packet, 'targets': [moved]})['targets'] == [moved]
 
 
 def test_session_without_a_vessel_cannot_be_available():
