@@ -104,12 +104,16 @@ class Harness:
 
 @pytest.fixture
 def harness(tmp_path):
-    """Return ``make(name='orbit', lean=True, changes=None, seed=2) -> Harness``."""
+    """Return ``make(name='orbit', lean=True, changes=None, modules=None, seed=2) -> Harness``.
+
+    ``changes`` and ``modules`` are ``write_scenario``'s.
+    """
     made = []
 
     def make(name: str = 'orbit', *, lean: bool = True, changes: dict | None = None,
-             seed: int = 2) -> Harness:
-        made.append(Harness(write_scenario(tmp_path, name, lean=lean, changes=changes), seed))
+             modules: dict | None = None, seed: int = 2) -> Harness:
+        made.append(Harness(write_scenario(tmp_path, name, lean=lean, changes=changes,
+                                           modules=modules), seed))
         return made[-1]
     yield make
     for h in made:

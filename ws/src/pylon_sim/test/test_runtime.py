@@ -3,14 +3,13 @@
 from collections import Counter
 import functools
 import json
-from pathlib import Path
 import socket
 
 from pylon_protocol import packets, wire
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
+from pylon_testing.scenarios import write_crowd
 import pytest
-import yaml
 
 
 class Capture:
@@ -166,29 +165,9 @@ def test_nearby_vessels_in_orbit():
     assert distance == pytest.approx(150.0, abs=2.0)
 
 
-def crowd(tmp_path: Path) -> Path:
-    data = yaml.safe_load(Path(load_scenario('orbit').path).read_text())
-    template = data['vessels'][1]
-    vessels = [data['vessels'][0]]
-    for i in range(40):                                  # 40 within range: 32 are kept
-        vessels.append({**template, 'key': f'near{i}', 'vessel_id': f'{i + 1:032x}',
-                        'orbit': {'body': 'Kerbin', 'altitude': 100000,
-                                  'along_track': 20.0 + 50.0 * i}})
-    vessels.append({**template, 'key': 'far', 'vessel_id': f'{100:032x}',
-                    'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': 2600}})
-    vessels.append({**template, 'key': 'packed', 'vessel_id': f'{101:032x}', 'packed': True,
-                    'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': 10}})
-    vessels.append({**template, 'key': 'munar', 'vessel_id': f'{102:032x}',
-                    'orbit': {'body': 'Mun', 'altitude': 10000}})
-    data['vessels'] = vessels
-    path = tmp_path / 'crowd.yaml'
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def test_nearby_vessel_rules(tmp_path):
     capture = Capture()
-    sim = Simulator(load_scenario(str(crowd(tmp_path)), seed=2), send=capture, seed=2)
+    sim = Simulator(load_scenario(write_crowd(tmp_path), seed=2), send=capture, seed=2)
     sim.run(rate=0, duration=0.2)
     nearby = capture.of('pylon_nearby_vessels')[-1]
     ids = [v['vesselId'] for v in nearby['vessels']]
