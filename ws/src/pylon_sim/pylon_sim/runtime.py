@@ -575,7 +575,7 @@ class Simulator:
                 self.emit('pylon_part_thermal_state', payload)
 
     def _emit_imaging(self, due: dict) -> None:
-        """Send LiDAR scans, camera frames and docking-port state that are due."""
+        """Send LiDAR scans, camera frames, relative-nav samples and docking-port state due."""
         vessel, ut = self.world.active, self.world.ut
         spec = vessel.spec
         typed = self.control.typed(vessel)
@@ -586,6 +586,8 @@ class Simulator:
             docking = (port, next(p for p in spec.parts if p.flight_id == flight_id))
         for type_name, payload in self.sensing.imaging_packets(self.clock, ut, docking):
             self.emit(type_name, payload)
+        for payload in self.sensing.relative_nav_samples(self.clock, ut):
+            self.emit('pylon_relative_nav', payload)
         ports = typed.docking_ports()
         if ports and due['docking_manifest']:
             self.emit('pylon_docking_port_manifest', {'ports': [

@@ -20,6 +20,7 @@ import numpy as np
 from pylon_protocol import rotations
 import yaml
 
+from pylon_sim import relative_nav
 from pylon_sim.allocation import rcs_layout
 from pylon_sim.bodies import BODIES, Body, enu_rotation, fixed_from_geodetic
 from pylon_sim.terrain import (
@@ -45,7 +46,7 @@ from pylon_sim.wheels import suspension
 SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
-SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera')
+SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera', 'relative_nav')
 #: m a part may start inside the terrain (rounding of the scenario's altitudes).
 START_TOLERANCE = 1e-3
 #: The ``terrain:`` block's defaults: TerrainSpec's field defaults (one place).
@@ -282,6 +283,11 @@ def _module(reader: _Reader, rng: random.Random, sensor_ids: set[str]) -> Module
             rcs_layout(settings)
         except ValueError as error:
             reader.fail('nozzles', str(error))
+    elif kind == relative_nav.KIND:
+        try:
+            relative_nav.Settings.from_module(settings)
+        except relative_nav.SettingError as error:
+            reader.fail(error.key, error.what)
     return Module(kind, index, settings)
 
 

@@ -1,6 +1,7 @@
 """The simulator's sensors in the loop: what each one sees of the world, sample by sample.
 
-Star trackers, 2D/3D LiDARs, RGB cameras and the docking-port camera: each sensor part of
+Star trackers, 2D/3D LiDARs, RGB cameras, the docking-port camera and the
+relative-navigation sensor (``relative_nav``, our extension): each sensor part of
 each vessel gets its module settings from the scenario and samples at its own rate on the
 simulator clock; only the active vessel's sensors sample. The world for ray casting and
 rendering is the simulator's inertial frame (KCI): the vessel's planet, its sphere with the
@@ -19,6 +20,10 @@ the vessel's ElectricCharge) and draws the ElectricCharge they use. The runtime 
 own ``sampleRateHz`` on the simulator clock (the mod's wall-time rate). When another vessel
 becomes active, the trackers of the one left behind send ``inactive`` once.
 
+A relative-navigation sensor samples at its ``rate_hz`` on the simulator clock through
+``relative_nav_samples`` (the model is ``relative_nav.measure``), drawing its ElectricCharge
+over the UT between its samples; without that charge, or switched off, it takes none.
+
 Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off switch) and
 ``power.set_electric_charge`` (fill or empty the vessel's batteries).
 """
@@ -36,7 +41,7 @@ from pylon_protocol import camera as camera_codec
 from pylon_protocol import lidar, names, rotations
 from pylon_protocol.errors import ProtocolError
 
-from pylon_sim import raycast, render
+from pylon_sim import raycast, relative_nav, render
 from pylon_sim import star_tracker as st
 from pylon_sim.bodies import (
     body_center,
@@ -47,7 +52,7 @@ from pylon_sim.bodies import (
     sun_position,
 )
 from pylon_sim.environment import body_offset
-from pylon_sim.power import draw_electric_charge, electric_charge
+from pylon_sim.power import draw_electric_charge, electric_charge, EMPTY
 from pylon_sim.vessel import Part
 from pylon_sim.world import SimVessel, World
 
@@ -129,6 +134,24 @@ class _Tracker:
         self.enabled = True
 
 
+@dataclass
+class _Navigator:
+    """A relative-navigation sensor of a vessel: its settings, switch and next sample."""
+
+    sensor_id: str
+    vessel_key: str
+    part: Part
+    settings: relative_nav.Settings
+    next: float = 0.0
+    last_ut: float | None = None    # UT of its last sample (its ElectricCharge draw)
+    enabled: bool = True
+
+
+#: s of UT: a gap between two samples of a relative-navigation sensor longer than this (the
+#: vessel was packed, or not the active one) draws no ElectricCharge: it was not running.
+NAV_DRAW_GAP_SEC = 2.0
+
+
 class Sensing:
     """The sensors of the world's vessels."""
 
@@ -139,6 +162,7 @@ class Sensing:
         self.ids = random.Random(seed)
         self.trackers: list[_Tracker] = []
         self.imagers: list[_Imager] = []
+        self.navigators: list[_Navigator] = []
         for vessel in world.vessels.values():
             for part in vessel.spec.parts:
                 for module in part.modules_of(st.KIND):
@@ -148,6 +172,10 @@ class Sensing:
                 for kind in ('lidar_2d', 'lidar_3d', 'camera'):
                     for module in part.modules_of(kind):
                         self.imagers.append(self._imager(kind, part, module, vessel.key))
+                for module in part.modules_of(relative_nav.KIND):
+                    self.navigators.append(_Navigator(
+                        names.sensor_id(module.get('sensor_id'), relative_nav.KIND, self.ids),
+                        vessel.key, part, relative_nav.Settings.from_module(module.settings)))
         self.active_key = world.active.key
         self._imaging_key = world.active.key
         self.docking_camera: tuple[str, str] | None = None    # (vessel key, port id)
@@ -156,6 +184,7 @@ class Sensing:
         self.docking_next = 0.0
         self.cost = Counter()      # s of CPU time spent sampling, by sensor kind
         self.samples = Counter()   # samples taken, by sensor kind
+        self.skipped = Counter()   # samples not taken, by (sensor kind, reason)
 
     def _count(self, kind: str, start: float) -> None:
         self.cost[kind] += time.process_time() - start
@@ -179,11 +208,14 @@ class Sensing:
         return imager
 
     def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
-        """Switch a star tracker on or off; return whether the id is known."""
+        """Switch a star tracker or relative-navigation sensor on or off; say if it exists."""
         found = False
         for tracker in self.trackers:
             if tracker.sensor.config.sensor_id == sensor_id:
                 tracker.enabled, found = enabled, True
+        for navigator in self.navigators:
+            if navigator.sensor_id == sensor_id:
+                navigator.enabled, found = enabled, True
         return found
 
     def _inputs(self, vessel: SimVessel, tracker: _Tracker, ut: float,
@@ -241,6 +273,9 @@ class Sensing:
             if imager.vessel_key == active != vessel.key:
                 out.append(self._inactive(imager))
             imager.vessel_key, imager.part = vessel.key, part
+        for navigator in self.navigators:
+            vessel, part = holders[navigator.part.persistent_id or navigator.part.flight_id]
+            navigator.vessel_key, navigator.part = vessel.key, part
         for tracker in self.trackers:
             config = tracker.sensor.config
             vessel, part = holders[config.part_persistent_id]
@@ -286,6 +321,55 @@ class Sensing:
             draw_electric_charge(active, tracker.sensor.state.ec_drawn)
             out.append(sample)
         return out
+
+    # -- relative navigation ------------------------------------------------------------
+    def relative_nav_samples(self, clock: float, ut: float) -> list[dict]:
+        """Return the ``pylon_relative_nav`` payloads due at ``clock`` (simulator seconds).
+
+        Only the active vessel's sensors sample, each at its ``rate_hz`` on the simulator
+        clock (``relative_nav.measure``: every other unpacked vessel on the same body in
+        range). A sensor switched off (``set_enabled``) takes no sample and draws nothing;
+        one whose vessel lacks the ElectricCharge of ``electric_charge_rate`` over the UT
+        since its last sample takes none (``skipped``, reason ``no_power``). The runtime
+        calls this only while the vessel is available and the game not paused.
+        """
+        active = self.world.active
+        out: list[dict] = []
+        for nav in self.navigators:
+            if nav.vessel_key != active.key or not nav.enabled:
+                nav.last_ut = None               # not running: nothing to draw for it
+                continue
+            if clock + 1e-9 < nav.next:
+                continue
+            nav.next += 1.0 / nav.settings.rate_hz
+            if nav.next <= clock:           # fell behind (or was off): on from now, no burst
+                nav.next = clock + 1.0 / nav.settings.rate_hz
+            start = time.process_time()
+            gap = 0.0 if nav.last_ut is None else ut - nav.last_ut
+            nav.last_ut = ut
+            if not self._nav_powered(active, nav.settings.electric_charge_rate,
+                                     gap if 0.0 < gap <= NAV_DRAW_GAP_SEC else 0.0):
+                self.skipped[relative_nav.KIND, 'no_power'] += 1
+                continue
+            others = [v for v in self.world.vessels.values() if v is not active
+                      and v.body is active.body and not self.world.is_packed(v)]
+            out.append(relative_nav.measure(
+                active, others, ut, nav.settings, self.noise, sensor_id=nav.sensor_id,
+                part_flight_id=nav.part.flight_id))
+            self._count(relative_nav.KIND, start)
+        return out
+
+    @staticmethod
+    def _nav_powered(vessel: SimVessel, rate: float, seconds: float) -> bool:
+        """Draw ``rate`` EC/s over ``seconds`` (what there is of it); tell if it was there.
+
+        The star tracker's rule: a sensor that draws anything needs some charge to run, even
+        for its first sample (nothing to draw yet).
+        """
+        need = rate * seconds
+        available = max(0.0, electric_charge(vessel))
+        draw_electric_charge(vessel, min(need, available))
+        return available >= need * (1.0 - 1e-9) and (available > EMPTY or rate == 0.0)
 
     # -- LiDAR and cameras --------------------------------------------------------------
     def _scene(self, ut: float) -> dict:

@@ -19,9 +19,10 @@ from pylon_sim import power, thermal
 from pylon_sim.bodies import air_density, body_fixed_rotation, enu_rotation, geodetic_from_fixed
 from pylon_sim.ksp_view import KspView
 from pylon_sim.physics import altitude
+from pylon_sim.vessel import LOADED_RANGE_M
 from pylon_sim.world import SimVessel, World
 
-NEARBY_RANGE_M = 2500.0
+NEARBY_RANGE_M = LOADED_RANGE_M
 NEARBY_MAX = 32
 NO_APPLIED_INPUT = MappingProxyType({
     'appliedInputValid': False, 'flightCommandActive': False, 'inputAtLimit': False,

@@ -3,6 +3,7 @@
 from pathlib import Path
 import re
 
+from pylon_sim import relative_nav
 from pylon_sim.scenario import load_scenario, ScenarioError
 from pylon_sim.vessel import mass_properties
 import pytest
@@ -93,6 +94,44 @@ def test_errors_name_file_key_and_problem(tmp_path, mutate, key, what):
     message = broken(tmp_path, mutate)
     assert f': {key}: ' in message
     assert what in message
+
+
+def _nav(**settings):
+    """Return a mutation that puts a relative-navigation sensor on the sat's probe core."""
+    return lambda d: d['vessels'][0]['parts'][0]['modules'].append(
+        {'kind': 'relative_nav', 'index': 1, **settings})
+
+
+@pytest.mark.parametrize('settings, key, what', [
+    ({'max_range_m': 3000}, 'max_range_m', 'must be within (0, 2500]'),
+    ({'max_range_m': 0}, 'max_range_m', 'must be within (0, 2500]'),
+    ({'rate_hz': 25}, 'rate_hz', 'must be within [1, 20]'),
+    ({'rate_hz': 0.5}, 'rate_hz', 'must be within [1, 20]'),
+    ({'position_noise_m': -0.1}, 'position_noise_m', 'must be within [0, inf]'),
+    ({'range_noise_fraction': 2}, 'range_noise_fraction', 'must be within [0, 1]'),
+    ({'velocity_noise_mps': 'low'}, 'velocity_noise_mps', 'must be a finite number'),
+    ({'electric_charge_rate': True}, 'electric_charge_rate', 'must be a finite number'),
+    ({'max_range': 100}, 'max_range', 'unknown setting'),
+    ({'sensor_id': 'Nav 1'}, 'sensor_id', 'does not match'),
+])
+def test_relative_nav_settings_are_checked_at_load(tmp_path, settings, key, what):
+    message = broken(tmp_path, _nav(**settings))
+    assert f': vessels[0].parts[0].modules[1].{key}: ' in message, message
+    assert what in message, message
+
+
+def test_relative_nav_defaults_and_generated_id(tmp_path):
+    assert relative_nav.Settings.from_module({}) == relative_nav.Settings(
+        max_range_m=2000.0, rate_hz=10.0, position_noise_m=0.05, range_noise_fraction=0.001,
+        velocity_noise_mps=0.005, electric_charge_rate=0.05)
+    data = yaml.safe_load(Path(load_scenario('orbit').path).read_text())
+    _nav(rate_hz=20, max_range_m=2500)(data)
+    path = tmp_path / 'nav.yaml'
+    path.write_text(yaml.safe_dump(data))
+    [module] = load_scenario(str(path)).vessel('sat').spec.parts[0].modules_of('relative_nav')
+    assert re.fullmatch(r'relative_nav_[0-9a-f]{8}', module.get('sensor_id'))
+    settings = relative_nav.Settings.from_module(module.settings)
+    assert (settings.rate_hz, settings.max_range_m) == (20.0, 2500.0)
 
 
 def test_unreadable_yaml_and_missing_files(tmp_path):
