@@ -194,6 +194,14 @@ def transform(stamp: float, parent: str, child: str, translation: Sequence[float
     return msg
 
 
+def _nearby_vessel(vessel_id: str, name: str, is_debris: bool, position: Sequence[float],
+                   velocity: Sequence[float]) -> NearbyVessel:
+    vessel = NearbyVessel(vessel_id=vessel_id, vessel_name=name, is_debris=bool(is_debris))
+    _xyz(vessel.position, position)
+    _xyz(vessel.linear_velocity, velocity)
+    return vessel
+
+
 def nearby(packet: Mapping, stamp: float,
            world_frame: str = frames.GROUND_TRUTH_ENU) -> NearbyVessels:
     """Return ``pylon_nearby_vessels``: observer and vessels, absolute in the same ENU."""
@@ -202,12 +210,26 @@ def nearby(packet: Mapping, stamp: float,
     msg.origin_sequence = max(0, int(packet['originSequence']))
     _xyz(msg.observer_position, packet['position'])
     _xyz(msg.observer_linear_velocity, packet['linearVelocity'])
-    for other in packet['vessels']:
-        vessel = NearbyVessel(vessel_id=other['vesselId'], vessel_name=other.get('vessel', ''),
-                              is_debris=bool(other['isDebris']))
-        _xyz(vessel.position, other['position'])
-        _xyz(vessel.linear_velocity, other['linearVelocity'])
-        msg.vessels.append(vessel)
+    msg.vessels = [_nearby_vessel(other['vesselId'], other.get('vessel', ''), other['isDebris'],
+                                  other['position'], other['linearVelocity'])
+                   for other in packet['vessels']]
+    return msg
+
+
+def relative_nav(packet: Mapping, stamp: float,
+                 body_frame: str = frames.BASE_LINK) -> NearbyVessels:
+    """Return ``pylon_relative_nav`` (our simulator's extension) as ``NearbyVessels``.
+
+    Relative values in the observer's body frame: each vessel's ``position`` is the
+    target's centre of mass relative to the observer's and ``linear_velocity`` the
+    inertial velocity difference, as measured (noisy); the observer's own position and
+    velocity are zero and ``origin_sequence`` is 0 (no ENU origin is involved).
+    """
+    msg = header(NearbyVessels(), stamp, body_frame)
+    msg.observer_vessel_id = packet['vesselId']
+    msg.vessels = [_nearby_vessel(target['vesselId'], target['vesselName'], target['isDebris'],
+                                  target['position'], target['velocity'])
+                   for target in packet['targets']]
     return msg
 
 

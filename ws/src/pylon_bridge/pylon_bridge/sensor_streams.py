@@ -1,4 +1,4 @@
-"""The vessel's sensor parts: star trackers, LiDARs and cameras, to ROS.
+"""The vessel's sensor parts: star trackers, LiDARs, cameras, relative navigation, to ROS.
 
 - Star trackers (seed 003): one state topic and one attitude topic per sensor id; a sample
   not newer (by sequence, within the tracker's session) than the last is dropped; an
@@ -9,6 +9,11 @@
 - Cameras (RGB and docking-port): chunks are reassembled (``pylon_protocol.camera``), a
   frame is published with its CameraInfo in its optical frame; ``pylon_camera_inactive``
   removes the topics.
+- Relative navigation (``pylon_relative_nav``, our simulator's extension; the mod sends
+  none): one ``NearbyVessels`` topic per sensor id, relative values in the body frame; a
+  sample not newer (KSP time) than the last of the same sensor is dropped
+  (``stale_relative_nav``); the topic goes after ``--topic-timeout-sec`` of silence (there
+  is no notice).
 
 Every sensor stamp is covered on /tf before the data goes out, and a sensor's mount goes
 to /tf_static under its part's link when it is new or moved.
@@ -56,9 +61,23 @@ class SensorStreams:
         self.new_session()
 
     def new_session(self) -> None:
-        """Forget the scan times and partial frames of the previous session."""
-        self.last_scan_ut: dict[tuple[str, str], float] = {}
+        """Forget the sample times and partial frames of the previous session."""
+        self.last_ut: dict[tuple[str, str], float] = {}     # (kind, sensor id) -> KSP time
         self.camera_frames.reset()
+
+    def _stale(self, kind: str, sensor: str, ut: float | None, reason: str) -> bool:
+        """Tell (and count as ``reason``) whether a sample is not newer than the sensor's last.
+
+        A sample without a KSP time is never stale; a newer one becomes the sensor's last.
+        """
+        if ut is None:
+            return False
+        last = self.last_ut.get((kind, sensor))
+        if last is not None and ut <= last:
+            self.s.stats.drop(reason, f'{kind} {sensor}: UT {ut} <= {last}')
+            return True
+        self.last_ut[kind, sensor] = ut
+        return False
 
     # -- star trackers ------------------------------------------------------------------------
     def star_tracker(self, packet: dict, now: float, ros_now: float) -> list:
@@ -107,12 +126,8 @@ class SensorStreams:
         """Publish a 2D scan or a 3D cloud, after its /tf and its mount."""
         s = self.s
         mode, sensor = packet['mode'], packet['sensorId']
-        ut = packet.get('universalTime')
-        if ut is not None:
-            last = self.last_scan_ut.get((mode, sensor))
-            if last is not None and ut <= last:
-                return s.stats.drop('stale_scan', f'pylon_lidar_scan {sensor}: UT {ut} <= {last}')
-            self.last_scan_ut[mode, sensor] = ut
+        if self._stale(LIDAR_KEYS[mode], sensor, packet.get('universalTime'), 'stale_scan'):
+            return []
         stamp = s.stamp(packet, ros_now)
         frame = sensor_messages.sensor_frame(s.vessel_id(), sensor,
                                               prefix=s.config.frame_prefix)
@@ -131,6 +146,19 @@ class SensorStreams:
     def lidar_inactive(self, packet: dict, now: float, ros_now: float) -> list:
         """Remove the topic of a LiDAR the mod says is gone."""
         return self.s.topics.remove((LIDAR_KEYS[packet['mode']],), packet['sensorId'])
+
+    # -- relative navigation ---------------------------------------------------------------------
+    def relative_nav(self, packet: dict, now: float, ros_now: float) -> list:
+        """Publish a relative-navigation sample (after the /tf covering its stamp)."""
+        s = self.s
+        sensor = packet['sensorId']
+        if self._stale('relative_nav', sensor, packet['universalTime'], 'stale_relative_nav'):
+            return []
+        stamp = s.stamp(packet, ros_now)
+        out = s.transforms.cover(stamp, now, s.description.model)
+        out.append(s.topics.publish('relative_nav', convert.relative_nav(
+            packet, stamp, s.config.body_frame), now, topic_id=sensor))
+        return out
 
     # -- cameras ---------------------------------------------------------------------------------
     def camera_chunk(self, packet: dict, now: float, ros_now: float) -> list:

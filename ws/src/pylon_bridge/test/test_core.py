@@ -581,3 +581,71 @@ def test_bad_sensor_packets_are_counted_and_publish_nothing():
     assert sum(dropped.values()) == len(bad['envelope_mismatch']) + 3, dict(dropped)
     # and the sensors still work afterwards
     assert driver.published('lidar_3d', driver.feed(d.lidar_3d(ut=d.UT + 4)))
+
+
+# -- relative navigation (our simulator's extension) ---------------------------------------
+NAV = 'relative_nav_main'
+THIRD = 'ab' * 16
+
+
+def test_relative_nav_becomes_nearby_vessels_in_the_body_frame():
+    driver = started()
+    actions = driver.feed(d.relative_nav(ut=d.UT + 0.2, targets=(
+        (d.OTHER, (120.0, 90.0, 0.0), (0.0, -0.17, 0.0)),
+        (THIRD, (-1800.0, 3.0, -4.0), (0.1, 0.0, 5.8)))))
+    msg, = driver.published('relative_nav', actions)
+    assert {a.topic_id for a in actions if isinstance(a, Publish)
+            and a.key == 'relative_nav'} == {NAV}
+    assert msg.header.frame_id == 'base_link' and msg.observer_vessel_id == d.VESSEL
+    assert msg.origin_sequence == 0
+    assert (msg.observer_position.x, msg.observer_position.y, msg.observer_position.z) == (
+        0.0, 0.0, 0.0)
+    assert (msg.observer_linear_velocity.x, msg.observer_linear_velocity.z) == (0.0, 0.0)
+    near, far = msg.vessels
+    assert (near.vessel_id, near.vessel_name, near.is_debris) == (d.OTHER, 'Target Station',
+                                                                   False)
+    assert (near.position.x, near.position.y, near.position.z) == (120.0, 90.0, 0.0)
+    assert (near.linear_velocity.y, far.linear_velocity.z) == (-0.17, 5.8)
+    assert far.vessel_id == THIRD and far.position.x == -1800.0
+    # the stamp is the session's UT mapping, the IMU's
+    imu, = driver.published('imu', driver.feed(d.imu(ut=d.UT + 0.2)))
+    assert imu.header.stamp == msg.header.stamp
+    # the body frame follows the bridge's configuration
+    renamed = started(body_frame='vehicle_body')
+    msg, = renamed.published('relative_nav', renamed.feed(d.relative_nav()))
+    assert msg.header.frame_id == 'vehicle_body'
+
+
+def test_relative_nav_old_samples_are_dropped_per_sensor():
+    driver = started()
+    driver.feed(d.relative_nav(ut=d.UT + 0.2), d.relative_nav(ut=d.UT + 0.2),
+                d.relative_nav(ut=d.UT + 0.1), d.relative_nav(ut=d.UT + 0.3))
+    assert len(driver.published('relative_nav')) == 2
+    assert driver.core.stats.dropped['stale_relative_nav'] == 2
+    # another sensor keeps its own time; a new runtime session starts again
+    driver.feed(d.relative_nav(ut=d.UT, sensor='relative_nav_aft'))
+    driver.feed(d.session(env=d.envelope(generation=4)), d.relative_nav(
+        ut=d.UT, env=d.envelope(generation=4)))
+    topics = [a.topic_id for a in driver.out if isinstance(a, Publish)
+              and a.key == 'relative_nav']
+    assert topics == [NAV, NAV, 'relative_nav_aft', NAV]
+
+
+def test_relative_nav_is_a_measurement_paused_a_sensor_without_ground_truth():
+    paused = Driver()
+    paused.feed(d.session(paused=True))
+    assert paused.feed(d.relative_nav()) == []
+    assert paused.core.stats.dropped['paused'] == 1
+    blind = started(disable_ground_truth=True)
+    assert len(blind.published('relative_nav', blind.feed(d.relative_nav()))) == 1
+    assert blind.core.stats.dropped['ground_truth_disabled'] == 0
+
+
+def test_relative_nav_topic_goes_after_the_timeout():
+    driver = started(topic_timeout_sec=1.0)
+    driver.feed(d.relative_nav())
+    driver.feed(d.session(sequence=2, ut=d.UT + 0.5), dt=0.5)
+    assert not [a for a in driver.tick(0.4) if isinstance(a, Destroy)]
+    driver.feed(d.session(sequence=3, ut=d.UT + 1.0))
+    removed = [(a.key, a.topic_id) for a in driver.tick(0.3) if isinstance(a, Destroy)]
+    assert removed == [('relative_nav', NAV)]
