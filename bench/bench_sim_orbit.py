@@ -63,7 +63,8 @@ BASELINE = {'real_time_factor': 1.33, 'camera_ms_per_frame': 64.0,
             'realtime_cpu_fraction': 0.65}
 SENSOR_PACKETS = {'star_tracker': ('pylon_star_tracker',),
                   'lidar_3d': ('pylon_lidar_scan',),
-                  'camera': ('pylon_camera_frame_chunk',)}
+                  'camera': ('pylon_camera_frame_chunk',),
+                  'relative_nav': ('pylon_relative_nav',)}   # where a scenario has one
 
 
 def _pin() -> None:
