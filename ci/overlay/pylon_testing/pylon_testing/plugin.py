@@ -8,6 +8,8 @@ Fixtures:
 - ``ros_domain_block``: call it with a count for that many consecutive domain ids of the
   session's own (a multi-vehicle stack: management in the first, a vehicle in each next).
 - ``free_udp_port``: call it for a UDP port no other session was given.
+- ``free_udp_port_series``: call it with (count, stride) for that many such ports a stride
+  apart (a simulator serving several vehicles), first one returned.
 - ``ros_process``: call it to start a workspace executable as a real process (the
   ``start`` of a ``ProcessGroup`` of the test); its log is shown when the test fails, and
   it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
@@ -36,6 +38,7 @@ from pylon_testing.isolation import (
     claim_domain_block,
     claim_domain_id,
     claim_udp_port,
+    claim_udp_port_series,
     isolate,
 )
 from pylon_testing.processes import ProcessGroup, RosProcess, stop_all
@@ -101,6 +104,19 @@ def ros_domain_block(pytestconfig: pytest.Config) -> Callable[[int], int]:
         base, taken = claim_domain_block(count)
         claims.extend(taken)
         return base
+
+    return take
+
+
+@pytest.fixture(scope='session')
+def free_udp_port_series(pytestconfig: pytest.Config) -> Callable[[int, int], int]:
+    """Return ``take(count, stride) -> first``: UDP ports ``first + k * stride``, held."""
+    claims: list[Claim] = pytestconfig.stash[_SESSION]['claims']
+
+    def take(count: int, stride: int) -> int:
+        first, taken = claim_udp_port_series(count, stride)
+        claims.extend(taken)
+        return first
 
     return take
 
