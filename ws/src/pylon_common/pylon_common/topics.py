@@ -49,6 +49,9 @@ ATTITUDE_EVALUATOR = 'attitude_evaluator'
 DESCRIPTION_RELAY = 'description_relay'
 NEARBY_MARKERS = 'nearby_markers'
 ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
+SIM_MANAGER = 'sim_manager'
+REFEREE = 'referee'
+RENDEZVOUS_CHASER = 'rendezvous_chaser'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
@@ -139,7 +142,7 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
             readers=(ATTITUDE_EVALUATOR,)),
     _bridge('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
-            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS,)),
+            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS, REFEREE)),
     _bridge('joint_states', 'joint_states', 'sensor_msgs/msg/JointState', 'DEFAULT_STREAM',
             f'{NO_SPEC} (robot_state_publisher, RViz)', readers=(ROBOT_STATE_PUBLISHER,)),
     _bridge('robot_description', 'robot_description', 'std_msgs/msg/String', 'LATCHED',
@@ -220,12 +223,13 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
 NODE_TOPICS: tuple[Topic, ...] = (
     Topic('setpoint', 'setpoint', 'pylon_interfaces/msg/ControlSetpoint', 'COMMAND',
           SETPOINT_CONTROLLER, SUBSCRIBES, PRIVATE,
-          "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,)),
+          "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,),
+          (RENDEZVOUS_CHASER,)),
     Topic('controller/diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
           'DEFAULT_STREAM', SETPOINT_CONTROLLER, PUBLISHES, PRIVATE, NO_SPEC),
     Topic('odometry', 'pylon_estimator/odometry', 'nav_msgs/msg/Odometry', 'DEFAULT_STREAM',
           ATTITUDE_ESTIMATOR, PUBLISHES, RELATIVE, NO_SPEC,
-          (SETPOINT_CONTROLLER, ATTITUDE_EVALUATOR)),
+          (SETPOINT_CONTROLLER, ATTITUDE_EVALUATOR, RENDEZVOUS_CHASER)),
     Topic('nearby_markers', 'nearby_markers', 'visualization_msgs/msg/MarkerArray',
           'DEFAULT_STREAM', NEARBY_MARKERS, PUBLISHES, BRIDGE, f'{NO_SPEC} (RViz)'),
     Topic('robot_state_publisher/set_parameters', '/robot_state_publisher/set_parameters',
@@ -236,7 +240,33 @@ NODE_TOPICS: tuple[Topic, ...] = (
 """The topics and services the other nodes own."""
 
 
-TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS}
+_ADMIN = 'the management domain only (a vehicle domain never carries it)'
+_MISSION = 'std_msgs/msg/String'
+
+MISSION_TOPICS: tuple[Topic, ...] = (
+    Topic('admin/state', '/admin/pylon/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f'{LATE_JOINER}; {_ADMIN}', (REFEREE,)),
+    Topic('admin/start', '/admin/pylon/start', 'std_msgs/msg/Bool', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/reset', '/admin/pylon/reset', 'std_msgs/msg/Empty', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/mission', '/admin/pylon/mission', _MISSION, 'LATCHED', SIM_MANAGER,
+          PUBLISHES, GLOBAL, f'{LATE_JOINER}; the task and the vehicles, JSON; {_ADMIN}',
+          (REFEREE,)),
+    Topic('admin/ranking', '/admin/pylon/ranking', _MISSION, 'LATCHED', REFEREE, PUBLISHES,
+          GLOBAL, f'{LATE_JOINER}; JSON; {_ADMIN}', (SIM_MANAGER,)),
+    Topic('sim/state', '/pylon/sim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f"{LATE_JOINER}; in each vehicle domain, that vehicle's",
+          (RENDEZVOUS_CHASER,)),
+    Topic('sim/status', '/pylon/sim/status', 'std_msgs/msg/Float32MultiArray',
+          'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES, GLOBAL,
+          f"{NO_SPEC}; in each vehicle domain, that vehicle's (pylon_common.mission)"),
+)
+"""What the mission management and the referee publish and subscribe to (pylon_mission)."""
+
+
+TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
+                            + MISSION_TOPICS}
 """Every topic and service of the workspace, by key."""
 
 

@@ -162,7 +162,9 @@ class Mission:
             'warp': [world.warp_rate, world.warp_mode], 'paused': self.paused,
             'started_ut': self.started_ut,
             'elapsed': 0.0 if self.started_ut is None else world.ut - self.started_ut,
-            'task': task.to_dict() if task is not None else None,
+            'task': None if task is None else {
+                **task.to_dict(), 'target_vessel_id': world.vessels[task.target].vessel_id
+                if task.target in world.vessels else ''},
             'vehicles': [self._vehicle(k, game) for k, game in enumerate(self.games)],
         }
 
