@@ -123,6 +123,9 @@ def test_ground_truth_only_in_its_own_domain_with_the_vehicle_stamps(split_stack
         assert f'{PREFIX}/ground_truth/{suffix}' in names, suffix
     assert names[f'{PREFIX}/control/snapshot'] == ['pylon_interfaces/msg/ControlSnapshot']
     assert not [n for n in names if n.startswith(('/ksp_vessel', '/pylon', '/tf'))]
+    assert 'vehicle_1_ground_truth' in truth_node.get_node_names()      # named by the prefix
+    assert 'udp_bridge' not in truth_node.get_node_names()
+    assert 'vehicle_1_ground_truth' not in vehicle_node.get_node_names()
     for key, topic in (('ground_truth/pose', TRUTH['pose'][0]),
                        ('control/snapshot', TRUTH['snapshot'][0])):
         [info] = truth_node.get_publishers_info_by_topic(topic)
