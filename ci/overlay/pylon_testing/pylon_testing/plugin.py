@@ -14,6 +14,8 @@ Fixtures:
   ``start`` of a ``ProcessGroup`` of the test); its log is shown when the test fails, and
   it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
 - ``ros_node``: an rclpy node in the test process on the session's domain, in its own context.
+- ``ros_node_in``: call it with a domain id (of ``ros_domain_block``) for such a node in that
+  domain; each call makes a node of its own, ended at teardown.
 - ``sim_stack``: call it to start ``pylon_sim`` and ``udp_bridge`` on ports of their own
   (``pylon_testing.stack.start_stack``); it returns the ``SimStack`` (admin, simulator clock).
 - ``module_ros_process`` and ``module_ros_node``: the same as ``ros_process`` and
@@ -189,6 +191,13 @@ def ros_node(ros_domain_id: int) -> Iterator[object]:
     """Yield an rclpy node in the test process, in a context of its own on the session's domain."""
     with _node_in_own_context(ros_domain_id) as node:
         yield node
+
+
+@pytest.fixture
+def ros_node_in() -> Iterator[Callable[[int], object]]:
+    """Return ``make(domain_id) -> node``: rclpy nodes in contexts of their own, in any domain."""
+    with contextlib.ExitStack() as stack:
+        yield lambda domain_id: stack.enter_context(_node_in_own_context(domain_id))
 
 
 @pytest.fixture(scope='module')

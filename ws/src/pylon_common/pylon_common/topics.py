@@ -68,7 +68,11 @@ BRIDGE_PREFIX = Parameter(
 
 @dataclass(frozen=True)
 class Topic:
-    """One topic (or service) of the workspace."""
+    """One topic (or service) of the workspace.
+
+    ``ground_truth``: the topic carries the game's truth rather than what the vessel could
+    measure (``GROUND_TRUTH_KEYS``); the bridge publishes it only where ground truth may go.
+    """
 
     key: str
     name: str
@@ -80,6 +84,7 @@ class Topic:
     why: str
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
+    ground_truth: bool = False
 
     @property
     def users(self) -> tuple[str, ...]:
@@ -114,8 +119,15 @@ _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
 
 def _bridge(key: str, name: str, kind: str, qos: str, why: str, direction: str = PUBLISHES,
             namespace: str = VESSEL, readers: tuple[str, ...] = (),
-            writers: tuple[str, ...] = ()) -> Topic:
-    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, readers, writers)
+            writers: tuple[str, ...] = (), ground_truth: bool = False) -> Topic:
+    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, readers, writers,
+                 ground_truth)
+
+
+def _truth(key: str, name: str, kind: str, qos: str, why: str,
+           readers: tuple[str, ...] = ()) -> Topic:
+    """Return a ground-truth topic of the bridge (``Topic.ground_truth``)."""
+    return _bridge(key, name, kind, qos, why, readers=readers, ground_truth=True)
 
 
 _MSG = 'pylon_interfaces/msg/'
@@ -130,19 +142,19 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',
             f'{SPECIFIED}; newest sample wins (up to 30 Hz)',
             readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
-    _bridge('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
-            'GROUND_TRUTH', NEWEST, readers=(ATTITUDE_EVALUATOR,)),
-    _bridge('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
-            'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/twist_body', 'ground_truth/twist_body',
-            'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/acceleration', 'ground_truth/acceleration',
-            'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
-            'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
-            readers=(ATTITUDE_EVALUATOR,)),
-    _bridge('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
-            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS, REFEREE)),
+    _truth('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
+           'GROUND_TRUTH', NEWEST, readers=(ATTITUDE_EVALUATOR,)),
+    _truth('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
+           'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/twist_body', 'ground_truth/twist_body',
+           'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/acceleration', 'ground_truth/acceleration',
+           'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
+           'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
+           readers=(ATTITUDE_EVALUATOR,)),
+    _truth('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
+           _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS, REFEREE)),
     _bridge('joint_states', 'joint_states', 'sensor_msgs/msg/JointState', 'DEFAULT_STREAM',
             f'{NO_SPEC} (robot_state_publisher, RViz)', readers=(ROBOT_STATE_PUBLISHER,)),
     _bridge('robot_description', 'robot_description', 'std_msgs/msg/String', 'LATCHED',
@@ -185,8 +197,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'COMMAND', 'a command like the others: none lost, none replayed', SUBSCRIBES),
     _bridge('docking_port/camera', 'docking_ports/{id}/camera/image_raw',
             'sensor_msgs/msg/Image', 'DEFAULT_STREAM', SENSOR),
-    _bridge('ground_truth/flight', 'ground_truth/flight', _MSG + 'FlightState', 'GROUND_TRUTH',
-            f'{NEWEST}; as the public PyLoN bridge'),
+    _truth('ground_truth/flight', 'ground_truth/flight', _MSG + 'FlightState', 'GROUND_TRUTH',
+           f'{NEWEST}; as the public PyLoN bridge', readers=(REFEREE,)),
     _bridge('simulator/state', 'simulator/state', _MSG + 'SimulatorState', 'LATCHED',
             f'{LATE_JOINER}; as the public PyLoN bridge'),
     _bridge('simulator/universal_time', 'simulator/universal_time', 'std_msgs/msg/Float64',
@@ -197,8 +209,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             _MSG + 'FlightControlCommand', 'COMMAND', NO_REPLAY, SUBSCRIBES),
     _bridge('control/batch', 'control/batch', _MSG + 'ControlBatch', 'COMMAND', NO_REPLAY,
             SUBSCRIBES),
-    _bridge('control/snapshot', 'control/snapshot', _MSG + 'ControlSnapshot',
-            'CONTROL_SNAPSHOT', 'as the public PyLoN bridge'),
+    _truth('control/snapshot', 'control/snapshot', _MSG + 'ControlSnapshot',
+           'CONTROL_SNAPSHOT', 'as the public PyLoN bridge'),
     _bridge('health/power', 'health/power', _MSG + 'VehicleHealth', 'HEALTH',
             'as the public PyLoN bridge'),
     _bridge('health/thermal', 'health/thermal', _MSG + 'PartThermalState', 'HEALTH',
@@ -268,6 +280,11 @@ MISSION_TOPICS: tuple[Topic, ...] = (
 TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
                             + MISSION_TOPICS}
 """Every topic and service of the workspace, by key."""
+
+GROUND_TRUTH_KEYS = frozenset(row.key for row in BRIDGE_TOPICS if row.ground_truth)
+"""The bridge's ground-truth topics: none exists with ``--disable-ground-truth``, and with
+``--ground-truth-domain`` they are the topics published in that other ROS domain. The world
+transform on ``/tf`` is ground truth too, but ``tf`` carries other transforms as well."""
 
 
 def topic(key: str) -> Topic:
