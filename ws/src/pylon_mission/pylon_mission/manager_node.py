@@ -62,7 +62,8 @@ class VehicleOutlet:
         self.vehicle, self.domain = vehicle, domain
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain)
-        self.node = Node(topics.SIM_MANAGER, context=self.context)
+        # a name of its own: the process's other nodes (one per domain) log apart
+        self.node = Node(f'{topics.SIM_MANAGER}_vehicle_{vehicle}', context=self.context)
         self.state = self.node.create_publisher(String, topics.name('sim/state'),
                                                 topics.qos('sim/state'))
         self.status = self.node.create_publisher(Float32MultiArray, topics.name('sim/status'),
