@@ -53,7 +53,8 @@ def bridge_topics() -> str:
                      f'{row.qos}: ' if p else '– | – | – | ')
         lines.append(
             f'| `{config.defaults().topic(row.key, id="<id>")}` | `{row.key}` | '
-            f'{row.direction} | `{row.type}` | {qos_cells}{row.why} |')
+            f'{row.direction} | `{row.type}` | {qos_cells}{row.why}'
+            f'{"; **ground truth**" if row.ground_truth else ""} |')
     return '\n'.join(lines)
 
 

@@ -14,7 +14,8 @@ attitude error); without either, Ctrl-C stops it. Exit status 0 unless a process
 nothing came up, or ``--until-settled`` ended before the slew settled. Process logs go
 to ``$DEMO_LOG_DIR`` (default: a temporary directory, printed). ``DEMO_OVERLAYS`` (comma
 list) and ``DEMO_SCENARIO`` select overlays and the scenario; ``--ports
-STATE,COMMAND,ADMIN`` moves the UDP ports.
+STATE,COMMAND,ADMIN`` moves the UDP ports. ``DEMO_VEHICLES=N`` runs a mission of N vehicles
+instead, each in its own ROS domain (``DEMO_DOMAIN_BASE``; see ``mission_demo.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ import tempfile
 import time
 
 from pylon_bridge.vessel_session import ACTIVE, CHANGED, STATE_NAMES
-from pylon_common import topics
+from pylon_common import mission, topics
 from pylon_interfaces.msg import ControlAuthorityState
 from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mission_demo  # noqa: E402
 import pylon_components as pc  # noqa: E402
 
 DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller')
@@ -68,10 +70,12 @@ class Processes:
         self.log_dir = log_dir
         self.running: list[tuple[str, subprocess.Popen]] = []
 
-    def start(self, name: str, cmd: list[str]) -> None:
-        """Start one process."""
+    def start(self, name: str, cmd: list[str], domain: int | None = None) -> None:
+        """Start one process (in ROS domain ``domain``; None: the environment's)."""
         log = open(self.log_dir / f'{name}.log', 'wb')
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+        env = dict(os.environ) if domain is None else {**os.environ,
+                                                       'ROS_DOMAIN_ID': str(domain)}
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         self.running.append((name, proc))
@@ -347,13 +351,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ports = tuple(int(p) for p in args.ports.split(',')) if args.ports else None
     overlays = pc.split_list(os.environ.get('DEMO_OVERLAYS', ''))
-    scenario = os.environ.get('DEMO_SCENARIO', pc.DEFAULT_SCENARIO)
+    vehicles = mission_demo.vehicles_from_env()
+    base = int(os.environ.get('DEMO_DOMAIN_BASE') or mission.DEFAULT_DOMAIN_BASE)
+    scenario = os.environ.get('DEMO_SCENARIO', '' if vehicles else pc.DEFAULT_SCENARIO)
     if args.print_commands:
-        print(json.dumps(command_lines(overlays, scenario, ports)))
+        planned_ = (mission_demo.plan(vehicles, overlays, scenario, ports, base) if vehicles
+                    else planned(overlays, scenario, ports))
+        print(json.dumps([pc.command_line(p) for p in planned_]))
         return 0
     seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
     log_dir = Path(os.environ.get('DEMO_LOG_DIR') or tempfile.mkdtemp(prefix='pylon_demo_'))
     log_dir.mkdir(parents=True, exist_ok=True)
+    if vehicles:
+        return mission_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
+                                Processes(log_dir))
     return run(seconds, overlays, scenario, ports, log_dir, args.until_settled)
 
 

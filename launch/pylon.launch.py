@@ -11,12 +11,28 @@ of ``config/`` and the overlays of ``config/overlays/`` layered in order::
     ros2 launch launch/pylon.launch.py overlays:=no_ground_truth,fast_slew
 
 ``ros2 launch launch/pylon.launch.py --show-args`` lists the arguments.
+
+With ``vehicles:=N`` (N >= 1) it starts a mission instead (``pylon_components.mission_plan``):
+the simulator serving N vehicles, ``sim_manager`` and ``referee`` in the management domain
+``domain_base`` and each vehicle's stack in domain ``domain_base + k``; launch ends when
+the referee has written the results of an ended mission::
+
+    ros2 launch launch/pylon.launch.py vehicles:=2 domain_base:=0 results_path:=/tmp/r.json
 """
 
 from pathlib import Path
 import sys
 
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
 from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -35,9 +51,10 @@ ARGUMENTS = (
      'comma list of components that run in another launch (e.g. another compose service); '
      'they start nothing here but count for cross-component settings: the bridge leaves '
      'the proxy static TF to robot_state_publisher when rsp is selected or external'),
-    ('scenario', pc.DEFAULT_SCENARIO,
+    ('scenario', '',
      f'pylon_sim scenario: {"|".join(pc.SCENARIOS)} or a path to a scenario YAML file '
-     '(only with the sim component)'),
+     f"(only with the sim component); '' = {pc.DEFAULT_SCENARIO}, or with vehicles the "
+     "mission's default"),
     ('disable_ground_truth', '',
      'true|false: the bridge publishes no ground truth topics and no world TF; '
      'empty (default) leaves it to config/pylon_bridge.yaml and the overlays'),
@@ -52,6 +69,15 @@ ARGUMENTS = (
      'interface; the mod sends to its PYLON_TRANSPORT.stateHost)'),
     ('ksp_host', pc.LOOPBACK,
      'with use_real_ksp: address of the computer running KSP (commands go there)'),
+    ('vehicles', '0',
+     'N >= 1: a mission of N vehicles, each in its own ROS domain (domain_base + k), the '
+     'management and the referee in domain_base; scenario defaults to '
+     + ', '.join(f'{n}: {s}' for n, s in pc.MISSION_SCENARIOS.items())
+     + ' (components, overlays apply; use_real_ksp does not)'),
+    ('domain_base', '0', 'with vehicles: the management domain; vehicle k uses domain_base + k'),
+    ('autostart', 'true', 'with vehicles: start the mission once every vehicle is Ready'),
+    ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
+    ('exit_on_finish', 'true', 'with vehicles: end launch once the mission ended'),
 )
 
 
@@ -61,14 +87,57 @@ def _typed(params: dict) -> dict:
             for k, v in params.items()}
 
 
+def _actions(planned) -> list:
+    """Return the launch actions of planned processes (a domain each where planned)."""
+    actions = []
+    for proc in planned:
+        env = {} if proc.domain is None else {'ROS_DOMAIN_ID': str(proc.domain)}
+        if proc.node is None:
+            actions.append(ExecuteProcess(
+                cmd=[ExecutableInPackage(proc.executable, proc.package), *proc.arguments],
+                name=proc.executable, output='screen', emulate_tty=True,
+                additional_env=env))
+            continue
+        parameters = list(proc.parameter_files)
+        if proc.parameters:
+            parameters.append(_typed(dict(proc.parameters)))
+        actions.append(Node(
+            package=proc.package, executable=proc.executable, name=proc.node,
+            parameters=parameters, remappings=list(proc.remappings),
+            arguments=list(proc.arguments), output='screen', emulate_tty=True,
+            additional_env=env))
+    return actions
+
+
+def _mission(arg) -> list:
+    """Return the actions of a mission (``vehicles:=N``); launch ends with the referee."""
+    vehicles = int(arg('vehicles'))
+    scenario = arg('scenario')
+    planned = pc.mission_plan(
+        vehicles, scenario=scenario,
+        overlays=pc.split_list(arg('overlays')), domain_base=int(arg('domain_base')),
+        autostart=bool(pc.parse_bool(arg('autostart'))),
+        exit_on_finish=bool(pc.parse_bool(arg('exit_on_finish'))),
+        results_path=arg('results_path'))
+    actions = [LogInfo(msg=f'pylon: mission of {vehicles} vehicles, management domain '
+                           f'{arg("domain_base")}')] + _actions(planned)
+    referee = next(a for a, p in zip(actions[1:], planned) if p.component == 'referee')
+    actions.append(RegisterEventHandler(OnProcessExit(
+        target_action=referee, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
+    return actions
+
+
 def _setup(context):
     def arg(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
+    if int(arg('vehicles') or 0) > 0:
+        return _mission(arg)
     use_real_ksp = bool(pc.parse_bool(arg('use_real_ksp')))
     overlays = pc.split_list(arg('overlays'))
     external = pc.select(arg('external_components')) if arg('external_components') else ()
-    planned = pc.plan(arg('components'), overlays=overlays, scenario=arg('scenario'),
+    planned = pc.plan(arg('components'), overlays=overlays,
+                      scenario=arg('scenario') or pc.DEFAULT_SCENARIO,
                       external=external,
                       disable_ground_truth=pc.parse_bool(arg('disable_ground_truth')),
                       use_real_ksp=use_real_ksp, bridge_host=arg('bridge_host'),
@@ -77,20 +146,7 @@ def _setup(context):
     actions = [LogInfo(msg=f'pylon: components {",".join(components) or "(none)"}; '
                            f'overlays {",".join(overlays) or "(none)"}'
                            + ('; use_real_ksp: no simulator' if use_real_ksp else ''))]
-    for proc in planned:
-        if proc.node is None:
-            actions.append(ExecuteProcess(
-                cmd=[ExecutableInPackage(proc.executable, proc.package), *proc.arguments],
-                name=proc.executable, output='screen', emulate_tty=True))
-            continue
-        parameters = list(proc.parameter_files)
-        if proc.parameters:
-            parameters.append(_typed(dict(proc.parameters)))
-        actions.append(Node(
-            package=proc.package, executable=proc.executable, name=proc.node,
-            parameters=parameters, remappings=list(proc.remappings),
-            arguments=list(proc.arguments), output='screen', emulate_tty=True))
-    return actions
+    return actions + _actions(planned)
 
 
 def generate_launch_description():

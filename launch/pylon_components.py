@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import os
 from pathlib import Path
 
-from pylon_common import topics
+from pylon_common import mission, topics
+from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.admin import ADMIN_PORT
 import yaml
@@ -206,7 +207,7 @@ def _applies(nodes: set[str], process_nodes: Iterable[str]) -> bool:
     return bool({'**', '*'} & nodes) or any(n in nodes for n in process_nodes)
 
 
-def parameter_files(component: str, overlays: Sequence[str] = (),
+def parameter_files(component: str | Component, overlays: Sequence[str] = (),
                     process: Process | None = None) -> list[Path]:
     """Return the parameter files of a component: base files, then overlays in order.
 
@@ -215,7 +216,7 @@ def parameter_files(component: str, overlays: Sequence[str] = (),
     so ``overlays:=fast_slew,no_ground_truth`` can be handed to every component. With
     ``process``, only that process's base files and the overlays for its node.
     """
-    comp = COMPONENTS[component]
+    comp = COMPONENTS[component] if isinstance(component, str) else component
     if process is None:
         base, nodes = comp.base_parameter_files, comp.node_names
     else:
@@ -278,6 +279,8 @@ class Planned:
     parameter_files: tuple[str, ...]
     parameters: tuple[tuple[str, object], ...]
     remappings: tuple[tuple[str, str], ...]
+    domain: int | None = None         # its ROS_DOMAIN_ID (None: the environment's)
+    vehicle: int | None = None        # the vehicle whose stack it belongs to (missions)
 
 
 def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
@@ -311,6 +314,135 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
                                tuple(proc.arguments), files, tuple(fixed.items()),
                                tuple(proc.remappings)))
     return out
+
+
+# -- missions: several vehicles, a ROS domain each -------------------------------------------
+MANAGER = Component('manager', 'sim_manager: the mission management (management domain)', (
+    Process('pylon_mission', 'sim_manager', topics.SIM_MANAGER),
+))
+REFEREE = Component('referee', "referee: scores every vehicle's task from ground truth", (
+    Process('pylon_mission', 'referee', topics.REFEREE),
+))
+CHASER = Component('chaser', 'rendezvous_chaser: an example autonomy flying the rendezvous', (
+    Process('pylon_vehicle_control', 'rendezvous_chaser', topics.RENDEZVOUS_CHASER),
+))
+MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, REFEREE)}
+"""What runs in the management domain, besides the simulator."""
+VEHICLE_COMPONENTS: dict[str, Component] = {c.name: c for c in (
+    BRIDGE, ESTIMATOR, CONTROLLER, CHASER)}
+"""What runs in each vehicle's domain (the chaser only for a vehicle with a task)."""
+MISSION_SCENARIOS = {2: 'rendezvous', 4: 'rendezvous4'}
+"""The scenario a mission of that many vehicles flies unless one is named."""
+
+
+@dataclass(frozen=True)
+class VehicleFacts:
+    """What a vehicle's stack needs to know of its vessel in the scenario."""
+
+    key: str
+    vessel_id: str
+    star_tracker: str        # its first star tracker's sensor id ('' none)
+    relative_nav: str        # its first relative-navigation sensor's id ('' none)
+    scored: bool             # it has the scenario's task (every vehicle but the target)
+
+
+def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
+    """Return the facts of the scenario's vehicles; ValueError unless it has ``vehicles``."""
+    from pylon_sim.scenario import load_scenario
+    loaded = load_scenario(scenario)
+    if len(loaded.vehicles) != vehicles:
+        raise ValueError(f'scenario {scenario!r} has {len(loaded.vehicles)} vehicles '
+                         f'({", ".join(loaded.vehicles)}), not {vehicles}')
+    out = []
+    for key in loaded.vehicles:
+        spec = loaded.vessel(key).spec
+        sensors = {kind: next((m.get('sensor_id') for part in spec.parts
+                               for m in part.modules if m.kind == kind), '')
+                   for kind in ('star_tracker', 'relative_nav')}
+        out.append(VehicleFacts(key, spec.vessel_id, sensors['star_tracker'],
+                                sensors['relative_nav'],
+                                loaded.task is not None and key != loaded.task.target))
+    return out
+
+
+def _target_vessel_id(scenario: str) -> str:
+    from pylon_sim.scenario import load_scenario
+    loaded = load_scenario(scenario)
+    return loaded.vessel(loaded.task.target).spec.vessel_id if loaded.task else ''
+
+
+def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
+                        ports: Sequence[int], target: str) -> dict[str, object]:
+    """Return the fixed parameters of vehicle k's process of ``component``."""
+    if component == 'bridge':
+        prefix = mission.vehicle_prefix(k)
+        return {'port': management.vehicle_port(ports[0], k),
+                'command_port': management.vehicle_port(ports[1], k),
+                'ground_truth_domain': base,
+                'ground_truth_prefix': topics.name('ground_truth/pose', prefix).rsplit('/', 1)[0],
+                'control_snapshot_topic': topics.name('control/snapshot', prefix),
+                'publish_proxy_static_tf': True}
+    if component == 'estimator' and facts.star_tracker:
+        return {'star_tracker_id': facts.star_tracker}
+    if component == 'controller':
+        return {'controller_id': f'vehicle_{k}'}
+    if component == 'chaser':
+        return {'relative_nav_id': facts.relative_nav, 'target_vessel_id': target}
+    return {}
+
+
+def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] = (),
+                 domain_base: int = mission.DEFAULT_DOMAIN_BASE,
+                 ports: Sequence[int] | None = None,
+                 management_port: int = management.MANAGEMENT_PORT, autostart: bool = True,
+                 exit_on_finish: bool = False, results_path: str = '',
+                 vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS)
+                 ) -> list[Planned]:
+    """Return every process of a mission of ``vehicles`` vehicles, in start order.
+
+    The simulator (``--management-port``; vehicle k on the first ``ports`` plus
+    ``management.PORT_STRIDE`` x (k - 1)), then ``sim_manager`` and ``referee`` in the
+    management domain ``domain_base``, then each vehicle's stack in domain
+    ``domain_base + k``: its bridge (ground truth into the management domain under
+    ``/vehicle_k``), estimator, controller and, for a vehicle with a task, the chaser.
+    ``scenario`` '' picks ``MISSION_SCENARIOS[vehicles]``.
+    """
+    scenario = scenario or MISSION_SCENARIOS.get(vehicles, '')
+    if not scenario:
+        raise ValueError(f'no shipped scenario has {vehicles} vehicles '
+                         f'({", ".join(f"{n}: {s}" for n, s in MISSION_SCENARIOS.items())}); '
+                         'name one')
+    facts = vehicle_facts(scenario, vehicles)
+    ports = tuple(ports) if ports is not None else (STATE_PORT, COMMAND_PORT, ADMIN_PORT)
+    target = _target_vessel_id(scenario)
+    sim = Planned('sim', 'pylon_sim', 'pylon_sim', None,
+                  (*sim_arguments(scenario, ports), '--management-port', str(management_port)),
+                  (), (), (), None)
+    fixed = {'manager': {'management_port': management_port, 'vehicles': vehicles,
+                         'domain_base': domain_base, 'autostart': autostart,
+                         'exit_on_finish': exit_on_finish},
+             'referee': {'results_path': results_path, 'exit_on_finish': exit_on_finish}}
+    out = [sim, *(_planned(name, MISSION_COMPONENTS[name], overlays, fixed[name],
+                           domain_base, None) for name in MISSION_COMPONENTS)]
+    for k, vehicle in enumerate(facts, start=1):
+        for name in vehicle_components:
+            if name == 'chaser' and not (vehicle.scored and vehicle.relative_nav):
+                continue
+            params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target)
+            out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params,
+                                mission.vehicle_domain(domain_base, k), k))
+    return out
+
+
+def _planned(name: str, component: Component, overlays: Sequence[str], fixed: dict,
+             domain: int, vehicle: int | None) -> Planned:
+    """Return the one ROS process of a mission component, resolved."""
+    (proc,) = component.processes
+    files = parameter_files(component, overlays, proc)
+    return Planned(name, proc.package, proc.executable, proc.node, tuple(proc.arguments),
+                   tuple(str(f) for f in files), tuple({**dict(proc.parameters),
+                                                        **fixed}.items()),
+                   tuple(proc.remappings), domain, vehicle)
 
 
 def _ros_value(value: object) -> str:

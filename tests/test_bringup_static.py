@@ -214,11 +214,25 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'rviz-x11'}
+                'rviz-x11', 'mission'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11'}
+    assert default == expected - {'rviz-x11', 'mission'}
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
+    assert SERVICES['mission']['profiles'] == ['mission']
+
+
+def test_compose_mission_runs_a_mission_in_its_domains():
+    service = SERVICES['mission']
+    args = _launch_args(service['command'])
+    assert args['vehicles'] == '${PYLON_VEHICLES:-2}'
+    assert args['domain_base'] == '${PYLON_DOMAIN_BASE:-0}'
+    # the container's own domain (its health check's) is the management domain
+    assert service['environment']['ROS_DOMAIN_ID'] == '${PYLON_DOMAIN_BASE:-0}'
+    assert service['environment']['PYLON_HEALTH_NODE'] == '/sim_manager'
+    for vehicles, scenario in pc.MISSION_SCENARIOS.items():
+        assert (ROOT / 'config' / 'scenarios' / f'{scenario}.yaml').is_file()
+        assert len(pc.vehicle_facts(scenario, vehicles)) == vehicles
 
 
 @pytest.mark.parametrize('name', sorted(SERVICES))
@@ -234,8 +248,8 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
     command = service['command']
     assert command[:3] == ['ros2', 'launch', '/ws/launch/pylon.launch.py']
     args = _launch_args(command)
-    selected = pc.select(args['components'])
-    assert set(args['components'].split(',')) <= set(pc.COMPONENTS)
+    selected = pc.select(args.get('components', ''))
+    assert set(pc.split_list(args.get('components', ''))) <= set(pc.COMPONENTS)
     if 'rviz' in selected:
         assert build['target'] in ('desktop', 'dev')
     if 'overlays' in args:
@@ -247,6 +261,7 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
 
 def test_compose_runs_every_component_once_with_consistent_static_tf():
     started = [c for s in SERVICES.values() if not s.get('profiles')
+               and 'components' in _launch_args(s['command'])
                for c in pc.select(_launch_args(s['command'])['components'])]
     assert sorted(started) == sorted(pc.COMPONENTS)
     bridge = _launch_args(SERVICES['bridge']['command'])

@@ -43,7 +43,10 @@ def launch_file(monkeypatch):
     stubs = {
         'launch': {}, 'launch.actions': {
             'DeclareLaunchArgument': _Recorder, 'ExecuteProcess': _Recorder,
-            'LogInfo': _Recorder, 'OpaqueFunction': _Recorder},
+            'LogInfo': _Recorder, 'OpaqueFunction': _Recorder, 'EmitEvent': _Recorder,
+            'RegisterEventHandler': _Recorder},
+        'launch.event_handlers': {'OnProcessExit': _Recorder},
+        'launch.events': {'Shutdown': _Recorder},
         'launch.launch_description': {'LaunchDescription': _Recorder},
         'launch.substitutions': {'LaunchConfiguration': _LaunchConfiguration},
         'launch_ros': {}, 'launch_ros.actions': {'Node': _Recorder},
@@ -122,3 +125,21 @@ def test_launch_sets_the_static_tf_switch_with_robot_state_publisher(launch_file
     fixed = {k: v for entry in bridge.kwargs['parameters'] if isinstance(entry, dict)
              for k, v in entry.items()}
     assert fixed['publish_proxy_static_tf'] is True
+
+
+def test_launch_and_native_demo_start_the_same_mission(launch_file):
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    mission = sys.modules['mission_demo']
+    actions = launch_file._setup(_context(launch_file, vehicles='2', domain_base='7',
+                                          results_path='/tmp/results.json'))
+    started = [a for a in actions if 'cmd' in a.kwargs or 'package' in a.kwargs]
+    planned = mission.plan(2, domain_base=7, log_dir=Path('/tmp'))
+    assert _as_commands(started) == [native.pc.command_line(p) for p in planned]
+    # every process in its domain: the simulator none, management 7, vehicle k 7 + k
+    domains = [a.kwargs['additional_env'].get('ROS_DOMAIN_ID') for a in started]
+    assert domains == [None if p.domain is None else str(p.domain) for p in planned]
+    assert domains[:3] == [None, '7', '7'] and set(domains[3:]) == {'8', '9'}
+    # launch ends when the referee exits (it does once it wrote an ended mission's result)
+    (handler,) = [a for a in actions
+                  if a.args and 'target_action' in getattr(a.args[0], 'kwargs', {})]
+    assert handler.args[0].kwargs['target_action'].kwargs['executable'] == 'referee'

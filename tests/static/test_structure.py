@@ -109,7 +109,7 @@ def test_the_graph_reaches_every_package():
     graph = import_graph()
     packages = {name.split('.')[0] for name in graph}
     assert packages >= {'pylon_protocol', 'pylon_common', 'pylon_bridge', 'pylon_sim',
-                        'pylon_vehicle_control', 'pylon_testing'}
+                        'pylon_vehicle_control', 'pylon_mission', 'pylon_testing'}
     assert 'pylon_bridge.qos' in graph['pylon_bridge.node']
 
 
@@ -121,7 +121,8 @@ def test_packages_import_only_what_lies_below_them():
     layers = {'pylon_protocol': set(), 'pylon_sim': {'pylon_protocol', 'pylon_description'},
               'pylon_common': {'pylon_protocol'},
               'pylon_bridge': {'pylon_protocol', 'pylon_common'},
-              'pylon_vehicle_control': {'pylon_protocol', 'pylon_common'}}
+              'pylon_vehicle_control': {'pylon_protocol', 'pylon_common'},
+              'pylon_mission': {'pylon_protocol', 'pylon_common'}}
     wrong = [(module, target) for module, targets in import_graph().items()
              for target in targets
              if module.split('.')[0] in layers

@@ -22,5 +22,6 @@ setup(
         'attitude_estimator = pylon_vehicle_control.estimator_node:main',
         'setpoint_controller = pylon_vehicle_control.controller_node:main',
         'attitude_evaluator = pylon_vehicle_control.evaluator_node:main',
+        'rendezvous_chaser = pylon_vehicle_control.chaser_node:main',
     ]},
 )

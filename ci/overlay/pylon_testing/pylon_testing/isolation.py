@@ -100,6 +100,31 @@ def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
     raise RuntimeError(f'no free UDP port after {PORT_ATTEMPTS} attempts')
 
 
+def claim_udp_port_series(count: int, stride: int, host: str = '127.0.0.1'
+                          ) -> tuple[int, list[Claim]]:
+    """Claim ``count`` UDP ports ``first + k * stride`` (k < count), all free now; return first.
+
+    For a simulator that serves several vehicles on ports a stride apart.
+    """
+    for _ in range(PORT_ATTEMPTS):
+        first, claim = claim_udp_port(host)
+        claims = [claim]
+        try:
+            for k in range(1, count):
+                port = first + k * stride
+                if port > 65535:
+                    raise BlockingIOError
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                    sock.bind((host, port))          # free now (OSError: taken)
+                claims.append(Claim(f'udp-{port}'))
+        except (BlockingIOError, OSError):
+            for taken in claims:
+                taken.release()
+            continue
+        return first, claims
+    raise RuntimeError(f'no series of {count} free UDP ports {stride} apart')
+
+
 def isolate(domain_id: int, log_dir: Path) -> None:
     """Put this process, and every process it starts, on ``domain_id`` with logs in ``log_dir``.
 

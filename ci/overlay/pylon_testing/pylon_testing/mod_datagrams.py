@@ -192,6 +192,24 @@ def flight_state(ut: float = UT, sequence: int = 10, env: Envelope = ENV, **over
     return encode('pylon_flight_state', env, **flight_fields(ut, sequence, env, **overrides))
 
 
+def control_snapshot(sequence: int = 20, ut: float = UT, env: Envelope = ENV) -> bytes:
+    """Return a ``pylon_control_snapshot``: flight state, one engine, one decoupler."""
+    vessel = env.runtime_vessel_id
+    flight = {'type': 'pylon_flight_state', 'version': 1, **flight_fields(ut, sequence, env)}
+    engine = {'type': 'pylon_actuator_state', 'version': 1, 'actuatorType': 'engine',
+              'name': 'engine_5_0', 'vesselId': vessel, 'observationSequence': sequence,
+              'universalTime': ut, 'enabled': True, 'operational': True, 'flameout': False,
+              'commandActive': True, 'gimbalAvailable': True, 'gimbalCommandActive': False,
+              'throttle': 0.5, 'thrust': 100.0, 'maxThrust': 200.0, 'gimbalPitch': 0.0,
+              'gimbalYaw': 0.0, 'gimbalRoll': 0.0}
+    separator = {'type': 'pylon_actuator_state', 'version': 1, 'actuatorType': 'separation',
+                 'name': 'decoupler_12_0', 'vesselId': vessel, 'mechanism': 'decoupler',
+                 'observationSequence': sequence, 'universalTime': ut, 'available': True,
+                 'separated': False}
+    return encode('pylon_control_snapshot', env, vesselId=vessel, observationSequence=sequence,
+                  flight=flight, engines=[engine], separations=[separator])
+
+
 def vehicle_health(charge: float, ut: float = UT, sequence: int = 10, capacity: float = 200.0,
                    env: Envelope = ENV) -> bytes:
     """Return a ``pylon_vehicle_health`` datagram."""

@@ -8,10 +8,14 @@ Fixtures:
 - ``ros_domain_block``: call it with a count for that many consecutive domain ids of the
   session's own (a multi-vehicle stack: management in the first, a vehicle in each next).
 - ``free_udp_port``: call it for a UDP port no other session was given.
+- ``free_udp_port_series``: call it with (count, stride) for that many such ports a stride
+  apart (a simulator serving several vehicles), first one returned.
 - ``ros_process``: call it to start a workspace executable as a real process (the
   ``start`` of a ``ProcessGroup`` of the test); its log is shown when the test fails, and
   it is always ended (SIGINT, SIGTERM, SIGKILL) at teardown.
 - ``ros_node``: an rclpy node in the test process on the session's domain, in its own context.
+- ``ros_node_in``: call it with a domain id (of ``ros_domain_block``) for such a node in that
+  domain; each call makes a node of its own, ended at teardown.
 - ``sim_stack``: call it to start ``pylon_sim`` and ``udp_bridge`` on ports of their own
   (``pylon_testing.stack.start_stack``); it returns the ``SimStack`` (admin, simulator clock).
 - ``module_ros_process`` and ``module_ros_node``: the same as ``ros_process`` and
@@ -36,6 +40,7 @@ from pylon_testing.isolation import (
     claim_domain_block,
     claim_domain_id,
     claim_udp_port,
+    claim_udp_port_series,
     isolate,
 )
 from pylon_testing.processes import ProcessGroup, RosProcess, stop_all
@@ -101,6 +106,19 @@ def ros_domain_block(pytestconfig: pytest.Config) -> Callable[[int], int]:
         base, taken = claim_domain_block(count)
         claims.extend(taken)
         return base
+
+    return take
+
+
+@pytest.fixture(scope='session')
+def free_udp_port_series(pytestconfig: pytest.Config) -> Callable[[int, int], int]:
+    """Return ``take(count, stride) -> first``: UDP ports ``first + k * stride``, held."""
+    claims: list[Claim] = pytestconfig.stash[_SESSION]['claims']
+
+    def take(count: int, stride: int) -> int:
+        first, taken = claim_udp_port_series(count, stride)
+        claims.extend(taken)
+        return first
 
     return take
 
@@ -173,6 +191,13 @@ def ros_node(ros_domain_id: int) -> Iterator[object]:
     """Yield an rclpy node in the test process, in a context of its own on the session's domain."""
     with _node_in_own_context(ros_domain_id) as node:
         yield node
+
+
+@pytest.fixture
+def ros_node_in() -> Iterator[Callable[[int], object]]:
+    """Return ``make(domain_id) -> node``: rclpy nodes in contexts of their own, in any domain."""
+    with contextlib.ExitStack() as stack:
+        yield lambda domain_id: stack.enter_context(_node_in_own_context(domain_id))
 
 
 @pytest.fixture(scope='module')

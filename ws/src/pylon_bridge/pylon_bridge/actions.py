@@ -1,8 +1,10 @@
 """What the bridge's logic hands to the node: actions, counters and topic lifetimes.
 
 The core and its collaborators never touch a publisher: they return ``Publish`` and
-``Destroy`` actions, and the node applies them. ``Stats`` counts everything diagnostics
-reports (received, accepted, dropped by reason, ignored, published per topic, commands).
+``Destroy`` actions, and the node applies them; a ``Relayed`` one is for the node in the
+ground-truth ROS domain (``--ground-truth-domain``). ``Stats`` counts everything diagnostics
+reports (received, accepted, dropped by reason, ignored, routed, published per topic,
+commands).
 ``TopicLifetimes`` remembers when each topic last had data, so that a topic whose source
 fell silent for ``--topic-timeout-sec`` is removed; latched state topics never are.
 """
@@ -42,6 +44,13 @@ class Destroy:
     topic_id: str = ''
 
 
+@dataclass(frozen=True)
+class Relayed:
+    """Apply ``action`` (a ground-truth topic's) in the ground-truth domain, not the bridge's."""
+
+    action: Publish | Destroy
+
+
 @dataclass
 class Stats:
     """Counters for diagnostics, and the latest drops for the node's throttled log."""
@@ -50,6 +59,7 @@ class Stats:
     accepted: int = 0
     dropped: Counter = field(default_factory=Counter)
     ignored: Counter = field(default_factory=Counter)
+    routed: Counter = field(default_factory=Counter)
     published: Counter = field(default_factory=Counter)
     by_type: Counter = field(default_factory=Counter)
     commands_sent: Counter = field(default_factory=Counter)
@@ -63,6 +73,16 @@ class Stats:
         self.dropped[reason] += 1
         self.recent_drops.append((reason, detail))
         return []
+
+    def absorb(self, other: Stats) -> None:
+        """Count ``other``'s drops and ignored datagrams here, and forget them there."""
+        self.drop_count += other.drop_count
+        self.dropped.update(other.dropped)
+        self.ignored.update(other.ignored)
+        self.recent_drops.extend(other.recent_drops)
+        other.drop_count = 0
+        for counts in (other.dropped, other.ignored, other.recent_drops):
+            counts.clear()
 
 
 class TopicLifetimes:

@@ -97,6 +97,13 @@ OPTIONS: tuple[Parameter, ...] = (
     _behaviour('disable_ground_truth', False,
                'publish no ground truth topics and no world TF; VesselLifecycle.world_frame '
                'is empty'),
+    _behaviour('ground_truth_domain', -1,
+               "ROS domain id (not the bridge's own) in which a second node of this process "
+               'publishes every ground truth topic (ground_truth/*, control/snapshot) under '
+               "its usual name, type and QoS; the bridge's own domain then gets none of them "
+               'and no world TF, and VesselLifecycle.world_frame is empty, as with '
+               '--disable-ground-truth (several vehicles: no vehicle domain carries ground '
+               'truth); -1: off', minimum=-1, maximum=232, metavar='DOMAIN'),
     _behaviour('allow_remote_models', False,
                'accept vessel model (URDF) datagrams from non-loopback senders'),
     _behaviour('allow_servo_joints', False,
@@ -133,7 +140,10 @@ OPTIONS: tuple[Parameter, ...] = (
                   'vessel identity and frame lifecycle (latched)'),
     _derived('ground_truth_prefix', 'topic_prefix', 'ground_truth',
              'prefix of the ground truth topics (pose, twist, twist_body, acceleration, '
-             'frame_angular_velocity, nearby_vessels)'),
+             'frame_angular_velocity, nearby_vessels, flight)'),
+    _topic_option('control_snapshot_topic', 'control/snapshot',
+                  "control snapshots: one frame's flight state, engines and separators "
+                  '(ground truth)'),
     _derived('actuators_prefix', 'topic_prefix', 'actuators',
              'prefix of the typed actuator topics: servo, wheel, propulsion, rcs and '
              'separation, each with command and state'),
@@ -229,7 +239,8 @@ def resolve(explicit_cli: Mapping[str, Any], parameters: Mapping[str, Any]) -> B
 
     Precedence: explicit flag > ROS parameter > derived default > default. ``''`` for a
     derived topic, at either level, means "not set here". Every value is type-checked and
-    validated; a ValueError names the option.
+    validated; a ValueError names the option (both options of a pair that excludes each
+    other: ``--disable-ground-truth`` and ``--ground-truth-domain``).
     """
     for source, given in (('flag', explicit_cli), ('parameter', parameters)):
         unknown = sorted(set(given) - set(OPTION_BY_NAME))
@@ -253,7 +264,17 @@ def resolve(explicit_cli: Mapping[str, Any], parameters: Mapping[str, Any]) -> B
 
     for option in OPTIONS:
         value_of(option.name)
+    _check_together(values)
     return BridgeConfig(**values)
+
+
+def _check_together(values: Mapping[str, OptionValue]) -> None:
+    """Raise ValueError naming both options when two options exclude each other."""
+    if values['disable_ground_truth'] and values['ground_truth_domain'] >= 0:
+        disable, domain = (OPTION_BY_NAME[name].label
+                           for name in ('disable_ground_truth', 'ground_truth_domain'))
+        raise ValueError(f'{disable} and {domain} exclude each other: ground truth is either '
+                         'published nowhere or in another ROS domain; give one of them')
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from pylon_protocol import frames, wire
 
 from pylon_bridge.actions import Stats, TopicLifetimes
 from pylon_bridge.description import ProxyDescription
-from pylon_bridge.session_time import SessionTime
+from pylon_bridge.session_time import MappedTime, SessionTime
 from pylon_bridge.transforms import Transforms
 from pylon_bridge.vessel_session import VesselSession
 
@@ -25,6 +25,7 @@ class CoreConfig:
 
     topic_timeout_sec: float = 3.0
     disable_ground_truth: bool = False
+    route_ground_truth: bool = False   # hand ground truth to the truth core (not published here)
     allow_remote_models: bool = False
     allow_servo_joints: bool = False
     publish_proxy_static_tf: bool = True
@@ -35,17 +36,29 @@ class CoreConfig:
     publish_clock: bool = False    # publish /clock from the UT-mapped time
     frame_prefix: str = 'pylon'    # first word of sensor frame names
 
+    @property
+    def ground_truth_here(self) -> bool:
+        """Return whether this core publishes ground truth and the world TF itself.
+
+        Not with ``disable_ground_truth`` (nothing anywhere), nor with
+        ``route_ground_truth`` (``--ground-truth-domain``: another ROS domain has it).
+        """
+        return not (self.disable_ground_truth or self.route_ground_truth)
+
 
 class Shared:
     """The bridge's state every collaborator reads or writes, wired once."""
 
-    def __init__(self, config: CoreConfig) -> None:
-        """Start with no session: the vessel session is UNAVAILABLE, no model, no TF."""
+    def __init__(self, config: CoreConfig, mapped: MappedTime | None = None) -> None:
+        """Start with no session: the vessel session is UNAVAILABLE, no model, no TF.
+
+        ``mapped``: stamp on another core's UT -> ROS mapping (``SessionTime``).
+        """
         self.config = config
         self.stats = Stats()
         self.topics = TopicLifetimes(self.stats)
-        self.time = SessionTime()
-        self.vessel = VesselSession('' if config.disable_ground_truth else config.world_frame)
+        self.time = SessionTime(mapped)
+        self.vessel = VesselSession(config.world_frame if config.ground_truth_here else '')
         self.description = ProxyDescription(config.allow_remote_models,
                                             config.allow_servo_joints)
         self.transforms = Transforms(config, self.topics)

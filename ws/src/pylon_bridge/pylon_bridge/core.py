@@ -1,11 +1,12 @@
 """The bridge's logic without rclpy: datagrams in, actions out, by a small dispatcher.
 
 ``BridgeCore.handle(data, source, now, ros_now)`` decodes and validates one datagram
-(``pylon_protocol``), applies the session gate (heartbeats open and refresh the session;
-everything else must match it), then the two gates of the specification, once for every
-type: nothing from ground truth with ``--disable-ground-truth``, no new measurement while
-the game is paused. It hands the datagram to the collaborator whose job it is and returns
-the ``Publish``/``Destroy`` actions for the node:
+(``decode``: ``pylon_protocol``), then ``handle_packet`` applies the session gate
+(heartbeats open and refresh the session; everything else must match it), then the two
+gates of the specification, once for every type: nothing from ground truth with
+``--disable-ground-truth``, no new measurement while the game is paused. It hands the
+datagram to the collaborator whose job it is and returns the ``Publish``/``Destroy``
+actions for the node:
 
 | collaborator | job |
 |---|---|
@@ -26,12 +27,24 @@ the ``Publish``/``Destroy`` actions for the node:
 moves the UT-mapped time forward also publishes ``/clock``. Every rejected
 datagram is counted by reason in ``stats``; nothing here raises on bad input. Times:
 ``now`` is monotonic seconds (expiries), ``ros_now`` the ROS clock in seconds (stamps).
+
+Ground truth in another ROS domain (``route_ground_truth``, ``--ground-truth-domain``): the
+core then behaves as with ``--disable-ground-truth`` (no ground-truth topic, no world TF,
+an empty ``world_frame``), but instead of dropping the ground-truth datagrams it hands them,
+and every accepted heartbeat, to a second ``BridgeCore`` with ground truth on, the *truth
+core* (counted ``routed.<type>``). That core stamps on this one's UT -> ROS mapping, so its
+messages are those a single core would publish; of its actions only those of the
+ground-truth topics (``pylon_common.topics.GROUND_TRUTH_KEYS``) come back, wrapped in
+``Relayed`` for the node in the other domain (not the world TF). ``tick`` expires its
+topics too; its drops and ignored datagrams are counted here.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from pylon_common import topics
 from pylon_common.stamps import to_time
 from pylon_protocol import packets
 from pylon_protocol.errors import ProtocolError
@@ -39,7 +52,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64, String
 
 from pylon_bridge import description, simulator_state, vessel_session
-from pylon_bridge.actions import Destroy, Publish, Stats
+from pylon_bridge.actions import Destroy, Publish, Relayed, Stats
 from pylon_bridge.actuation import Actuation
 from pylon_bridge.commands import CommandError, Outgoing
 from pylon_bridge.context import CoreConfig, Shared
@@ -48,13 +61,16 @@ from pylon_bridge.health import Health
 from pylon_bridge.measurements import Measurements
 from pylon_bridge.sensor_streams import SensorStreams
 from pylon_bridge.separation_results import QUERY_SENT, SeparationResults
+from pylon_bridge.session_time import MappedTime
 
-__all__ = ['BridgeCore', 'CoreConfig', 'Destroy', 'EXPIRY_PERIOD_SEC', 'Publish', 'Stats']
+__all__ = ['BridgeCore', 'CoreConfig', 'Destroy', 'EXPIRY_PERIOD_SEC', 'Publish', 'Relayed',
+           'Stats']
 
 EXPIRY_PERIOD_SEC = 0.25
 GROUND_TRUTH_TYPES = frozenset({'pylon_ground_truth', 'pylon_nearby_vessels',
                                 'pylon_flight_state', 'pylon_control_snapshot'})
-"""Dropped as a whole with ``--disable-ground-truth``."""
+"""Dropped as a whole with ``--disable-ground-truth``; routed to the truth core with
+``--ground-truth-domain``."""
 PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state',
                           'pylon_star_tracker', 'pylon_lidar_scan',
                           'pylon_camera_frame_chunk', 'pylon_relative_nav'})
@@ -80,9 +96,15 @@ def _gated_fields(packet: dict) -> tuple[dict, bool]:
 class BridgeCore:
     """Gates and dispatches datagrams; expires what fell silent."""
 
-    def __init__(self, config: CoreConfig) -> None:
-        """Start with no session; the vessel lifecycle is UNAVAILABLE."""
-        self.shared = s = Shared(config)
+    def __init__(self, config: CoreConfig, mapped: MappedTime | None = None) -> None:
+        """Start with no session; the vessel lifecycle is UNAVAILABLE.
+
+        ``mapped``: stamp on another core's UT -> ROS mapping (the truth core on its
+        bridge core's). With ``config.route_ground_truth`` the truth core is made here.
+        """
+        if config.disable_ground_truth and config.route_ground_truth:
+            raise ValueError('ground truth cannot be both disabled and routed')
+        self.shared = s = Shared(config, mapped)
         self.config, self.stats = config, s.stats
         self.measurements = Measurements(s)
         self.sensors = SensorStreams(s)
@@ -92,6 +114,8 @@ class BridgeCore:
         self.separations = SeparationResults(self.stats)
         self.simulator = simulator_state.SimulatorTracker()
         self._clock_published: float | None = None
+        self.truth = BridgeCore(replace(config, route_ground_truth=False, publish_clock=False),
+                                s.time.mapped) if config.route_ground_truth else None
         self._handlers = {
             'pylon_imu': self.measurements.imu,
             'pylon_ground_truth': self.measurements.ground_truth,
@@ -135,16 +159,26 @@ class BridgeCore:
     # -- entry points ----------------------------------------------------------------------------
     def handle(self, data: bytes, source: Any, now: float, ros_now: float) -> list:
         """Process one datagram; return the actions it causes."""
+        packet = self.decode(data)
+        return [] if packet is None else self.handle_packet(packet, source, now, ros_now)
+
+    def decode(self, data: bytes) -> dict | None:
+        """Return a datagram's validated packet, or None (counted as dropped or ignored)."""
         self.stats.received += 1
         try:
             packet = packets.decode_state(data, self.config.max_datagram_bytes)
         except ProtocolError as exc:
             if exc.reason == 'unknown_type':    # a newer mod's packet: ignored silently
                 self.stats.ignored['unknown_type'] += 1
-                return []
-            return self.stats.drop(exc.reason, str(exc))
+            else:
+                self.stats.drop(exc.reason, str(exc))
+            return None
+        self.stats.by_type[packet['type']] += 1
+        return packet
+
+    def handle_packet(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        """Process one packet ``decode`` returned; return the actions it causes."""
         kind = packet['type']
-        self.stats.by_type[kind] += 1
         if kind == 'pylon_session':
             return self._heartbeat(packet, now, ros_now)
         try:
@@ -157,8 +191,10 @@ class BridgeCore:
             self.stats.ignored[kind] += 1
             return []
         self.stats.accepted += 1
-        if kind in GROUND_TRUTH_TYPES and self.config.disable_ground_truth:
-            return self.stats.drop('ground_truth_disabled', kind)
+        if kind in GROUND_TRUTH_TYPES and not self.config.ground_truth_here:
+            if self.truth is None:
+                return self.stats.drop('ground_truth_disabled', kind)
+            return self._route(packet, now, ros_now)
         if kind in PAUSED_TYPES and self.paused:
             return self.stats.drop('paused', f'{kind} while paused')
         try:
@@ -196,6 +232,8 @@ class BridgeCore:
         if stale is not None:
             out.append(s.topics.publish('simulator/state',
                                         simulator_state.message(stale, ros_now), now))
+        if self.truth is not None:
+            out += self._relayed(self.truth.tick(now, ros_now))
         return out
 
     def model_tf(self, now: float, ros_now: float) -> list:
@@ -260,7 +298,8 @@ class BridgeCore:
                                  packet['universalTime'], result.session_changed,
                                  result.reason == 'reopened')
         return (out + self._simulator_state(packet, now, ros_now)
-                + vessel_session.changed(state, ros_now, status=True))
+                + vessel_session.changed(state, ros_now, status=True)
+                + self._route(packet, now, ros_now))
 
     def _simulator_state(self, packet: dict, now: float, ros_now: float) -> list:
         """Return ``simulator/state`` and ``simulator/universal_time`` of a heartbeat."""
@@ -276,6 +315,21 @@ class BridgeCore:
             self.shared.stamp(packet, ros_now)
             out += self._clock()
         return out
+
+    # -- ground truth in another domain ---------------------------------------------------------
+    def _route(self, packet: dict, now: float, ros_now: float) -> list:
+        """Hand an admitted packet to the truth core; return its ground-truth actions."""
+        if self.truth is None:
+            return []
+        self.stats.routed[packet['type']] += 1
+        # no ground-truth datagram depends on its sender (only a model chunk does)
+        return self._relayed(self.truth.handle_packet(packet, None, now, ros_now))
+
+    def _relayed(self, actions: list) -> list:
+        """Return the truth core's actions on ground-truth topics, for the other domain."""
+        self.stats.absorb(self.truth.stats)
+        return [Relayed(action) for action in actions
+                if action.key in topics.GROUND_TRUTH_KEYS]
 
     def _new_session(self) -> None:
         """Forget everything that belonged to the previous runtime session."""

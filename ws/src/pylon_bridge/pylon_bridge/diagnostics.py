@@ -80,12 +80,15 @@ def _counted(prefix: str, counts: Mapping[str, int]) -> list[KeyValue]:
 
 
 def datagrams(stats: Stats) -> DiagnosticStatus:
-    """Return the datagram counters: received, accepted, dropped and ignored by reason."""
+    """Return the datagram counters: received, accepted, dropped, ignored and routed.
+
+    ``routed.<type>``: handed to the ground-truth domain's core (``--ground-truth-domain``).
+    """
     return _status(
         'datagrams', f'{stats.received} received, {sum(stats.dropped.values())} dropped',
         _values((('received', stats.received), ('accepted', stats.accepted)))
         + _counted('dropped', stats.dropped) + _counted('ignored', stats.ignored)
-        + _counted('received', stats.by_type))
+        + _counted('routed', stats.routed) + _counted('received', stats.by_type))
 
 
 def session(state: VesselSessionState, paused: bool) -> DiagnosticStatus:

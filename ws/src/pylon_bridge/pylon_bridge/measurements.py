@@ -2,13 +2,14 @@
 
 - IMU (REP-145 ``imu/data_raw``): a sample whose KSP time is not newer than the last one
   of the session is dropped (``stale_imu``); the /tf that covers its stamp goes out first.
-  With ground truth disabled, the first IMU sample of a generation makes it ACTIVE.
+  Without ground truth here (disabled, or in another domain), the first IMU sample of a
+  generation makes it ACTIVE.
 - Ground truth: pose, twist (ENU and body), acceleration and the ENU frame's rate, the
   world /tf at the pose's own stamp; a new mod origin bumps the origin sequence; the first
   sample of a generation makes it ACTIVE.
 - Nearby vessels: only after their own ground-truth sample (same vessel and origin).
 
-The pause and disabled-ground-truth gates are the core's; these see admitted datagrams.
+The pause and ground-truth gates are the core's; these see admitted datagrams.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Measurements:
         if s.config.reuse_messages:
             self._imu_msg = msg
         out.append(s.topics.publish('imu', msg, now))
-        if s.config.disable_ground_truth:
+        if not s.config.ground_truth_here:
             out += vessel_session.changed(s.vessel.measured(), ros_now, status=True)
         return out
 

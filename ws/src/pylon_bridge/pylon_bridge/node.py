@@ -3,7 +3,9 @@
 A receive thread blocks on the state socket and hands each datagram to ``BridgeCore``
 at once (low latency); a timer expires the session and silent topics every 0.25 s and
 another publishes diagnostics. Publishers are created on a topic's first message and
-destroyed when the core says so. One lock serialises the core and the publishers.
+destroyed when the core says so (``publishers.Publishers``). One lock serialises the core
+and the publishers. With ``--ground-truth-domain`` the core's ``Relayed`` actions go to the
+node of that domain (``publishers.GroundTruthDomain``), closed with the bridge.
 """
 
 from __future__ import annotations
@@ -34,7 +36,15 @@ from rclpy.node import Node
 from pylon_bridge import commands, diagnostics
 from pylon_bridge import config as bridge_config
 from pylon_bridge import qos as bridge_qos
-from pylon_bridge.core import BridgeCore, CoreConfig, Destroy, EXPIRY_PERIOD_SEC, Publish
+from pylon_bridge.core import (
+    BridgeCore,
+    CoreConfig,
+    Destroy,
+    EXPIRY_PERIOD_SEC,
+    Publish,
+    Relayed,
+)
+from pylon_bridge.publishers import GroundTruthDomain, Publishers
 
 RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
@@ -43,6 +53,17 @@ LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth',
                 'ground_truth/flight': 'flight_state'}
 LATENCY_WINDOW = 4096
 LOG_THROTTLE_SEC = 5.0
+
+
+def core_config(o: bridge_config.BridgeConfig) -> CoreConfig:
+    """Return what the core needs of the bridge's options."""
+    return CoreConfig(
+        topic_timeout_sec=o.topic_timeout_sec, disable_ground_truth=o.disable_ground_truth,
+        route_ground_truth=o.ground_truth_domain >= 0,
+        allow_remote_models=o.allow_remote_models, allow_servo_joints=o.allow_servo_joints,
+        publish_proxy_static_tf=o.publish_proxy_static_tf,
+        max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True,
+        publish_clock=o.publish_clock, frame_prefix=sanitize_name(o.frame_prefix, 'pylon'))
 
 
 class UdpBridge(Node):
@@ -61,20 +82,14 @@ class UdpBridge(Node):
                                              parameters)
         self.qos_overrides = bridge_qos.declare_qos_parameters(self)
         o = self.options
-        self.core = BridgeCore(CoreConfig(
-            topic_timeout_sec=o.topic_timeout_sec, disable_ground_truth=o.disable_ground_truth,
-            allow_remote_models=o.allow_remote_models,
-            allow_servo_joints=o.allow_servo_joints,
-            publish_proxy_static_tf=o.publish_proxy_static_tf,
-            max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True,
-            publish_clock=o.publish_clock,
-            frame_prefix=sanitize_name(o.frame_prefix, 'pylon')))
+        self.core = BridgeCore(core_config(o))
         # system time unless the node runs on /clock: then ask the ROS clock each time
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
         if self.sim_time and o.publish_clock:
             raise ValueError('publish_clock: the bridge publishes /clock from the system '
                              'clock and cannot itself run with use_sim_time:=true')
-        self.publishers_by_key: dict = {}
+        self.topic_publishers = Publishers(self, lambda key, topic_id: o.topic(key, id=topic_id),
+                                     self.qos_overrides)
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
@@ -85,6 +100,7 @@ class UdpBridge(Node):
         self.latency: dict[str, deque] = {}
         self.sock.bind((o.host, o.port))
         self.sock.settimeout(RECV_TIMEOUT_SEC)
+        self.ground_truth_domain = self._join_ground_truth_domain()
         self._rates_at = time.monotonic()
         self._rates_base: dict = {}
         with self.lock:
@@ -121,9 +137,25 @@ class UdpBridge(Node):
         self.receiver = threading.Thread(target=self._receive_loop, name='pylon_udp_rx',
                                          daemon=True)
         self.receiver.start()
+        truth = 'disabled' if o.disable_ground_truth else 'enabled' \
+            if self.ground_truth_domain is None else f'in ROS domain {o.ground_truth_domain}'
         self.get_logger().info(
             f'listening on {o.host}:{o.port} (UDP); topics under {o.topic_prefix}; '
-            f'ground truth {"disabled" if o.disable_ground_truth else "enabled"}')
+            f'ground truth {truth}')
+
+    def _join_ground_truth_domain(self) -> GroundTruthDomain | None:
+        """Return the node in the ground-truth domain (``--ground-truth-domain``), if any."""
+        domain = self.options.ground_truth_domain
+        if domain < 0:
+            return None
+        if domain == self.context.get_domain_id():
+            raise ValueError(f'ground_truth_domain {domain} is the ROS domain of the bridge '
+                             'itself (ROS_DOMAIN_ID): ground truth would be published there')
+        return GroundTruthDomain(
+            domain, sanitize_name(self.resolve_topic_name(self.options.ground_truth_prefix),
+                                  'ground_truth'),
+            lambda key, topic_id: self.resolve_topic_name(self.options.topic(key, id=topic_id)),
+            self.qos_overrides, bridge_config.PROG)
 
     def _subscribe_command(self, key: str, msg_type: type, build, topic_id: str = '') -> None:
         def on_command(msg) -> None:
@@ -169,27 +201,18 @@ class UdpBridge(Node):
     # -- applying the core's actions -------------------------------------------------------
     def _apply(self, actions: list) -> None:
         for action in actions:
-            name = (action.key, action.topic_id)
-            if isinstance(action, Publish):
-                publisher = self.publishers_by_key.get(name)
-                if publisher is None:
-                    publisher = self.create_publisher(
-                        type(action.msg), self.options.topic(action.key, id=action.topic_id),
-                        bridge_qos.qos_for(action.key, self.qos_overrides))
-                    self.publishers_by_key[name] = publisher
-                    if action.key == 'docking_port/state':     # the port's command topic
-                        self._subscribe_command(
-                            'docking_port/command', DockingPortCommand,
-                            lambda msg, port=action.topic_id: commands.docking_command(msg, port),
-                            action.topic_id)
-                publisher.publish(action.msg)
+            if isinstance(action, Relayed):
+                self.ground_truth_domain.apply(action.action)
+            elif isinstance(action, Publish):
+                if self.topic_publishers.publish(action) and action.key == 'docking_port/state':
+                    self._subscribe_command(                   # the port's command topic
+                        'docking_port/command', DockingPortCommand,
+                        lambda msg, port=action.topic_id: commands.docking_command(msg, port),
+                        action.topic_id)
             elif isinstance(action, Destroy):
-                publisher = self.publishers_by_key.pop(name, None)
-                if publisher is not None:
-                    self.destroy_publisher(publisher)
-                    self.get_logger().info(
-                        f'removed {self.options.topic(action.key, id=action.topic_id)}: '
-                        'its source fell silent')
+                removed = self.topic_publishers.destroy(action)
+                if removed:
+                    self.get_logger().info(f'removed {removed}: its source fell silent')
                 if action.key == 'docking_port/state':         # the port is gone: its command too
                     subscription = self.command_subscriptions.pop(
                         ('docking_port/command', action.topic_id), None)
@@ -273,7 +296,7 @@ class UdpBridge(Node):
         rates = {key: (count - self._rates_base.get(key, 0)) / elapsed
                  for key, count in published.items()}
         self._rates_at, self._rates_base = now, dict(published)
-        msg = diagnostics.report(self.core, rates, len(self.publishers_by_key),
+        msg = diagnostics.report(self.core, rates, len(self.topic_publishers),
                                  lambda key: self.options.topic(key, id='<id>'), self.latency)
         for samples in self.latency.values():
             samples.clear()
@@ -281,8 +304,11 @@ class UdpBridge(Node):
         return msg
 
     def close(self) -> None:
-        """Stop receiving and close the socket."""
+        """Stop receiving, close the sockets, leave the ground-truth domain."""
         self.running = False
         self.receiver.join(timeout=1.0)
         self.sock.close()
         self.command_sock.close()
+        if self.ground_truth_domain is not None:
+            with self.lock:
+                self.ground_truth_domain.close()

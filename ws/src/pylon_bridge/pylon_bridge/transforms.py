@@ -69,7 +69,7 @@ class Transforms:
 
     def cover(self, stamp: float, now: float, model: Any) -> list:
         """Return the /tf that covers a sensor stamp newer than the last one sent."""
-        if self.config.disable_ground_truth:
+        if not self.config.ground_truth_here:
             if model is None or not self._claim(stamp):
                 return []
             return [self.topics.publish('tf', self._message(None, stamp, model), now)]

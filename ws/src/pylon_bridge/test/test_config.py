@@ -86,6 +86,35 @@ def test_topics_follow_their_prefix_unless_set():
     assert (cfg.status_topic, cfg.diagnostics_topic) == ('/b/status', '/b/diagnostics')
 
 
+def test_ground_truth_domain_is_off_by_default_and_excludes_disable_ground_truth():
+    assert config.defaults().ground_truth_domain == -1
+    cfg = resolve({'ground_truth_domain': 0, 'control_snapshot_topic': '/v1/control/snapshot'},
+                  {'ground_truth_prefix': '/v1/ground_truth'})
+    assert cfg.ground_truth_domain == 0                       # the management domain
+    assert cfg.topic('ground_truth/flight') == '/v1/ground_truth/flight'
+    assert cfg.topic('control/snapshot') == '/v1/control/snapshot'
+    both = 'disable_ground_truth .*--disable-ground-truth.* ground_truth_domain ' \
+           r'\(--ground-truth-domain\) exclude each other'
+    with pytest.raises(ValueError, match=both):
+        resolve({'disable_ground_truth': True}, {'ground_truth_domain': 3})
+    with pytest.raises(ValueError, match=both):
+        resolve({}, {'disable_ground_truth': True, 'ground_truth_domain': 0})
+    resolve({'disable_ground_truth': True, 'ground_truth_domain': -1}, {})
+
+
+def test_the_bridge_refuses_ground_truth_in_no_domain_or_its_own(ros_domain_id, free_udp_port):
+    for args, words in (
+            (['--disable-ground-truth', '--ground-truth-domain', '3'],
+             ('--disable-ground-truth', '--ground-truth-domain', 'exclude each other')),
+            (['--ground-truth-domain', str(ros_domain_id)],
+             (f'ground_truth_domain {ros_domain_id} is the ROS domain of the bridge itself',))):
+        result = subprocess.run(['udp_bridge', '--port', str(free_udp_port()), *args],
+                                capture_output=True, text=True, timeout=30, check=False)
+        assert result.returncode == 2, result.stderr
+        for word in words:
+            assert word in result.stderr, (word, result.stderr)
+
+
 def test_flag_beats_parameter_beats_derived_default():
     cfg = resolve({'port': 50000}, {'port': 40000, 'topic_prefix': '/p', 'imu_topic': ''})
     assert cfg.port == 50000
@@ -100,6 +129,7 @@ def test_flag_beats_parameter_beats_derived_default():
     ({'imu_topic': 'bad topic'}, 'not a valid ROS topic name'),
     ({'host': ''}, 'must not be empty'),
     ({'port': '49010'}, 'expected a integer'),
+    ({'ground_truth_domain': 233}, re.escape('(--ground-truth-domain): must be -1–232')),
 ])
 def test_bad_values_are_named(explicit, message):
     with pytest.raises(ValueError, match=message):

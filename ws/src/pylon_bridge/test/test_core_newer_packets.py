@@ -126,26 +126,9 @@ def test_flight_state_refusals():
     assert hidden.core.stats.dropped['ground_truth_disabled'] == 1
 
 
-def snapshot(sequence, ut=d.UT):
-    flight = {'type': 'pylon_flight_state', 'version': 1,
-              **d.flight_fields(ut=ut, sequence=sequence)}
-    engine = {'type': 'pylon_actuator_state', 'version': 1, 'actuatorType': 'engine',
-              'name': 'engine_5_0', 'vesselId': d.VESSEL, 'observationSequence': sequence,
-              'universalTime': ut, 'enabled': True, 'operational': True, 'flameout': False,
-              'commandActive': True, 'gimbalAvailable': True, 'gimbalCommandActive': False,
-              'throttle': 0.5, 'thrust': 100.0, 'maxThrust': 200.0, 'gimbalPitch': 0.0,
-              'gimbalYaw': 0.0, 'gimbalRoll': 0.0}
-    separator = {'type': 'pylon_actuator_state', 'version': 1, 'actuatorType': 'separation',
-                 'name': 'decoupler_12_0', 'vesselId': d.VESSEL, 'mechanism': 'decoupler',
-                 'observationSequence': sequence, 'universalTime': ut, 'available': True,
-                 'separated': False}
-    return d.encode('pylon_control_snapshot', vesselId=d.VESSEL, observationSequence=sequence,
-                    flight=flight, engines=[engine], separations=[separator])
-
-
 def test_control_snapshot_members_share_the_frame():
     driver = started()
-    [msg] = driver.published('control/snapshot', driver.feed(snapshot(20)))
+    [msg] = driver.published('control/snapshot', driver.feed(d.control_snapshot(20)))
     [engine], [separator] = msg.engines, msg.separations
     stamps = {to_seconds(m) for m in (msg, msg.flight, engine, separator)}
     assert len(stamps) == 1
@@ -153,9 +136,10 @@ def test_control_snapshot_members_share_the_frame():
         'engine_5_0', 100.0, d.EPOCH, 20)
     assert (separator.mechanism, separator.available, msg.flight.mass) == (
         'decoupler', True, 5000.0)
-    assert driver.feed(snapshot(20)) == [] and driver.feed(snapshot(19)) == []
+    assert driver.feed(d.control_snapshot(20)) == []
+    assert driver.feed(d.control_snapshot(19)) == []
     assert driver.core.stats.ignored['stale_control_snapshot'] == 2
-    assert driver.published('control/snapshot', driver.feed(snapshot(21)))
+    assert driver.published('control/snapshot', driver.feed(d.control_snapshot(21)))
 
 
 def test_power_rate_from_successive_samples():

@@ -49,6 +49,9 @@ ATTITUDE_EVALUATOR = 'attitude_evaluator'
 DESCRIPTION_RELAY = 'description_relay'
 NEARBY_MARKERS = 'nearby_markers'
 ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
+SIM_MANAGER = 'sim_manager'
+REFEREE = 'referee'
+RENDEZVOUS_CHASER = 'rendezvous_chaser'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
@@ -65,7 +68,11 @@ BRIDGE_PREFIX = Parameter(
 
 @dataclass(frozen=True)
 class Topic:
-    """One topic (or service) of the workspace."""
+    """One topic (or service) of the workspace.
+
+    ``ground_truth``: the topic carries the game's truth rather than what the vessel could
+    measure (``GROUND_TRUTH_KEYS``); the bridge publishes it only where ground truth may go.
+    """
 
     key: str
     name: str
@@ -77,6 +84,7 @@ class Topic:
     why: str
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
+    ground_truth: bool = False
 
     @property
     def users(self) -> tuple[str, ...]:
@@ -111,8 +119,15 @@ _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
 
 def _bridge(key: str, name: str, kind: str, qos: str, why: str, direction: str = PUBLISHES,
             namespace: str = VESSEL, readers: tuple[str, ...] = (),
-            writers: tuple[str, ...] = ()) -> Topic:
-    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, readers, writers)
+            writers: tuple[str, ...] = (), ground_truth: bool = False) -> Topic:
+    return Topic(key, name, kind, qos, UDP_BRIDGE, direction, namespace, why, readers, writers,
+                 ground_truth)
+
+
+def _truth(key: str, name: str, kind: str, qos: str, why: str,
+           readers: tuple[str, ...] = ()) -> Topic:
+    """Return a ground-truth topic of the bridge (``Topic.ground_truth``)."""
+    return _bridge(key, name, kind, qos, why, readers=readers, ground_truth=True)
 
 
 _MSG = 'pylon_interfaces/msg/'
@@ -127,19 +142,19 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',
             f'{SPECIFIED}; newest sample wins (up to 30 Hz)',
             readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
-    _bridge('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
-            'GROUND_TRUTH', NEWEST, readers=(ATTITUDE_EVALUATOR,)),
-    _bridge('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
-            'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/twist_body', 'ground_truth/twist_body',
-            'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/acceleration', 'ground_truth/acceleration',
-            'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
-    _bridge('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
-            'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
-            readers=(ATTITUDE_EVALUATOR,)),
-    _bridge('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
-            _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS,)),
+    _truth('ground_truth/pose', 'ground_truth/pose', 'geometry_msgs/msg/PoseStamped',
+           'GROUND_TRUTH', NEWEST, readers=(ATTITUDE_EVALUATOR,)),
+    _truth('ground_truth/twist', 'ground_truth/twist', 'geometry_msgs/msg/TwistStamped',
+           'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/twist_body', 'ground_truth/twist_body',
+           'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/acceleration', 'ground_truth/acceleration',
+           'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
+           'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
+           readers=(ATTITUDE_EVALUATOR,)),
+    _truth('ground_truth/nearby_vessels', 'ground_truth/nearby_vessels',
+           _MSG + 'NearbyVessels', 'DEFAULT_STREAM', NO_SPEC, readers=(NEARBY_MARKERS, REFEREE)),
     _bridge('joint_states', 'joint_states', 'sensor_msgs/msg/JointState', 'DEFAULT_STREAM',
             f'{NO_SPEC} (robot_state_publisher, RViz)', readers=(ROBOT_STATE_PUBLISHER,)),
     _bridge('robot_description', 'robot_description', 'std_msgs/msg/String', 'LATCHED',
@@ -184,8 +199,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'COMMAND', 'a command like the others: none lost, none replayed', SUBSCRIBES),
     _bridge('docking_port/camera', 'docking_ports/{id}/camera/image_raw',
             'sensor_msgs/msg/Image', 'DEFAULT_STREAM', SENSOR),
-    _bridge('ground_truth/flight', 'ground_truth/flight', _MSG + 'FlightState', 'GROUND_TRUTH',
-            f'{NEWEST}; as the public PyLoN bridge'),
+    _truth('ground_truth/flight', 'ground_truth/flight', _MSG + 'FlightState', 'GROUND_TRUTH',
+           f'{NEWEST}; as the public PyLoN bridge', readers=(REFEREE,)),
     _bridge('simulator/state', 'simulator/state', _MSG + 'SimulatorState', 'LATCHED',
             f'{LATE_JOINER}; as the public PyLoN bridge'),
     _bridge('simulator/universal_time', 'simulator/universal_time', 'std_msgs/msg/Float64',
@@ -196,8 +211,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             _MSG + 'FlightControlCommand', 'COMMAND', NO_REPLAY, SUBSCRIBES),
     _bridge('control/batch', 'control/batch', _MSG + 'ControlBatch', 'COMMAND', NO_REPLAY,
             SUBSCRIBES),
-    _bridge('control/snapshot', 'control/snapshot', _MSG + 'ControlSnapshot',
-            'CONTROL_SNAPSHOT', 'as the public PyLoN bridge'),
+    _truth('control/snapshot', 'control/snapshot', _MSG + 'ControlSnapshot',
+           'CONTROL_SNAPSHOT', 'as the public PyLoN bridge'),
     _bridge('health/power', 'health/power', _MSG + 'VehicleHealth', 'HEALTH',
             'as the public PyLoN bridge'),
     _bridge('health/thermal', 'health/thermal', _MSG + 'PartThermalState', 'HEALTH',
@@ -222,12 +237,13 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
 NODE_TOPICS: tuple[Topic, ...] = (
     Topic('setpoint', 'setpoint', 'pylon_interfaces/msg/ControlSetpoint', 'COMMAND',
           SETPOINT_CONTROLLER, SUBSCRIBES, PRIVATE,
-          "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,)),
+          "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,),
+          (RENDEZVOUS_CHASER,)),
     Topic('controller/diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
           'DEFAULT_STREAM', SETPOINT_CONTROLLER, PUBLISHES, PRIVATE, NO_SPEC),
     Topic('odometry', 'pylon_estimator/odometry', 'nav_msgs/msg/Odometry', 'DEFAULT_STREAM',
           ATTITUDE_ESTIMATOR, PUBLISHES, RELATIVE, NO_SPEC,
-          (SETPOINT_CONTROLLER, ATTITUDE_EVALUATOR)),
+          (SETPOINT_CONTROLLER, ATTITUDE_EVALUATOR, RENDEZVOUS_CHASER)),
     Topic('nearby_markers', 'nearby_markers', 'visualization_msgs/msg/MarkerArray',
           'DEFAULT_STREAM', NEARBY_MARKERS, PUBLISHES, BRIDGE, f'{NO_SPEC} (RViz)'),
     Topic('robot_state_publisher/set_parameters', '/robot_state_publisher/set_parameters',
@@ -238,8 +254,39 @@ NODE_TOPICS: tuple[Topic, ...] = (
 """The topics and services the other nodes own."""
 
 
-TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS}
+_ADMIN = 'the management domain only (a vehicle domain never carries it)'
+_MISSION = 'std_msgs/msg/String'
+
+MISSION_TOPICS: tuple[Topic, ...] = (
+    Topic('admin/state', '/admin/pylon/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f'{LATE_JOINER}; {_ADMIN}', (REFEREE,)),
+    Topic('admin/start', '/admin/pylon/start', 'std_msgs/msg/Bool', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/reset', '/admin/pylon/reset', 'std_msgs/msg/Empty', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/mission', '/admin/pylon/mission', _MISSION, 'LATCHED', SIM_MANAGER,
+          PUBLISHES, GLOBAL, f'{LATE_JOINER}; the task and the vehicles, JSON; {_ADMIN}',
+          (REFEREE,)),
+    Topic('admin/ranking', '/admin/pylon/ranking', _MISSION, 'LATCHED', REFEREE, PUBLISHES,
+          GLOBAL, f'{LATE_JOINER}; JSON; {_ADMIN}', (SIM_MANAGER,)),
+    Topic('sim/state', '/pylon/sim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f"{LATE_JOINER}; in each vehicle domain, that vehicle's",
+          (RENDEZVOUS_CHASER,)),
+    Topic('sim/status', '/pylon/sim/status', 'std_msgs/msg/Float32MultiArray',
+          'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES, GLOBAL,
+          f"{NO_SPEC}; in each vehicle domain, that vehicle's (pylon_common.mission)"),
+)
+"""What the mission management and the referee publish and subscribe to (pylon_mission)."""
+
+
+TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
+                            + MISSION_TOPICS}
 """Every topic and service of the workspace, by key."""
+
+GROUND_TRUTH_KEYS = frozenset(row.key for row in BRIDGE_TOPICS if row.ground_truth)
+"""The bridge's ground-truth topics: none exists with ``--disable-ground-truth``, and with
+``--ground-truth-domain`` they are the topics published in that other ROS domain. The world
+transform on ``/tf`` is ground truth too, but ``tf`` carries other transforms as well."""
 
 
 def topic(key: str) -> Topic:

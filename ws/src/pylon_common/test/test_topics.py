@@ -8,7 +8,8 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 def test_every_row_names_a_real_type_a_profile_and_an_owner():
     nodes = {topics.UDP_BRIDGE, topics.SETPOINT_CONTROLLER, topics.ATTITUDE_ESTIMATOR,
              topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
-             topics.ROBOT_STATE_PUBLISHER}
+             topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
+             topics.RENDEZVOUS_CHASER}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
@@ -25,7 +26,8 @@ def test_one_latched_profile_for_every_latched_state():
     latched = {key for key, row in topics.TOPICS.items() if row.qos == 'LATCHED'}
     assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
                        'control/authority/state', 'simulator/state',
-                       'simulator/universal_time'}
+                       'simulator/universal_time', 'admin/state', 'admin/mission',
+                       'admin/ranking', 'sim/state'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']

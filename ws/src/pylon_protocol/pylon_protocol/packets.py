@@ -117,6 +117,11 @@ AUTHORITY_REASONS = frozenset({
     'unsupported_authority_action', 'runtime_session_changed', 'active_vessel_changed',
     'command_accepted',
 })
+#: Our extension, for a mission of several vehicles (``pylon_sim``'s management): the
+#: simulator refuses a command because the mission holds the vehicles (not started yet, or
+#: over). A wrench status, an authority state answering that command only, or a separation
+#: result may carry it; the mod never sends it.
+SIMULATION_HELD = 'simulation_held'
 #: Our extension: the reasons of the authority state that answers a typed command
 #: (actuator, motor, docking port) the vessel refuses after the authority accepted it.
 #: PROTOCOL lists the authority-state reasons as examples only; these answer one command
@@ -124,7 +129,7 @@ AUTHORITY_REASONS = frozenset({
 TYPED_REFUSAL_REASONS = frozenset({
     'unknown_actuator', 'actuator_kind_mismatch', 'invalid_command', 'engine_cannot_restart',
     'engine_cannot_shut_down', 'throttle_locked', 'already_separated', 'nothing_beyond',
-    'unknown_docking_port', 'not_docked',
+    'unknown_docking_port', 'not_docked', SIMULATION_HELD,
 })
 #: Every reason a ``pylon_control_authority_state`` may carry.
 AUTHORITY_STATE_REASONS = AUTHORITY_REASONS | TYPED_REFUSAL_REASONS
@@ -134,6 +139,7 @@ WRENCH_STATUS_REASONS = WRENCH_FILTER_REASONS | frozenset({
     'accepted', 'continuous_actuation_limit', 'non_finite_command', 'command_timeout',
     'invalid_wrench', 'unsupported_wrench_frame', 'active_vessel_mismatch', 'lease_not_owned',
     'emergency_stop', 'stale_sequence', 'control_unavailable', 'unsupported_control_protocol',
+    SIMULATION_HELD,
 })
 ACHIEVED_QUALITY = 'propulsion_measured_previous_physics_tick_wheels_excluded'
 STAR_TRACKER_REASONS = frozenset({
@@ -147,7 +153,7 @@ SEPARATION_RESULT_REASONS = frozenset({
     'pending', 'separated', 'completion_not_observed', 'actuator_not_found',
     'actuator_unavailable', 'separation_exception', 'operation_id_conflict',
     'original_session_not_current', 'result_journal_full', 'flight_scene_ended_before_result',
-    'result_not_retained',
+    'result_not_retained', SIMULATION_HELD,
 })
 #: ``actuatorType`` values of state packets; commands use all but ``motor``.
 ACTUATOR_TYPES = ('wheel', 'engine', 'rcs', 'motor', 'separation')

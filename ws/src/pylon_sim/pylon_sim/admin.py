@@ -14,12 +14,15 @@ Examples::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import json
 import socket
 import sys
 
 ADMIN_PORT = 49012
 """The admin port the launch plan, the demo and the examples use (``--admin-port``)."""
+
+MAX_REQUESTS_PER_FRAME = 16
 
 REQUESTS = ('status', 'pause', 'resume', 'warp', 'switch', 'revert', 'pack', 'unpack',
             'sas', 'sensor', 'electric_charge', 'heartbeat', 'restart', 'quit')
@@ -32,6 +35,34 @@ def request(port: int, payload: dict, host: str = '127.0.0.1', timeout: float = 
         sock.sendto(json.dumps(payload).encode(), (host, port))
         data, _ = sock.recvfrom(65535)
     return json.loads(data.decode())
+
+
+def serve(sock: socket.socket | None, handle: Callable[[dict], dict],
+          limit: int = MAX_REQUESTS_PER_FRAME) -> None:
+    """Answer the admin requests waiting on ``sock`` (at most ``limit``), without blocking.
+
+    Each request is a JSON object; the reply is ``{"ok": true, ...handle(request)}``, or
+    ``{"ok": false, "error": ...}`` when ``handle`` raises ``ValueError``, ``KeyError`` or
+    ``TypeError`` or the request is not a JSON object.
+    """
+    if sock is None:
+        return
+    for _ in range(limit):
+        try:
+            data, peer = sock.recvfrom(65535)
+        except OSError:          # nothing waiting (BlockingIOError), or the socket failed
+            return
+        try:
+            request = json.loads(data.decode('utf-8'))
+            if not isinstance(request, dict):
+                raise ValueError('an admin request is a JSON object')
+            reply = {'ok': True, **handle(request)}
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            reply = {'ok': False, 'error': str(exc)}
+        try:
+            sock.sendto(json.dumps(reply).encode(), peer)
+        except OSError:
+            pass
 
 
 def _value(text: str) -> object:

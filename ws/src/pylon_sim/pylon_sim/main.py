@@ -4,6 +4,10 @@ Sends state datagrams to ``--state-host:--state-port`` (default 127.0.0.1:49010,
 ``udp_bridge`` listens) and reads commands on ``--command-port`` (default 49011). An
 optional admin port takes JSON requests (``pylon_sim_admin``) to pause, warp, switch
 vessels, revert, pack, stop the heartbeat or restart, as a player would in KSP.
+
+A scenario with several ``vehicles`` (or any scenario with ``--management-port``) runs as
+a mission (``mission.py``): every vehicle a game of its own on the ports above plus
+``--port-stride`` per vehicle, one shared world, and a management port.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import signal
 import socket
 import sys
 
+from pylon_protocol.management import MANAGEMENT_PORT, PORT_STRIDE
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_protocol.threads import limit_threads
 
+from pylon_sim import mission
 from pylon_sim.runtime import LOG, Simulator
 from pylon_sim.safety import load_limits, SafetyLimits
 from pylon_sim.scenario import load_scenario, ScenarioError
@@ -56,6 +62,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument('--command-port', type=port, default=COMMAND_PORT, help='command port')
     p.add_argument('--admin-port', type=port, default=0,
                    help='UDP port for admin requests on --command-host (0: none)')
+    p.add_argument('--management-port', type=port, default=0,
+                   help='UDP port of the mission management (start, finish, reset, status) on '
+                        '--command-host; 0: none, unless the scenario has several vehicles '
+                        f'(then {MANAGEMENT_PORT})')
+    p.add_argument('--port-stride', type=stride, default=PORT_STRIDE,
+                   help='vehicle k uses the state, command and admin ports above plus '
+                        '(k - 1) x this')
     p.add_argument('--rate', type=non_negative, default=1.0,
                    help='simulator clock speed as a multiple of real time; 0 = lock-stepped, '
                         'as fast as possible (simulator-only runs)')
@@ -80,6 +93,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument('--log-level', default='INFO',
                    choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'))
     return p
+
+
+def stride(text: str) -> int:
+    """Parse the port stride between vehicles (1-1000)."""
+    value = int(text)
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f'port stride must be 1-1000, got {value}')
+    return value
 
 
 def default_safety_path() -> Path | None:
@@ -111,39 +132,70 @@ def main(argv: list[str] | None = None) -> int:
         LOG.error('scenario rejected: %s', exc)
         return 2
     try:
-        command_sock = bind_udp(args.command_host, args.command_port)
-        admin_sock = bind_udp(args.command_host, args.admin_port) if args.admin_port else None
-    except OSError as exc:
-        LOG.error('cannot bind %s:%d: %s', args.command_host, args.command_port, exc)
-        return 2
-    try:
         path = args.control_safety or default_safety_path()
         limits = load_limits(path) if path is not None else SafetyLimits()
     except (OSError, ValueError) as exc:
         LOG.error('control safety limits rejected: %s', exc)
         return 2
-    sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
-                    command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
-                    allow_remote_model=args.allow_remote_urdf, limits=limits,
-                    servo_joints=args.servo_joints, check_packets=args.check_packets)
+    options = {'allow_remote_model': args.allow_remote_urdf, 'limits': limits,
+               'servo_joints': args.servo_joints, 'check_packets': args.check_packets}
+    try:
+        if len(scenario.vehicles) > 1 or args.management_port:
+            runner = _mission(args, scenario, options)
+        else:
+            runner = _single(args, scenario, options)
+    except (OSError, ValueError) as exc:
+        LOG.error('cannot serve the scenario on %s: %s', args.command_host, exc)
+        return 2
 
     def stop(signum, _frame) -> None:
-        sim.stop_requested = True
+        runner.stop_requested = True
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     LOG.info('safety limits: %s', path or 'built-in defaults')
+    try:
+        runner.run(rate=args.rate, duration=args.duration)
+    finally:
+        runner.log_status()
+        runner.close()
+    LOG.info('stopped')
+    return 0
+
+
+def _single(args: argparse.Namespace, scenario, options: dict) -> Simulator:
+    """Return the one game of a single-vehicle scenario on the flags' ports."""
+    command_sock = bind_udp(args.command_host, args.command_port)
+    admin_sock = None
+    try:
+        admin_sock = bind_udp(args.command_host, args.admin_port) if args.admin_port else None
+    except OSError:
+        command_sock.close()
+        raise
+    sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
+                    command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
+                    **options)
     LOG.info('scenario %s (%s), active %s; state to %s:%d, commands on %s:%d%s, rate %g',
              scenario.name, scenario.path, scenario.active, args.state_host, args.state_port,
              args.command_host, args.command_port,
              f', admin on {args.admin_port}' if args.admin_port else '', args.rate)
-    try:
-        sim.run(rate=args.rate, duration=args.duration)
-    finally:
-        sim.log_status()
-        sim.close()
-    LOG.info('stopped')
-    return 0
+    return sim
+
+
+def _mission(args: argparse.Namespace, scenario, options: dict) -> mission.Mission:
+    """Return the mission of the scenario's vehicles, each on its own ports."""
+    first = mission.Ports(args.state_port, args.command_port, args.admin_port)
+    run = mission.build(scenario, first, bind_udp, state_host=args.state_host,
+                        command_host=args.command_host,
+                        management_port=args.management_port or MANAGEMENT_PORT,
+                        stride=args.port_stride, rate=args.rate, seed=args.seed, **options)
+    LOG.info('scenario %s (%s): mission of %d vehicles, management on %s:%d, rate %g',
+             scenario.name, scenario.path, len(run.games), args.command_host,
+             args.management_port or MANAGEMENT_PORT, args.rate)
+    for k, (key, ports) in enumerate(zip(scenario.vehicles, run.ports), start=1):
+        LOG.info('vehicle %d: %s; state to %s:%d, commands on %d%s', k, key, args.state_host,
+                 ports.state, ports.command, f', admin on {ports.admin}' if ports.admin else '')
+    return run
 
 
 if __name__ == '__main__':

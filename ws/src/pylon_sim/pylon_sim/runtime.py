@@ -12,14 +12,15 @@ back to back (lock-stepped, as fast as possible) for simulator-only tests and be
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import contextlib
 from dataclasses import dataclass
 import ipaddress
-import json
 import logging
 import random
 import socket
 import time
+from typing import Protocol
 
 import numpy as np
 from pylon_protocol import packets, wire
@@ -28,14 +29,23 @@ from pylon_protocol.errors import ProtocolError
 from pylon_protocol.model_chunks import chunk_model
 from pylon_protocol.session import RuntimeSession
 
-from pylon_sim import actuators, docking, environment, ksp_view, proxy_model, telemetry, topology
+from pylon_sim import (
+    actuators,
+    admin,
+    docking,
+    environment,
+    ksp_view,
+    proxy_model,
+    telemetry,
+    topology,
+)
 from pylon_sim.power import set_electric_charge
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.scenario import Scenario
 from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import Part, part_masses
-from pylon_sim.world import World
+from pylon_sim.world import World, WorldView
 
 LOG = logging.getLogger('pylon_sim')
 
@@ -57,6 +67,8 @@ HEALTH_PERIOD = 1.0 / _RATES['pylon_vehicle_health']
 THERMAL_PERIOD = 1.0 / _RATES['pylon_part_thermal_state']
 STATUS_PERIOD_WALL = 5.0
 MAX_COMMANDS_PER_FRAME = 256
+#: admin requests that act on the whole world (only a simulator that owns it takes them)
+WORLD_REQUESTS = frozenset({'pause', 'resume', 'warp', 'revert', 'quit'})
 MAX_DATAGRAM_BYTES = 65000
 LOG_THROTTLE_SEC = 5.0
 DOCKING_SCAN_M = 50.0     # m between centres of mass within which ports are compared
@@ -112,16 +124,24 @@ class Simulator:
                  command_sock: socket.socket | None = None,
                  admin_sock: socket.socket | None = None, seed: int = 0,
                  allow_remote_model: bool = False, limits: SafetyLimits | None = None,
-                 servo_joints: bool = False, check_packets: bool = True) -> None:
+                 servo_joints: bool = False, check_packets: bool = True,
+                 world: WorldView | None = None,
+                 environment_state: dict[str, environment.Pending] | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
         ``check_packets`` validates every packet against the protocol's schema before it
         is sent (``packets.build_state``); without it the packet is assembled unchecked
         (``packets.assemble_state``), as the mod sends, and the receiver's validation is
         the only one: about a tenth of a frame's CPU.
+
+        Alone, the simulator owns its world. One of several games in a shared world
+        (``mission.Mission``) gets its ``world`` view and the world's ``environment_state``
+        (power and heat, per vessel); its admin then refuses what acts on the whole world
+        (pause, resume, warp, revert, quit), which the mission's management port takes.
         """
         self.scenario = scenario
-        self.world = World(scenario)
+        self.world = world if world is not None else World(scenario)
+        self.owns_world = world is None
         self.rng = random.Random(seed)
         self.state_addr = state_addr
         self._out = None
@@ -133,9 +153,13 @@ class Simulator:
         self.admin_sock = admin_sock
         self.model_allowed = allow_remote_model or _is_loopback(state_addr[0])
         self.stats = Stats()
-        self.environment: dict[str, environment.Pending] = {}   # power and heat, per vessel
+        # power and heat since their last update, per vessel
+        self.environment = environment_state if environment_state is not None else {}
         self.clock = 0.0
         self.paused = False
+        self.held = False            # commands refused until the mission starts (mission.py)
+        self._answers: list = []     # a frame's answers, from its start to its end
+        self._separated: list = []   # a frame's splits, from its start to its end
         self.heartbeat_enabled = True
         self.stop_requested = False
         self._outbox: list[bytes] | None = None   # a frame's datagrams, sent as it ends
@@ -159,6 +183,7 @@ class Simulator:
         self._actuator_list: tuple | None = None   # (spec, topology hash, actuators)
         self.imu_skip = True
         self.control = VehicleManager(self.limits)
+        self.control.set_held(self.held)
         self.control_vessel = self.world.active.vessel_id
         self.sensing = Sensing(self.world, seed=self.rng.getrandbits(32))
         self.schedules = {name: Schedule(period) for name, period in (
@@ -178,6 +203,10 @@ class Simulator:
     def available(self) -> bool:
         """Tell the mod's availability: in flight, an active vessel, not packed."""
         return not self.world.is_packed(self.world.active)
+
+    def observe(self) -> bool:
+        """Let the runtime session look at the game now (after a change from outside)."""
+        return self._observe()
 
     def _observe(self, first: bool = False) -> bool:
         """Let the runtime session look at the game; handle a reset if it made one."""
@@ -268,46 +297,66 @@ class Simulator:
         order they were built), so that the receiver is not woken while the simulator still
         has the frame's work to do on a shared core.
         """
-        self._outbox = []
-        try:
-            self._frame()
-        finally:
-            outbox, self._outbox = self._outbox, None
-            for data in outbox:
-                self.send(data)
+        with self.sending():
+            acting = self.begin_frame()
+            if not self.paused:
+                advance(self.world, self.environment, [acting] if acting else [])
+            self.end_frame()
 
-    def _frame(self) -> None:
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        """Hold the packets emitted inside, and send them (in order) when it ends."""
+        self.begin_sending()
+        try:
+            yield
+        finally:
+            self.end_sending()
+
+    def begin_sending(self) -> None:
+        """Hold every packet emitted from now on (a frame's), until ``end_sending``."""
+        self._outbox = []
+
+    def end_sending(self) -> None:
+        """Send the held packets in the order they were emitted; send at once from now on."""
+        outbox, self._outbox = self._outbox, None
+        for data in outbox or ():
+            self.send(data)
+
+    def begin_frame(self) -> Acting | None:
+        """Start a frame: commands, admin, splits and control; return what acts in physics.
+
+        None when nothing of this game acts (paused, or the vessel is not available).
+        """
         self.stats.frames += 1
         self.clock += self.world.physics_step
         self.drain_commands()
         self.drain_admin()
-        separated = []
-        if not self.paused and self.available:
-            separated = self._separate()
-            self._undock()
+        self._separated = []
         vessel = self.world.active
-        answers: list = []
-        ticked = not self.paused and self.available
-        if ticked:
-            force, torque, answers = self.control.tick(vessel, self.clock,
-                                                       self.world.physics_step *
-                                                       self.world.warp_rate)
-            forces = {vessel.key: (force, torque)}
-        else:
-            answers = self.control.expire(vessel, self.clock)
-            forces = {}
-        if not self.paused:
-            self._step_world(forces, ticked)
-            if self.available:
-                self._dock()
+        if self.paused or not self.available:
+            self._answers = self.control.expire(vessel, self.clock)
+            return None
+        self._separated = self._separate()
+        self._undock()
+        vessel = self.world.active
+        force, torque, self._answers = self.control.tick(
+            vessel, self.clock, self.world.physics_step * self.world.warp_rate)
+        return Acting(vessel.key, force, torque, self.control.typed(vessel).wheel_inputs(),
+                      self.control)
+
+    def end_frame(self) -> None:
+        """End a frame after the physics step: docking, the runtime session, the packets."""
+        if not self.paused and self.available:
+            self._dock()
         self._observe()
         if self.available:
-            for type_name, payload in answers:
+            for type_name, payload in self._answers:
                 self.emit(type_name, payload)
-            for name, resulting in separated:   # in the session the split reset to
+            for name, resulting in self._separated:   # in the session the split reset to
                 for type_name, payload in self.control.separated(name, resulting,
                                                                  self.envelope, self.clock):
                     self.emit(type_name, payload)
+        self._answers, self._separated = [], []
         self.emit_due()
 
     def _separate(self) -> list[tuple[str, list[str]]]:
@@ -357,11 +406,14 @@ class Simulator:
         nearby takes its nearest compatible partner (same ``nodeType``, the other side)
         through ``docking.next_state``; a pair that captures joins the other vessel to the
         active one (``World.dock``) between physics steps: its topology changes, so the
-        runtime session resets at the next observation.
+        runtime session resets at the next observation. Another game's active vessel (a
+        vehicle of a mission) is not a partner: two vehicles do not dock with each other.
         """
         active = self.world.active
+        vehicles = self.world.focus
         others = [v for v in self.world.vessels.values() if v is not active and
-                  v.body is active.body and not self.world.is_packed(v) and
+                  v.key not in vehicles and v.body is active.body and
+                  not self.world.is_packed(v) and
                   np.linalg.norm(v.state.position - active.state.position) < DOCKING_SCAN_M]
         free = [(port, f, part) for port, f, part in self._ports(active) if not f['docked']]
         if not others and all(f['state'] == docking.READY for _, f, _ in free):
@@ -442,19 +494,6 @@ class Simulator:
                         typed.undock_port(other)
             for type_name, payload in self.sensing.follow_parts(self.world.ut):
                 self.emit(type_name, payload)
-
-    def _step_world(self, forces: dict, ticked: bool) -> None:
-        """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s."""
-        active = self.world.active
-        wheels = {active.key: self.control.typed(active).wheel_inputs()} if ticked else {}
-        dt = self.world.step(forces, wheels)
-        for vessel in self.world.vessels.values():
-            controlled = ticked and vessel is active
-            pending = self.environment.setdefault(vessel.key, environment.Pending())
-            if pending.add(dt, self.control.wheel_torque if controlled else environment.ZERO,
-                           self.control.engine_thrust if controlled else None,
-                           vessel.wheel_draw):
-                pending.flush(vessel, self.world.ut)
 
     def emit_due(self) -> None:
         """Send every packet whose period has elapsed on the simulator clock.
@@ -678,31 +717,15 @@ class Simulator:
 
     def drain_admin(self) -> None:
         """Apply admin requests (JSON over UDP) and answer each one."""
-        if self.admin_sock is None:
-            return
-        for _ in range(16):
-            try:
-                data, peer = self.admin_sock.recvfrom(65535)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
-            try:
-                request = json.loads(data.decode('utf-8'))
-                if not isinstance(request, dict):
-                    raise ValueError('an admin request is a JSON object')
-                reply = {'ok': True, **self.admin(request)}
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-                reply = {'ok': False, 'error': str(exc)}
-            try:
-                self.admin_sock.sendto(json.dumps(reply).encode(), peer)
-            except OSError:
-                pass
+        admin.serve(self.admin_sock, self.admin)
 
     def admin(self, request: dict) -> dict:
         """Carry out one admin request; return the reply fields."""
         cmd = request.get('cmd')
         world = self.world
+        if cmd in WORLD_REQUESTS and not self.owns_world:
+            raise ValueError(f'{cmd} acts on the world every vehicle shares: send it to the '
+                             'management port')
         if cmd == 'status':
             pass
         elif cmd == 'pause':
@@ -715,12 +738,12 @@ class Simulator:
             target = world.find(str(request['vessel']))
             if target.spec.is_debris:
                 raise ValueError(f'{target.key} is debris and cannot be controlled')
+            if target.key != world.active_key and target.key in world.focus:
+                raise ValueError(f"{target.key} is another vehicle's active vessel")
             world.active_key = target.key
         elif cmd == 'revert':
             world.reset()
-            self.control.typed_by_vessel.clear()    # every actuator as the scenario has it
-            self.docked_identity.clear()
-            self.sensing.follow_parts(world.ut)     # parts back where the scenario has them
+            self.world_reset()
         elif cmd in ('pack', 'unpack'):
             world.active.packed = cmd == 'pack'
         elif cmd == 'sas':
@@ -745,6 +768,20 @@ class Simulator:
             self._observe()
         return self.status()
 
+    def world_reset(self) -> None:
+        """Follow the world back to the scenario's start (a revert).
+
+        The runtime session resets at the next observation, since UT went backwards.
+        """
+        self.control.typed_by_vessel.clear()    # every actuator as the scenario has it
+        self.docked_identity.clear()
+        self.sensing.follow_parts(self.world.ut)     # parts back where the scenario has them
+
+    def set_held(self, held: bool) -> None:
+        """Refuse (``held``) or act on commands again; holding drops what is in force."""
+        self.held = held
+        self.control.set_held(held)
+
     def status(self) -> dict:
         """Return the simulator's state as a JSON-ready dict."""
         fields = self.runtime.envelope()
@@ -762,21 +799,7 @@ class Simulator:
     # -- loop -----------------------------------------------------------------------------
     def run(self, rate: float = 1.0, duration: float | None = None) -> None:
         """Run frames until ``duration`` simulator seconds passed or a stop is requested."""
-        wall_start = time.monotonic()
-        clock_start = self.clock
-        next_status = wall_start + STATUS_PERIOD_WALL
-        while not self.stop_requested:
-            if duration is not None and self.clock - clock_start >= duration - 1e-9:
-                break
-            self.frame()
-            now = time.monotonic()
-            if now >= next_status:
-                next_status = now + STATUS_PERIOD_WALL
-                self.log_status()
-            if rate > 0:
-                delay = wall_start + (self.clock - clock_start) / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+        pace(self, rate, duration)
 
     def log_status(self) -> None:
         """Log one line of status."""
@@ -794,6 +817,73 @@ class Simulator:
         for sock in (self._out, self.command_sock, self.admin_sock):
             if sock is not None:
                 sock.close()
+
+
+class Paced(Protocol):
+    """What ``pace`` runs: a frame loop on a simulator clock (a game, or a mission)."""
+
+    clock: float
+    stop_requested: bool
+
+    def frame(self) -> None:
+        """Run one frame (advances ``clock`` by one physics step)."""
+
+    def log_status(self) -> None:
+        """Log one line of status."""
+
+
+def pace(loop: Paced, rate: float, duration: float | None) -> None:
+    """Run ``loop``'s frames at ``rate`` x real time (0: back to back) until the end.
+
+    The end is ``duration`` s of its clock, or its ``stop_requested``. A status line goes
+    out every ``STATUS_PERIOD_WALL`` s of wall time.
+    """
+    wall_start = time.monotonic()
+    clock_start = loop.clock
+    next_status = wall_start + STATUS_PERIOD_WALL
+    while not loop.stop_requested:
+        if duration is not None and loop.clock - clock_start >= duration - 1e-9:
+            break
+        loop.frame()
+        now = time.monotonic()
+        if now >= next_status:
+            next_status = now + STATUS_PERIOD_WALL
+            loop.log_status()
+        if rate > 0:
+            delay = wall_start + (loop.clock - clock_start) / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+
+@dataclass(frozen=True)
+class Acting:
+    """What one game's control applies to its active vessel in a physics step."""
+
+    key: str                     # the vessel
+    force: np.ndarray            # N, base_link
+    torque: np.ndarray           # N·m, base_link
+    wheels: dict                 # ``TypedActuators.wheel_inputs``
+    control: VehicleManager      # its wheel torque and engine thrust heat and draw power
+
+
+def advance(world: World, pending: dict[str, environment.Pending],
+            acting: list[Acting]) -> float:
+    """Advance physics by one step of UT, and every vessel's power and heat each 0.1 s.
+
+    ``pending`` holds each vessel's power and heat since its last update (one per world);
+    a vessel under control this step uses its game's wheel torque and engine thrust.
+    Return the step's length (s of UT).
+    """
+    dt = world.step({a.key: (a.force, a.torque) for a in acting},
+                    {a.key: a.wheels for a in acting})
+    controls = {a.key: a.control for a in acting}
+    for vessel in world.vessels.values():
+        control = controls.get(vessel.key)
+        slot = pending.setdefault(vessel.key, environment.Pending())
+        if slot.add(dt, control.wheel_torque if control else environment.ZERO,
+                    control.engine_thrust if control else None, vessel.wheel_draw):
+            slot.flush(vessel, world.ut)
+    return dt
 
 
 def _is_loopback(host: str) -> bool:

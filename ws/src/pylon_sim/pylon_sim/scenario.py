@@ -95,9 +95,39 @@ class VesselStart:
     sas: bool = False                  # the player's SAS switch at the start
 
 
+TASK_KINDS = ('rendezvous',)
+TASK_DEFAULTS = {'radius_m': 10.0, 'relative_speed_mps': 0.2, 'hold_sec': 30.0,
+                 'time_limit_sec': 900.0}
+
+
+@dataclass(frozen=True)
+class Task:
+    """What the referee scores (``task:``): each vehicle but the target reaches the target.
+
+    Rendezvous: come within ``radius_m`` of the target vessel's centre of mass at a relative
+    speed under ``relative_speed_mps`` and stay so for ``hold_sec`` without a break, within
+    ``time_limit_sec`` of the start.
+    """
+
+    kind: str
+    target: str                # the vessel key every other vehicle must reach
+    radius_m: float = TASK_DEFAULTS['radius_m']
+    relative_speed_mps: float = TASK_DEFAULTS['relative_speed_mps']
+    hold_sec: float = TASK_DEFAULTS['hold_sec']
+    time_limit_sec: float = TASK_DEFAULTS['time_limit_sec']
+
+    def to_dict(self) -> dict:
+        """Return the task as JSON-ready data (the management status carries it)."""
+        return dataclasses.asdict(self)
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """A scenario ready to fly."""
+    """A scenario ready to fly.
+
+    ``vehicles`` are the controllable vessels, each served as its own game (ports, runtime
+    session, ROS domain), in vehicle order; a single-vehicle scenario has ``(active,)``.
+    """
 
     name: str
     description: str
@@ -108,6 +138,8 @@ class Scenario:
     vessels: tuple[VesselStart, ...]
     bodies: dict[str, Body] = field(default_factory=dict)
     terrains: dict[str, SiteTerrain] = field(default_factory=dict)   # by body name
+    vehicles: tuple[str, ...] = ()
+    task: Task | None = None
 
     def vessel(self, key: str) -> VesselStart:
         """Return the vessel with ``key``."""
@@ -541,7 +573,7 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
         raise ScenarioError(f'{path}: cannot read: {exc}') from exc
     top = _Reader(path, data)
     top.check_keys(('scenario', 'description', 'start_ut', 'physics_step', 'active',
-                    'bodies', 'vessels', 'terrain'))
+                    'bodies', 'vessels', 'terrain', 'vehicles', 'task'))
     rng = random.Random(seed)
     bodies = dict(BODIES)
     if top.has('bodies'):
@@ -561,13 +593,52 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
     ids = [v.spec.vessel_id for v in vessels]
     if len(set(ids)) != len(ids):
         top.fail('vessels', 'vessel_id values must be unique')
-    active = top.string('active', keys[0])
+    vehicles = _vehicles(top, vessels)
+    active = top.string('active', vehicles[0] if vehicles else keys[0])
     if active not in keys:
         top.fail('active', f'{active!r} is not a vessel key ({", ".join(keys)})')
+    if vehicles and active != vehicles[0]:
+        top.fail('active', f'{active!r} must be the first of vehicles ({vehicles[0]!r})')
     return Scenario(
         name=top.string('scenario', path.stem),
         description=top.string('description') if top.data.get('description') else '',
         path=path, start_ut=top.number('start_ut', 0.0, low=0.0),
         physics_step=top.number('physics_step', 0.02, low=0.001, high=0.1),
         active=active, vessels=vessels, bodies=bodies,
-        terrains=_terrain(top, bodies, vessels))
+        terrains=_terrain(top, bodies, vessels), vehicles=vehicles or (active,),
+        task=_task(top, keys))
+
+
+def _vehicles(top: _Reader, vessels: tuple[VesselStart, ...]) -> tuple[str, ...]:
+    """Return ``vehicles:`` (controllable vessel keys, unique, none debris) or ()."""
+    if not top.has('vehicles'):
+        return ()
+    chosen = top.data['vehicles']
+    by_key = {v.key: v for v in vessels}
+    if not isinstance(chosen, list) or not chosen or not all(
+            isinstance(key, str) for key in chosen):
+        top.fail('vehicles', 'must be a non-empty list of vessel keys')
+    if len(set(chosen)) != len(chosen):
+        top.fail('vehicles', f'vessel keys must be unique, got {chosen}')
+    for key in chosen:
+        if key not in by_key:
+            top.fail('vehicles', f'{key!r} is not a vessel key ({", ".join(by_key)})')
+        if by_key[key].spec.is_debris:
+            top.fail('vehicles', f'{key!r} is debris and cannot be controlled')
+    return tuple(chosen)
+
+
+def _task(top: _Reader, keys: list[str]) -> Task | None:
+    """Return the scenario's ``task:`` or None."""
+    if not top.has('task'):
+        return None
+    task = top.sub('task')
+    task.check_keys(('kind', 'target', *TASK_DEFAULTS))
+    kind = task.string('kind')
+    if kind not in TASK_KINDS:
+        task.fail('kind', f'{kind!r} is not a task kind ({", ".join(TASK_KINDS)})')
+    target = task.string('target')
+    if target not in keys:
+        task.fail('target', f'{target!r} is not a vessel key ({", ".join(keys)})')
+    return Task(kind, target, **{key: task.number(key, default, positive=True)
+                                 for key, default in TASK_DEFAULTS.items()})

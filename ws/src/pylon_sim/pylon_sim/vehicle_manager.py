@@ -55,6 +55,7 @@ from pylon_sim.world import SimVessel
 
 ZERO = np.zeros(3)
 Packet = tuple[str, dict]
+HELD = packets.SIMULATION_HELD    # the refusal of a command while the mission holds
 SEPARATION_RESULT = 'pylon_separation_result'
 #: a separator's typed outcome -> the operation's result reason
 SEPARATION_OUTCOMES = {ACCEPTED: 'pending', 'already_separated': 'actuator_unavailable',
@@ -181,6 +182,7 @@ class VehicleManager:
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
         self.authority_command_at: float | None = None  # clock of the last authority command
+        self.held = False     # a mission not started (or finished): every command refused
 
     # -- commands -------------------------------------------------------------------------
     def command(self, packet: dict, vessel: SimVessel, now: float,
@@ -195,6 +197,8 @@ class VehicleManager:
             return self._authority_command(packet, vessel, now)
         if kind == 'pylon_separation_query':
             return [(SEPARATION_RESULT, self.journal.query(packet, now))]
+        if self.held:
+            return self._held(packet, vessel, now, session)
         if kind == 'pylon_control_batch':
             return self._batch(packet, vessel, now, session)
         if packet.get('actuatorType') == 'separation' and packet.get('separate') is True:
@@ -215,6 +219,42 @@ class VehicleManager:
         if kind == 'pylon_docking_port_command':
             return self._typed_answer(kind, typed.docking(packet, now), vessel, now)
         return self._typed_answer(kind, typed.command(packet, now), vessel, now)
+
+    def set_held(self, held: bool) -> None:
+        """Refuse every command but authority ones and queries (``held``), or act again.
+
+        A mission holds its vehicles until it starts and after it ends; holding ends every
+        command in force and every typed override at once (leases stay).
+        """
+        self.held = held
+        if held:
+            self._drop_commands()
+            self._release_overrides()
+
+    def _held(self, packet: dict, vessel: SimVessel, now: float,
+              session: Envelope | None) -> list[Packet]:
+        """Refuse a command while held: ``simulation_held``, unless the lease refuses first.
+
+        The authority still checks it (its sequence counts); the answer is the one a refusal
+        of that command gets: a wrench status, or an authority state for the command only,
+        and a separation operation's result.
+        """
+        kind = packet['type']
+        decision = self.authority.check(packet, vessel.vessel_id, now)
+        reason = HELD if decision.accepted else decision.reason
+        self.refused[(kind, reason)] += 1
+        if kind == 'pylon_body_wrench_command':
+            return [self._status(packet, False, reason, vessel)]
+        out = [self.authority_state(vessel, now, reason, event=reason != HELD)]
+        separation = (packets.batch_members(packet)['separation']
+                      if kind == 'pylon_control_batch' else
+                      packet if packet.get('actuatorType') == 'separation'
+                      and packet.get('separate') is True else None)
+        operation = (operation_of(separation, session)
+                     if separation is not None and session is not None else None)
+        if operation is not None:
+            out.append((SEPARATION_RESULT, refusal(operation, reason)))
+        return out
 
     def _authority_command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
         self.authority_command_at = now

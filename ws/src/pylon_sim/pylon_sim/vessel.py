@@ -26,6 +26,9 @@ RESOURCE_DENSITY = {
     'Ore': 10.0,
 }
 
+# the resources engines and RCS burn (what a mission counts as propellant used)
+PROPELLANTS = ('LiquidFuel', 'Oxidizer', 'MonoPropellant', 'XenonGas', 'SolidFuel')
+
 SHAPES = ('box', 'cylinder', 'sphere')
 MODULE_KINDS = ('rcs', 'engine', 'reaction_wheel', 'docking_port', 'star_tracker', 'lidar_2d',
                 'lidar_3d', 'camera', 'wheel', 'servo', 'decoupler', 'fairing',
@@ -177,3 +180,9 @@ def mass_properties(spec: VesselSpec,
         d = position - com
         inertia += local + mass * (float(d @ d) * np.eye(3) - np.outer(d, d))
     return MassProperties(total, com, inertia)
+
+
+def propellant_mass(amounts: Mapping[tuple[int, str], float]) -> float:
+    """Return the mass (kg) of the propellant in a vessel's resource amounts."""
+    return sum(RESOURCE_DENSITY[resource] * max(0.0, amount)
+               for (_, resource), amount in amounts.items() if resource in PROPELLANTS)

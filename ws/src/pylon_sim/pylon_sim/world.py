@@ -91,12 +91,19 @@ def initial_state(start: VesselStart, body: Body, ut: float) -> RigidState:
 
 
 class World:
-    """All vessels of a scenario and the game clock (UT)."""
+    """All vessels of a scenario and the game clock (UT).
+
+    ``active_key`` is the active vessel of the one game that uses the world directly (a
+    single vehicle). Several games share one world through views (``view``), each with an
+    active vessel of its own; every game's active vessel is physically simulated
+    (``focus``), and none of them can be removed.
+    """
 
     def __init__(self, scenario: Scenario) -> None:
         """Place every vessel at the scenario's start."""
         self.scenario = scenario
         self.physics_step = scenario.physics_step
+        self._views: list[WorldView] = []
         self.reset()
 
     def reset(self) -> None:
@@ -110,6 +117,8 @@ class World:
                 start.key, start.spec, body, initial_state(start, body, self.ut), resources,
                 mass_properties(start.spec, resources), packed=start.packed, sas=start.sas)
         self.active_key = self.scenario.active
+        for view in self._views:
+            view.active_key = view.home
         self._wheel_params: dict[str, tuple[tuple, wheels.Params | None]] = {}
         self._grounds: dict[str, wheels.Ground] = {}
         self._wheeled: dict[str, tuple[VesselSpec, bool]] = {}   # key -> (spec, wheels?)
@@ -124,6 +133,19 @@ class World:
     def active(self) -> SimVessel:
         """Return the active vessel."""
         return self.vessels[self.active_key]
+
+    @property
+    def focus(self) -> set[str]:
+        """Return the keys of the active vessels of every game (simulated with physics)."""
+        return {self.active_key, *(view.active_key for view in self._views)}
+
+    def view(self, home: str) -> WorldView:
+        """Return a game's view of this world, its active vessel ``home`` (also after reset)."""
+        if home not in self.vessels:
+            raise KeyError(home)
+        view = WorldView(self, home)
+        self._views.append(view)
+        return view
 
     def find(self, key_or_id: str) -> SimVessel:
         """Return a vessel by scenario key or vessel id."""
@@ -159,9 +181,9 @@ class World:
         self.vessels[vessel.key] = vessel
 
     def remove(self, key: str) -> SimVessel:
-        """Remove a vessel that is not the active one; return it."""
-        if key == self.active_key:
-            raise ValueError(f'{key!r} is the active vessel')
+        """Remove a vessel that is no game's active one; return it."""
+        if key in self.focus:
+            raise ValueError(f'{key!r} is an active vessel')
         return self.vessels.pop(key)
 
     def separate(self, key: str, separator: int, new_key: str, new_vessel_id: str,
@@ -239,9 +261,10 @@ class World:
         dt = self.physics_step * self.warp_rate
         forces = forces or {}
         wheel_commands = wheel_commands or {}
+        focus = self.focus
         for vessel in self.vessels.values():
             vessel.state, vessel.specific_force = self._advance(
-                vessel, dt, forces, wheel_commands.get(vessel.key, {}))
+                vessel, dt, forces, wheel_commands.get(vessel.key, {}), vessel.key in focus)
         self.ut += dt
         return dt
 
@@ -282,11 +305,11 @@ class World:
         return float(np.linalg.norm(felt))
 
     def _advance(self, vessel: SimVessel, dt: float,
-                 forces: dict[str, tuple[np.ndarray, np.ndarray]], wheel_commands: dict):
+                 forces: dict[str, tuple[np.ndarray, np.ndarray]], wheel_commands: dict,
+                 active: bool):
         state = vessel.state
         packed = self.is_packed(vessel)
-        simulate = (vessel.key == self.active_key or state.landed
-                    or vessel.key in forces) and not packed
+        simulate = (active or state.landed or vessel.key in forces) and not packed
         force, torque = forces.get(vessel.key, (None, None))
         inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
         params = None if packed else self.wheel_params(vessel)
@@ -315,6 +338,29 @@ class World:
         vessel.wheel_draw = power.rover_wheel_draw_rate(result.wheels.drive_torque,
                                                         params.max_torque, params.ec_rate)
         return result.state, result.specific_force
+
+
+class WorldView:
+    """One game's view of a shared world: the world, with the game's own active vessel.
+
+    Everything but ``active_key`` and ``active`` is the world's (vessels, UT, warp, the
+    physics step, terrain); the world's ``reset`` puts the view back on its ``home``.
+    """
+
+    def __init__(self, world: World, home: str) -> None:
+        """View ``world`` from the game whose vessel is ``home``."""
+        self.world = world
+        self.home = home
+        self.active_key = home
+
+    @property
+    def active(self) -> SimVessel:
+        """Return this game's active vessel."""
+        return self.world.vessels[self.active_key]
+
+    def __getattr__(self, name: str):
+        """Return the shared world's attribute ``name``."""
+        return getattr(self.world, name)
 
 
 def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:

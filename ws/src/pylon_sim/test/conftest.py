@@ -7,10 +7,13 @@ Scenarios can be made lean (the LiDAR and camera modules left out, their parts k
 changed per vessel, written to a temporary file.
 """
 
+from __future__ import annotations
+
 from collections import deque
 import json
 
 from pylon_protocol import packets, wire
+from pylon_sim import mission as missions
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
 from pylon_testing.scenarios import write_scenario
@@ -53,16 +56,26 @@ class CommandPort:
 
 
 class Harness:
-    """A simulator, what it sent, and a way to send it commands."""
+    """A simulator, what it sent, and a way to send it commands.
 
-    def __init__(self, path: str, seed: int = 2) -> None:
-        self.capture = Capture()
-        self.port = CommandPort()
-        self.sim = Simulator(load_scenario(path, seed=seed), send=self.capture,
-                             command_sock=self.port, seed=seed)
-        self.capture.sim = self.sim
+    ``step`` runs one frame: the simulator's own, or (one game of a mission) the
+    mission's frame of every game.
+    """
+
+    def __init__(self, sim: Simulator, port: CommandPort, capture: Capture,
+                 step=None) -> None:
+        self.sim, self.port, self.capture = sim, port, capture
+        self.capture.sim = sim
+        self.step = step or sim.frame
         self.sequence = 0
         self.controller, self.lease = 'ctl', 'lease-1'
+
+    @classmethod
+    def of_scenario(cls, path: str, seed: int = 2) -> Harness:
+        """Return the harness of a simulator alone on the scenario at ``path``."""
+        capture, port = Capture(), CommandPort()
+        return cls(Simulator(load_scenario(path, seed=seed), send=capture, command_sock=port,
+                             seed=seed), port, capture)
 
     @property
     def vessel_id(self) -> str:
@@ -93,10 +106,13 @@ class Harness:
 
     def frames(self, count: int = 1) -> None:
         for _ in range(count):
-            self.sim.frame()
+            self.step()
 
     def run(self, seconds: float) -> None:
-        self.sim.run(rate=0, duration=seconds)
+        """Run frames for ``seconds`` of the simulator clock (as ``Simulator.run``)."""
+        end = self.sim.clock + seconds
+        while self.sim.clock < end - 1e-9:
+            self.step()
 
     def of(self, type_name: str) -> list[dict]:
         return self.capture.of(type_name)
@@ -112,9 +128,44 @@ def harness(tmp_path):
 
     def make(name: str = 'orbit', *, lean: bool = True, changes: dict | None = None,
              modules: dict | None = None, seed: int = 2) -> Harness:
-        made.append(Harness(write_scenario(tmp_path, name, lean=lean, changes=changes,
-                                           modules=modules), seed))
+        made.append(Harness.of_scenario(write_scenario(tmp_path, name, lean=lean,
+                                                       changes=changes, modules=modules),
+                                        seed))
         return made[-1]
     yield make
     for h in made:
         h.sim.close()
+
+
+class _Queues:
+    """A ``bind`` for ``mission.build`` that hands out command queues instead of sockets."""
+
+    def __init__(self) -> None:
+        self.bound: dict[int, CommandPort] = {}
+
+    def __call__(self, host: str, port: int) -> CommandPort:
+        self.bound[port] = CommandPort()
+        return self.bound[port]
+
+
+@pytest.fixture
+def mission():
+    """Return ``make(name='rendezvous', **options) -> (Mission, [Harness per vehicle])``.
+
+    A lock-stepped mission (vehicle 1's command port 40000, then the stride); each
+    harness's frames are the mission's frames, its commands go to its own game.
+    """
+    made = []
+
+    def make(name: str = 'rendezvous', **options):
+        scenario = load_scenario(name, seed=2)
+        captures = [Capture() for _ in scenario.vehicles]
+        bind = _Queues()
+        run = missions.build(scenario, missions.Ports(0, 40000, 0), bind, rate=0, seed=2,
+                             senders=captures, **options)
+        made.append(run)
+        return run, [Harness(game, bind.bound[ports.command], capture, step=run.frame)
+                     for game, ports, capture in zip(run.games, run.ports, captures)]
+    yield make
+    for run in made:
+        run.close()

@@ -4,7 +4,7 @@ import json
 import signal
 import socket
 
-from pylon_protocol import packets
+from pylon_protocol import management, packets
 from pylon_sim.admin import request
 
 
@@ -50,3 +50,40 @@ def test_a_broken_scenario_is_rejected_at_start(ros_process, free_udp_port, tmp_
                        str(free_udp_port())])
     assert sim.wait(timeout=20) == 2
     assert f'{bad}: vessels[0].parts: must be a non-empty list' in sim.log()
+
+
+def test_a_mission_serves_each_vehicle_on_its_ports_and_answers_management(
+        ros_process, free_udp_port, free_udp_port_series):
+    stride = management.PORT_STRIDE
+    first_state = free_udp_port_series(2, stride)
+    receivers = []
+    for k in range(2):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(('127.0.0.1', first_state + k * stride))
+        sock.settimeout(10.0)
+        receivers.append(sock)
+    manager = free_udp_port()
+    sim = ros_process(['pylon_sim', '--scenario', 'rendezvous', '--rate', '1',
+                       '--state-port', str(first_state),
+                       '--command-port', str(free_udp_port_series(2, stride)),
+                       '--management-port', str(manager)])
+    sim.wait_for_output(r'mission of 2 vehicles', timeout=20)
+    seen = []
+    for sock in receivers:
+        while True:
+            packet = packets.decode_state(sock.recv(65535))
+            if packet['type'] == 'pylon_imu':
+                seen.append(packet['vesselId'])
+                break
+    status = request(manager, {'cmd': 'status'})
+    assert status['ok'] and status['phase'] == management.HELD
+    assert [v['vessel_id'] for v in status['vehicles']] == seen      # vehicle k on port k
+    assert [v['state_port'] for v in status['vehicles']] == [first_state,
+                                                             first_state + stride]
+    assert request(manager, {'cmd': 'start'})['phase'] == management.RUNNING
+    reply = request(manager, {'cmd': 'start'})
+    assert not reply['ok'] and 'running already' in reply['error']
+    assert request(manager, {'cmd': 'quit'})['ok']
+    assert sim.wait(timeout=20) == 0
+    for sock in receivers:
+        sock.close()

@@ -281,7 +281,8 @@ def test_every_typed_refusal_reason_is_in_the_protocol_set():
     handlers = (typed.command, typed.docking, typed._engine_command, typed._rcs_command,
                 typed._wheel_command, typed._separation_command, typed._motor_command)
     produced = set().union(*(_returned_strings(h) for h in handlers))
-    assert produced == packets.TYPED_REFUSAL_REASONS     # ACCEPTED is returned by name
+    # ACCEPTED is returned by name; the vehicle manager refuses while a mission holds
+    assert produced | {packets.SIMULATION_HELD} == packets.TYPED_REFUSAL_REASONS
     assert typed_actuators.ACCEPTED in packets.AUTHORITY_REASONS
     assert not packets.TYPED_REFUSAL_REASONS & packets.AUTHORITY_REASONS
     assert packets.AUTHORITY_STATE_REASONS == (packets.AUTHORITY_REASONS

@@ -1,0 +1,76 @@
+"""A mission stack for the integration tests: the launch plan's processes, in their domains.
+
+``mission_stack(vehicles, scenario, components=('bridge',), **options)`` starts what
+``pylon_components.mission_plan`` plans (the launch file and ``make demo`` start the same),
+on UDP ports and ROS domains of the test session's own: the simulator (checking its
+packets), ``sim_manager`` and ``referee`` in the management domain, and each vehicle's
+chosen components in its domain. It returns a ``MissionStack`` with the domains and the
+processes by name (``udp_bridge_2``: vehicle 2's bridge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import importlib.util
+from pathlib import Path
+import sys
+
+from pylon_common import mission
+from pylon_protocol import management
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_components():
+    """Import ``launch/pylon_components.py`` (beside the launch file, not a package)."""
+    if 'pylon_components' in sys.modules:
+        return sys.modules['pylon_components']
+    spec = importlib.util.spec_from_file_location(
+        'pylon_components', ROOT / 'launch' / 'pylon_components.py')
+    module = importlib.util.module_from_spec(spec)
+    sys.modules['pylon_components'] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class MissionStack:
+    """A running mission: its domains, ports and processes."""
+
+    base: int
+    vehicles: int
+    management_port: int
+    planned: list
+    processes: dict = field(default_factory=dict)
+
+    def domain(self, vehicle: int) -> int:
+        """Return vehicle ``vehicle``'s ROS domain."""
+        return mission.vehicle_domain(self.base, vehicle)
+
+
+@pytest.fixture(scope='module')
+def mission_stack(module_ros_process, free_udp_port, free_udp_port_series,
+                  ros_domain_block) -> Callable[..., MissionStack]:
+    """Return ``start(vehicles, scenario, components, **plan options) -> MissionStack``."""
+    pc = load_components()
+
+    def start(vehicles: int, scenario: str, components=('bridge',), **options) -> MissionStack:
+        base = ros_domain_block(vehicles + 1)
+        state = free_udp_port_series(vehicles, management.PORT_STRIDE)
+        command = free_udp_port_series(vehicles, management.PORT_STRIDE)
+        stack = MissionStack(base, vehicles, free_udp_port(), [])
+        stack.planned = pc.mission_plan(
+            vehicles, scenario=scenario, domain_base=base, ports=(state, command, 0),
+            management_port=stack.management_port, vehicle_components=components, **options)
+        for proc in stack.planned:
+            cmd = pc.command_line(proc)
+            if proc.node is None:
+                cmd.append('--check-packets')
+            name = proc.executable if proc.vehicle is None else \
+                f'{proc.executable}_{proc.vehicle}'
+            env = None if proc.domain is None else {'ROS_DOMAIN_ID': str(proc.domain)}
+            stack.processes[name] = module_ros_process(cmd, name=name, env=env)
+        return stack
+    return start

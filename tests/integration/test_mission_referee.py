@@ -1,0 +1,106 @@
+"""The referee scores a scripted mission: one chaser completes, one stays out of range.
+
+A three-vehicle mission from the launch plan (``conftest.mission_stack``) on a copy of the
+``rendezvous4`` scenario: a target, a chaser 5 m behind it on the same orbit (inside the
+10 m zone and moving with the target, so it completes after the 30 s hold without a
+command: the script is to do nothing) and one 60 m behind (never in range), with a 45 s
+time limit. Test nodes hold each vehicle's lease (Ready), the management starts by itself,
+and the mission ends at the time limit: Finish, not FinishAll.
+"""
+
+import json
+from pathlib import Path
+
+from pylon_common import mission, topics
+from pylon_interfaces.msg import ControlAuthorityCommand as A
+from pylon_testing.pilot import Pilot
+from pylon_testing.recorder import TopicRecorder
+from pylon_testing.scenarios import write_scenario
+import pytest
+from std_msgs.msg import Float32MultiArray, String
+import yaml
+
+pytestmark = pytest.mark.integration
+
+TIME_LIMIT_SEC = 45.0
+VESSELS = {'chaser_1': '6c1a2b3c4d5e6f708192a3b4c5d6e7f8',
+           'chaser_2': '8e3c4d5e6f708192a3b4c5d6e7f8091a',
+           'target': '7d2b3c4d5e6f708192a3b4c5d6e7f809'}
+
+
+def scripted(folder: Path) -> str:
+    """Write the scenario: chaser_1 5 m and chaser_2 60 m behind the target; 45 s."""
+    path = Path(write_scenario(folder, 'rendezvous4', changes={
+        'chaser_1': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -5}},
+        'chaser_2': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -60}}}))
+    data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    data['vessels'] = [v for v in data['vessels'] if v['key'] != 'chaser_3']
+    data['vehicles'] = ['chaser_1', 'chaser_2', 'target']
+    data['task']['time_limit_sec'] = TIME_LIMIT_SEC
+    path.write_text(yaml.safe_dump(data), encoding='utf-8')
+    return str(path)
+
+
+@pytest.fixture(scope='module')
+def run(mission_stack, tmp_path_factory):
+    folder = tmp_path_factory.mktemp('referee')
+    results = folder / 'results.json'
+    stack = mission_stack(3, scripted(folder), autostart=True, exit_on_finish=True,
+                          results_path=str(results))
+    return stack, results
+
+
+def hold_lease(pilot: Pilot, vessel: str) -> None:
+    """Take a 10 s lease of the vessel (the vehicle is then Ready); wait until owned."""
+    since = pilot.mark()
+    pilot.authority_pub.publish(A(
+        action=A.ACTION_ACQUIRE, vessel_id=vessel, controller_id='script', lease_id='l',
+        priority=0, lease_duration_sec=10.0, suppress_sas=True,
+        sequence=pilot.next_sequence('script', 'l')))
+    pilot.answer(since, lambda m: m.controller_id == 'script', 'the lease held')
+
+
+def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
+        run, ros_node_in):
+    stack, results = run
+    view = TopicRecorder(ros_node_in(stack.base))
+    for key in ('admin/state', 'admin/ranking'):
+        view.add(key, topics.name(key), String, topics.qos(key, reader=True))
+    vehicles = []
+    for k in range(1, len(VESSELS) + 1):
+        pilot = Pilot(ros_node_in(stack.domain(k)))
+        pilot.add('state', topics.name('sim/state'), String,
+                  topics.qos('sim/state', reader=True))
+        pilot.add('status', topics.name('sim/status'), Float32MultiArray,
+                  topics.qos('sim/status', reader=True))
+        pilot.ready()
+        vehicles.append(pilot)
+    for pilot, vessel in zip(vehicles, VESSELS.values()):
+        hold_lease(pilot, vessel)
+    view.wait_for('admin/state', lambda m: m.data == mission.START, what='the autostart')
+    near, far, _ = vehicles
+    near.wait_for('state', lambda m: m.data == mission.VEHICLE_FINISH, what='chaser 1 done',
+                  timeout=120.0)
+    status = near.wait_for('status', lambda m: m.data[mission.STATUS_INDEX['completed']],
+                           what='its status saying completed')
+    assert status.data[mission.STATUS_INDEX['task_progress']] == 1.0
+    far.wait_for('state', lambda m: m.data == mission.VEHICLE_START, what='chaser 2 on')
+    assert far.last('state').data == mission.VEHICLE_START        # still trying
+    end = view.wait_for('admin/state', lambda m: m.data in mission.FINAL_STATES,
+                        what='the end of the mission', timeout=120.0)
+    assert end.data == mission.FINISH                  # time up, chaser 2 never completed
+    far.wait_for('state', lambda m: m.data == mission.VEHICLE_FINISH, what='chaser 2 over')
+    assert stack.processes['referee'].wait(timeout=30.0) == 0      # results written, exited
+    ranking = json.loads(results.read_text(encoding='utf-8'))
+    first, second, target = ranking['vehicles']
+    assert (first['key'], first['rank'], first['completed']) == ('chaser_1', 1, True)
+    # in the zone from the start: the hold completes 30 s of game time after it
+    assert 30.0 <= first['completion_time_sec'] <= 30.2, first
+    assert first['score'] == pytest.approx(TIME_LIMIT_SEC - first['completion_time_sec'])
+    assert first['distance_m'] == pytest.approx(5.0, abs=0.2)
+    assert first['relative_speed_mps'] < 0.2 and first['propellant_used_kg'] == 0.0
+    assert (second['key'], second['rank'], second['completed']) == ('chaser_2', 2, False)
+    assert second['score'] == 0.0 and second['progress'] == 0.0
+    assert second['distance_m'] == pytest.approx(60.0, abs=0.5)
+    assert not target['scored'] and not ranking['all_completed']
+    assert ranking['state'] == mission.FINISH

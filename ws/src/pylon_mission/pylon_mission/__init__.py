@@ -1,0 +1,1 @@
+"""Several vehicles in one world: simulator management and a referee."""

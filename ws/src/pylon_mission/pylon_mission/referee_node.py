@@ -1,0 +1,142 @@
+"""``referee``: scores every vehicle's task from ground truth, in the management domain.
+
+It reads the management's mission description (``/admin/pylon/mission``: the task, the
+vehicles, the start) and, for each vehicle k, the ground truth its ``udp_bridge`` relays to
+the management domain under ``/vehicle_k`` (``pylon_common.mission.vehicle_prefix``): the
+``NearbyVessels`` (the target's position and velocity and the vehicle's own, one instant)
+and the ``FlightState`` (its ``universal_time`` beside its stamp gives the game time of the
+vehicle's stamps). ``referee.Referee`` scores them; the ranking goes on
+``/admin/pylon/ranking`` (latched JSON, ``Referee.ranking``) when it changes, and, when the
+mission ends (Finish, FinishAll or Terminate), into ``results_path`` (JSON) and the log.
+With ``exit_on_finish`` it stops once it has written the results of an ended mission.
+No vehicle domain is touched: this node lives in the management domain only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pylon_common import mission, node_main, topics
+from pylon_common.parameters import declare, Parameter
+from pylon_common.stamps import to_seconds
+from pylon_interfaces.msg import FlightState, NearbyVessels
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from pylon_mission.referee import Referee
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter('results_path', '', 'write the ranking here (JSON) when the mission ends '
+                                  "(Finish, FinishAll, Terminate); '' writes nothing"),
+    Parameter('exit_on_finish', False, 'stop the node once it wrote the results of an ended '
+                                       'mission'),
+    Parameter('publish_period_sec', 0.5, 's between two looks at the ranking (published when '
+                                         'it changed)', 0.05, 60.0),
+)
+
+
+def relative(msg: NearbyVessels, target_id: str) -> tuple[tuple, tuple] | tuple[None, None]:
+    """Return the target's position and velocity relative to the observer, or (None, None)."""
+    for vessel in msg.vessels:
+        if vessel.vessel_id == target_id:
+            o, v = msg.observer_position, msg.observer_linear_velocity
+            p, w = vessel.position, vessel.linear_velocity
+            return (p.x - o.x, p.y - o.y, p.z - o.z), (w.x - v.x, w.y - v.y, w.z - v.z)
+    return None, None
+
+
+class RefereeNode(Node):
+    """The referee's ROS plumbing."""
+
+    def __init__(self) -> None:
+        """Declare the parameters and wait for the mission description."""
+        super().__init__(topics.REFEREE)
+        self.params = declare(self, PARAMETERS)
+        self.referee = Referee()
+        self.offsets: dict[int, float] = {}     # stamp - UT of each vehicle's bridge
+        self.vehicle_subs: dict[int, list] = {}
+        self.published = ''
+        self.written = ''
+        self.pub = self.create_publisher(String, topics.name('admin/ranking'),
+                                         topics.qos('admin/ranking'))
+        self.mission_sub = self.create_subscription(
+            String, topics.name('admin/mission'), self._on_mission,
+            topics.qos('admin/mission', reader=True))
+        self.timer = self.create_timer(self.params['publish_period_sec'], self._tick)
+
+    def _on_mission(self, msg: String) -> None:
+        try:
+            description = json.loads(msg.data)
+            if not isinstance(description, dict):
+                raise ValueError('not a JSON object')
+        except ValueError as exc:
+            self.get_logger().warning(f'mission description ignored: {exc}',
+                                      throttle_duration_sec=5.0)
+            return
+        self.referee.mission(description)
+        for vehicle in self.referee.scored():
+            if vehicle not in self.vehicle_subs:
+                self._watch(vehicle)
+
+    def _watch(self, vehicle: int) -> None:
+        """Subscribe to vehicle k's relayed ground truth in the management domain."""
+        prefix = mission.vehicle_prefix(vehicle)
+        self.vehicle_subs[vehicle] = [
+            self.create_subscription(
+                NearbyVessels, topics.name('ground_truth/nearby_vessels', prefix),
+                lambda msg, k=vehicle: self._on_nearby(k, msg),
+                topics.qos('ground_truth/nearby_vessels', reader=True)),
+            self.create_subscription(
+                FlightState, topics.name('ground_truth/flight', prefix),
+                lambda msg, k=vehicle: self._on_flight(k, msg),
+                topics.qos('ground_truth/flight', reader=True))]
+
+    def _on_flight(self, vehicle: int, msg: FlightState) -> None:
+        self.offsets[vehicle] = to_seconds(msg.header.stamp) - msg.universal_time
+
+    def _on_nearby(self, vehicle: int, msg: NearbyVessels) -> None:
+        offset = self.offsets.get(vehicle)
+        if offset is None:
+            return                  # no game time for this vehicle's stamps yet
+        position, velocity = relative(msg, self.referee.target_vessel_id())
+        if self.referee.sample(vehicle, to_seconds(msg.header.stamp) - offset, position,
+                               velocity):
+            self.get_logger().info(f'vehicle {vehicle} completed its task')
+            self._tick()
+
+    def _tick(self) -> None:
+        ranking = self.referee.ranking()
+        text = json.dumps(ranking, sort_keys=True)
+        if text != self.published:
+            self.pub.publish(String(data=text))
+            self.published = text
+        if ranking['state'] in mission.FINAL_STATES and text != self.written:
+            self._write(ranking, text)
+
+    def _write(self, ranking: dict, text: str) -> None:
+        """Log the final ranking; write it to ``results_path``; stop if asked to."""
+        self.written = text
+        for entry in sorted(ranking['vehicles'], key=lambda e: e['rank'] or 99):
+            if entry['scored']:
+                time_text = (f"{entry['completion_time_sec']:.1f} s" if entry['completed']
+                             else 'not completed')
+                self.get_logger().info(
+                    f"rank {entry['rank']}: vehicle {entry['vehicle']} {entry['name']}: "
+                    f"{time_text}, score {entry['score']:.1f}, propellant "
+                    f"{entry['propellant_used_kg']:.2f} kg")
+        path = self.params['results_path']
+        if path:
+            try:
+                Path(path).write_text(json.dumps(ranking, indent=2, sort_keys=True) + '\n',
+                                      encoding='utf-8')
+                self.get_logger().info(f'results written to {path}')
+            except OSError as exc:
+                self.get_logger().error(f'cannot write the results to {path}: {exc}')
+        if self.params['exit_on_finish']:
+            node_main.request_stop()
+
+
+def main() -> int:
+    """Entry point of ``referee``."""
+    return node_main.run(RefereeNode)

@@ -1,0 +1,25 @@
+"""Install pylon_mission as an ament_python package."""
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'pylon_mission'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='PyLoN workspace maintainers',
+    maintainer_email='maintainers@pylon-workspace.org',
+    description='Several vehicles in one world: simulator management and a referee.',
+    license='Apache-2.0',
+    entry_points={'console_scripts': [
+        'sim_manager = pylon_mission.manager_node:main',
+        'referee = pylon_mission.referee_node:main',
+    ]},
+)
