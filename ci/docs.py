@@ -96,6 +96,15 @@ def _node_parameters(module: str) -> Callable[[], str]:
     return generate
 
 
+def mission_status() -> str:
+    """Return the index table of a vehicle's status array (``pylon_common.mission``)."""
+    from pylon_common import mission
+    lines = ['| Index | Field | Meaning |', '|---|---|---|']
+    for index, (name, meaning) in enumerate(mission.STATUS_FIELDS):
+        lines.append(f'| {index} | `{name}` | {_md(meaning)} |')
+    return '\n'.join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     'topic-contract': ('ws/src/pylon_common/README.md', topic_contract),
     'bridge-options': ('ws/src/pylon_bridge/README.md', bridge_options),
@@ -106,6 +115,13 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
                              _node_parameters('pylon_vehicle_control.estimator_params')),
     'evaluator-parameters': ('ws/src/pylon_vehicle_control/README.md',
                              _node_parameters('pylon_vehicle_control.evaluator_node')),
+    'chaser-parameters': ('ws/src/pylon_vehicle_control/README.md',
+                          _node_parameters('pylon_vehicle_control.chaser_node')),
+    'manager-parameters': ('ws/src/pylon_mission/README.md',
+                           _node_parameters('pylon_mission.manager_node')),
+    'referee-parameters': ('ws/src/pylon_mission/README.md',
+                           _node_parameters('pylon_mission.referee_node')),
+    'mission-status': ('ws/src/pylon_mission/README.md', mission_status),
 }
 
 

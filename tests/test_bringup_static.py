@@ -5,12 +5,11 @@ parse and reference real files, components, parameters and topics.
 """
 
 import ast
-import importlib.util
 import json
 from pathlib import Path
 import re
-import sys
 
+from pylon_testing.plan import load_components
 import pytest
 import yaml
 
@@ -18,16 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / 'launch' / 'pylon.launch.py'
 
 
-def _load_components():
-    spec = importlib.util.spec_from_file_location(
-        'pylon_components', ROOT / 'launch' / 'pylon_components.py')
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault('pylon_components', module)  # dataclasses look the module up
-    spec.loader.exec_module(module)
-    return module
-
-
-pc = _load_components()
+pc = load_components(ROOT)
 COMPOSE = yaml.safe_load((ROOT / 'compose.yaml').read_text())
 SERVICES = COMPOSE['services']
 

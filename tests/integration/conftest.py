@@ -12,27 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-import importlib.util
 from pathlib import Path
-import sys
 
 from pylon_common import mission
 from pylon_protocol import management
+from pylon_testing.plan import load_components
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_components():
-    """Import ``launch/pylon_components.py`` (beside the launch file, not a package)."""
-    if 'pylon_components' in sys.modules:
-        return sys.modules['pylon_components']
-    spec = importlib.util.spec_from_file_location(
-        'pylon_components', ROOT / 'launch' / 'pylon_components.py')
-    module = importlib.util.module_from_spec(spec)
-    sys.modules['pylon_components'] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -54,7 +41,7 @@ class MissionStack:
 def mission_stack(module_ros_process, free_udp_port, free_udp_port_series,
                   ros_domain_block) -> Callable[..., MissionStack]:
     """Return ``start(vehicles, scenario, components, **plan options) -> MissionStack``."""
-    pc = load_components()
+    pc = load_components(ROOT)
 
     def start(vehicles: int, scenario: str, components=('bridge',), **options) -> MissionStack:
         base = ros_domain_block(vehicles + 1)

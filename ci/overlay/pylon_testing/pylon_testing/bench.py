@@ -119,14 +119,14 @@ def run(name: str, measure: Callable[[BenchSession], Mapping[str, Any]]) -> int:
 class BenchNode:
     """The benchmark's rclpy node, in a context of its own, with an executor to spin it."""
 
-    def __init__(self, name: str) -> None:
-        """Create the context, the node and its executor."""
+    def __init__(self, name: str, domain_id: int | None = None) -> None:
+        """Create the context (on ``domain_id``; None: the session's), node and executor."""
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
         self._rclpy = rclpy
         self.context = Context()
-        rclpy.init(context=self.context)
+        rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
