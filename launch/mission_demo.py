@@ -33,11 +33,17 @@ STATUS_PERIOD_SEC = 1.0
 
 def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
          domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None) -> list:
-    """Return the demo's processes: the mission plan with autostart and an end."""
+    """Return the demo's processes: the mission plan with autostart and an end.
+
+    ``ports``: the first vehicle's state, command and admin ports, and optionally the
+    management port.
+    """
+    extra = {} if ports is None or len(ports) < 4 else {'management_port': ports[3]}
     return pc.mission_plan(vehicles, scenario=scenario, overlays=overlays,
-                           domain_base=domain_base, ports=ports, autostart=True,
+                           domain_base=domain_base,
+                           ports=None if ports is None else ports[:3], autostart=True,
                            exit_on_finish=True,
-                           results_path=str(log_dir / RESULTS) if log_dir else '')
+                           results_path=str(log_dir / RESULTS) if log_dir else '', **extra)
 
 
 class Watcher:

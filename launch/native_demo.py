@@ -342,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options and run the demo."""
     limit_threads()
     parser = argparse.ArgumentParser(prog='make demo', description=__doc__.splitlines()[0])
-    parser.add_argument('--ports', help='STATE,COMMAND,ADMIN UDP ports (default 49010-49012)')
+    parser.add_argument('--ports', help='STATE,COMMAND,ADMIN UDP ports (default 49010-49012; '
+                        "with DEMO_VEHICLES: the first vehicle's, then a fourth, the "
+                        'management port, default 49000)')
     parser.add_argument('--print-commands', action='store_true',
                         help='print the command lines as JSON and exit')
     parser.add_argument('--until-settled', action='store_true',
