@@ -15,7 +15,7 @@ from pylon_protocol import packets, rotations
 from pylon_sim import ksp_view, relative_nav, telemetry
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
-from pylon_testing.scenarios import write_crowd, write_scenario
+from pylon_testing.scenarios import write_crowd
 import pytest
 
 PACKET = 'pylon_relative_nav'
@@ -249,12 +249,10 @@ def test_only_the_active_unpaused_vessel_samples(harness):
     assert h.sim.sensing.cost[relative_nav.KIND] > 0.0
 
 
-def test_in_a_mission_the_chaser_sees_the_target_and_the_target_sends_none(mission, tmp_path):
-    # the rendezvous scenario with the sensor on the chaser: each vehicle is a game of its
-    # own on one shared world; only the chaser's game has the sensor's vessel active
-    path = write_scenario(tmp_path, 'rendezvous', modules={'chaser': {'probeCoreOcto': [
-        {'kind': 'relative_nav', 'index': 1, 'sensor_id': SENSOR}]}})
-    run, (chaser, target) = mission(path)
+def test_in_a_mission_the_chaser_sees_the_target_and_the_target_sends_none(mission):
+    # the rendezvous scenario carries the sensor on the chaser: each vehicle is a game of
+    # its own on one shared world; only the chaser's game has the sensor's vessel active
+    run, (chaser, target) = mission('rendezvous')
     chaser.run(1.0)
     samples = chaser.of(PACKET)
     assert len(samples) >= 10 and target.of(PACKET) == []
