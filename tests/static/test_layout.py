@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WS_PACKAGES = sorted(p.parent for p in (ROOT / 'ws' / 'src').glob('*/package.xml'))
 OVERLAY_PACKAGES = sorted(p.parent for p in (ROOT / 'ci' / 'overlay').glob('*/package.xml'))
 EXPECTED_WS = {'pylon_interfaces', 'pylon_protocol', 'pylon_common', 'pylon_bridge',
-               'pylon_vehicle_control', 'pylon_sim', 'pylon_description', 'pylon_mission'}
+               'pylon_vehicle_control', 'pylon_sim', 'pylon_description', 'pylon_mission',
+               'pylon_tools'}
 
 
 def test_top_level_layout():

@@ -29,10 +29,16 @@ WORKSPACE = {path.parent.name for path in MANIFESTS}
 THIRD_PARTY = {       # module -> rosdep key (rosdep/python.yaml of ros/rosdistro)
     'catkin_pkg': 'python3-catkin-pkg',
     'hypothesis': 'python3-hypothesis',
+    'matplotlib': 'python3-matplotlib',
     'numpy': 'python3-numpy',
     'pytest': 'python3-pytest',
     'scipy': 'python3-scipy',
     'yaml': 'python3-yaml',
+}
+PIP_ONLY = {          # module -> PyPI distribution: no rosdep key for Ubuntu 24.04; the
+    'foxglove': 'foxglove-sdk',      # native environment has them from ci/requirements.txt,
+    'mcap': 'mcap',                  # the Docker image from its pip install line
+    'mcap_ros2': 'mcap-ros2-support',
 }
 ROS_PACKAGES = {'ament_index_python', 'builtin_interfaces', 'launch', 'launch_ros',
                 'rcl_interfaces', 'rclpy', 'rosidl_runtime_py', 'xacro'}
@@ -47,7 +53,7 @@ FIXTURE_EXECUTABLES = {'sim_stack': ('udp_bridge', 'pylon_sim')}
 
 def rosdep_key(module: str) -> str | None:
     """Return the rosdep key of a top-level module (None: the standard library; KeyError)."""
-    if module in sys.stdlib_module_names or module == '__future__':
+    if module in sys.stdlib_module_names or module == '__future__' or module in PIP_ONLY:
         return None
     if module in WORKSPACE or module in ROS_PACKAGES or ROS_INTERFACES.search(module):
         return module
@@ -164,3 +170,15 @@ def test_no_test_or_benchmark_reaches_code_through_sys_path():
     offenders = [str(path.relative_to(ROOT)) for path in files
                  if path != Path(__file__) and 'sys.path' in path.read_text(encoding='utf-8')]
     assert offenders == []
+
+
+def test_what_has_no_rosdep_key_is_installed_from_pypi_in_both_environments():
+    requirements = (ROOT / 'ci' / 'requirements.txt').read_text().split()
+    dockerfile = (ROOT / 'docker' / 'Dockerfile').read_text()
+    pinned = dict(line.split('==') for line in
+                  (ROOT / 'ci' / 'constraints.txt').read_text().splitlines()
+                  if '==' in line)
+    for distribution in PIP_ONLY.values():
+        assert distribution in requirements, distribution
+        # the image installs the native environment's pinned version
+        assert f'{distribution}=={pinned[distribution]}' in dockerfile, distribution

@@ -1,0 +1,1 @@
+"""Seeing and keeping data: a Foxglove live view, MCAP recordings, tuning plots."""
