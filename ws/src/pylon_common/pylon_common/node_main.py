@@ -2,13 +2,13 @@
 
 ``run(make_node, on_exit)`` holds numpy's BLAS to one thread (``pylon_protocol.threads``),
 initialises rclpy without its own signal handlers, creates the node and spins it (in
-rclpy's events executor, ``make_executor``) until SIGINT or SIGTERM arrives or the node calls ``request_stop()`` (the evaluator does when its
-``duration_sec`` has passed). The signals only end the spin, between two callbacks: no
-``KeyboardInterrupt`` is raised inside a callback, and ``on_exit(node)`` still runs with a
-live context (the controller releases its lease, the evaluator writes its files, the bridge
-closes its sockets) before the node is destroyed and rclpy shut down. A ``ValueError`` or
-``OSError`` while the node is created (a bad parameter, a port in use) is printed on one
-line and exits with status 2.
+rclpy's events executor, ``make_executor``) until SIGINT or SIGTERM arrives or the node
+calls ``request_stop()`` (the evaluator does when its ``duration_sec`` has passed). The
+signals only end the spin, between two callbacks: no ``KeyboardInterrupt`` is raised inside
+a callback, and ``on_exit(node)`` still runs with a live context (the controller releases
+its lease, the evaluator writes its files, the bridge closes its sockets) before the node
+is destroyed and rclpy shut down. A ``ValueError`` or ``OSError`` while the node is created
+(a bad parameter, a port in use) is printed on one line and exits with status 2.
 """
 
 from __future__ import annotations
