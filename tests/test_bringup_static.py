@@ -168,27 +168,19 @@ def test_rviz_component_opens_the_workspace_config():
 
 # -- Dockerfile ---------------------------------------------------------------------------
 
-def test_dockerfile_stages_and_copy_sources_exist():
+def test_dockerfile_stages_build_on_the_official_image():
+    # hadolint checks the syntax and that COPY --from names a stage; the COPY sources are
+    # checked in tests/static/test_layout.py
     stages = _stages()
     assert stages == ['base', 'build', 'runtime', 'desktop', 'dev']
-    instructions = _dockerfile_instructions()
-    for op, args in instructions:
+    for op, args in _dockerfile_instructions():
         if op == 'FROM':
             image = args.split()[0]
             assert image.startswith('ros:${ROS_DISTRO}') or image in stages, image
-        if op != 'COPY':
-            continue
-        words = args.split()
-        options = [w for w in words if w.startswith('--')]
-        *sources, _ = [w for w in words if not w.startswith('--')]
-        if any(o.startswith('--from=') for o in options):
-            assert options[0].split('=', 1)[1] in stages
-            continue
-        for source in sources:
-            assert (ROOT / source).exists(), source
-            assert not source.startswith('ci'), 'native-only packages stay out of the image'
     text = (ROOT / 'docker' / 'Dockerfile').read_text()
-    assert 'USER ${USERNAME}' in text and 'rosdep install' in text
+    # every stage runs as the non-root user pylon, uid 1000 unless built otherwise
+    assert 'ARG USER_UID=1000' in text and 'USER ${USER_UID}:${USER_GID}' in text
+    assert 'rosdep install' in text
     assert 'ros-${ROS_DISTRO}-rviz2' in text and 'novnc' in text
     for copied in ('config', 'launch', 'rviz'):
         assert f'COPY {copied} {copied}' in text
