@@ -8,6 +8,9 @@ import ast
 import json
 from pathlib import Path
 import re
+import socket
+import subprocess
+import sys
 
 from pylon_testing.plan import load_components
 import pytest
@@ -33,6 +36,19 @@ def _stages() -> list[str]:
             for m in [re.search(r'\bAS\s+(\S+)', args, re.IGNORECASE)] if m]
 
 
+def _stage_runs() -> dict[str, str]:
+    """Return every stage's RUN commands, with those of the stages it is built on."""
+    runs: dict[str, str] = {}
+    stage = ''
+    for op, args in _dockerfile_instructions():
+        if op == 'FROM':
+            image, *_, stage = args.split()
+            runs[stage] = runs.get(image, '')
+        elif op == 'RUN':
+            runs[stage] += args + '\n'
+    return runs
+
+
 def _launch_args(command: list[str]) -> dict[str, str]:
     return dict(a.split(':=', 1) for a in command if ':=' in a)
 
@@ -41,8 +57,10 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz']
-    assert 'rviz' not in pc.DEFAULT_COMPONENTS
+                                   'markers', 'rviz', 'foxglove_bridge']
+    # the viewers are chosen by name
+    assert pc.DEFAULT_COMPONENTS == ('sim', 'bridge', 'rsp', 'controller', 'estimator',
+                                     'markers')
     assert pc.select('all') == tuple(pc.COMPONENTS)
     assert pc.select('rviz,bridge') == ('bridge', 'rviz')
     with pytest.raises(ValueError, match='unknown component'):
@@ -196,7 +214,7 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'rviz-x11', 'mission'}
+                'foxglove', 'rviz-x11', 'mission'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
     assert default == expected - {'rviz-x11', 'mission'}
@@ -241,6 +259,24 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
     assert service.get('healthcheck', {}).get('test'), 'every service has a healthcheck'
 
 
+WORKSPACE_PACKAGES = {p.parent.name for p in (ROOT / 'ws' / 'src').glob('*/package.xml')}
+
+
+@pytest.mark.parametrize('name', sorted(n for n, s in SERVICES.items()
+                                        if 'components' in _launch_args(s['command'])))
+def test_compose_service_image_installs_what_its_components_run(name):
+    # a package outside ws/src (robot_state_publisher, rviz2, foxglove_bridge) is not in the
+    # native environment: the stage the service runs installs it from apt
+    service = SERVICES[name]
+    installed = _stage_runs()[service['build']['target']]
+    for component in pc.select(_launch_args(service['command'])['components']):
+        for proc in pc.COMPONENTS[component].processes:
+            if proc.package not in WORKSPACE_PACKAGES:
+                package = proc.package.replace('_', '-')
+                apt = f'"ros-${{ROS_DISTRO}}-{package}"'
+                assert apt in installed, (component, apt, service['build']['target'])
+
+
 def test_compose_runs_every_component_once_with_consistent_static_tf():
     started = [c for s in SERVICES.values() if not s.get('profiles')
                and 'components' in _launch_args(s['command'])
@@ -258,6 +294,39 @@ def test_web_vnc_is_on_localhost_6080():
     entrypoint = (ROOT / 'docker' / 'entrypoint.sh').read_text()
     assert '"127.0.0.1:${PYLON_VNC_PORT:-6080}"' in entrypoint
     assert '-localhost' in entrypoint
+
+
+def test_foxglove_bridge_serves_localhost_8765():
+    service = SERVICES['foxglove']
+    assert _launch_args(service['command']) == {'components': 'foxglove_bridge'}
+    assert service['build']['target'] == 'runtime'
+    (bridge,) = pc.COMPONENTS['foxglove_bridge'].processes
+    assert (bridge.package, bridge.executable) == ('foxglove_bridge', 'foxglove_bridge')
+    assert dict(bridge.parameters) == {'address': '127.0.0.1', 'port': 8765}
+
+
+def _run_healthcheck(service: str, port: int) -> subprocess.CompletedProcess:
+    """Run a service's Python healthcheck here, against ``port`` on localhost."""
+    test = SERVICES[service]['healthcheck']['test']
+    assert test[:3] == ['CMD', 'python3', '-c']
+    address = f"('{pc.LOOPBACK}', {pc.FOXGLOVE_PORT})"
+    assert address in test[3]
+    code = test[3].replace(address, f"('{pc.LOOPBACK}', {port})")
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_foxglove_healthcheck_completes_a_foxglove_websocket_handshake():
+    import foxglove  # the Foxglove SDK's server speaks the protocol foxglove_bridge does
+    server = foxglove.start_server(host=pc.LOOPBACK, port=0)
+    try:
+        result = _run_healthcheck('foxglove', server.port)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    with socket.socket() as unused:    # a port held but not listening: refused
+        unused.bind((pc.LOOPBACK, 0))
+        assert _run_healthcheck('foxglove', unused.getsockname()[1]).returncode == 1
 
 
 # -- RViz ---------------------------------------------------------------------------------
