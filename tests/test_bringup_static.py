@@ -6,6 +6,7 @@ parse and reference real files, components, parameters and topics.
 
 import ast
 import json
+import os
 from pathlib import Path
 import re
 import socket
@@ -214,11 +215,12 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'foxglove', 'rviz-x11', 'mission'}
+                'foxglove', 'rviz-x11', 'record', 'mission'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11', 'mission'}
+    assert default == expected - {'rviz-x11', 'record', 'mission'}
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
+    assert SERVICES['record']['profiles'] == ['record']
     assert SERVICES['mission']['profiles'] == ['mission']
 
 
@@ -245,7 +247,15 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
     assert build['target'] in _stages()
     assert service['network_mode'] == 'host' and service['ipc'] == 'host'
     assert 'ports' not in service, 'host networking: published ports are ignored'
+    for volume in service.get('volumes', []):
+        # the X server's socket (rviz-x11) and the recordings folder (record), nothing else
+        source = volume['source'] if isinstance(volume, dict) else volume.split(':')[0]
+        assert source in ('/tmp/.X11-unix', './recordings'), source
+    assert service.get('healthcheck', {}).get('test'), 'every service has a healthcheck'
     command = service['command']
+    if name == 'record':    # ros2 bag record itself, checked below
+        assert command[:2] == ['bash', '-c'] and 'exec ros2 bag record' in command[2]
+        return
     assert command[:3] == ['ros2', 'launch', '/ws/launch/pylon.launch.py']
     args = _launch_args(command)
     selected = pc.select(args.get('components', ''))
@@ -254,9 +264,6 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
         assert build['target'] in ('desktop', 'dev')
     if 'overlays' in args:
         assert args['overlays'] == '${PYLON_OVERLAYS:-}'
-    for volume in service.get('volumes', []):
-        assert volume.split(':')[0].startswith('/tmp/.X11-unix')
-    assert service.get('healthcheck', {}).get('test'), 'every service has a healthcheck'
 
 
 WORKSPACE_PACKAGES = {p.parent.name for p in (ROOT / 'ws' / 'src').glob('*/package.xml')}
@@ -327,6 +334,45 @@ def test_foxglove_healthcheck_completes_a_foxglove_websocket_handshake():
     with socket.socket() as unused:    # a port held but not listening: refused
         unused.bind((pc.LOOPBACK, 0))
         assert _run_healthcheck('foxglove', unused.getsockname()[1]).returncode == 1
+
+
+def test_compose_record_writes_mcap_into_the_mounted_folder():
+    service = SERVICES['record']
+    assert service['build']['target'] == 'runtime'
+    installed = _stage_runs()['runtime']
+    for package in ('rosbag2', 'rosbag2-storage-mcap'):
+        assert f'"ros-${{ROS_DISTRO}}-{package}"' in installed, package
+    assert '--storage mcap' in service['command'][2]
+    (volume,) = service['volumes']
+    assert (volume['type'], volume['source'], volume['target']) == (
+        'bind', './recordings', '/recordings')
+    # a missing folder stops compose; docker would create it owned by root, unwritable
+    assert volume['bind']['create_host_path'] is False
+    assert service['working_dir'] == '/recordings'    # rosbag2_<date>-<time>/ lands there
+    assert service['environment']['PYLON_HEALTH_NODE'] == '/rosbag2_recorder'
+    assert service['stop_signal'] == 'SIGINT'     # the recorder closes the file as on Ctrl-C
+    for ignored in ('.gitignore', '.dockerignore'):   # neither committed nor sent to build
+        assert re.search(r'^/?recordings/?$', (ROOT / ignored).read_text(), re.M), ignored
+
+
+@pytest.mark.parametrize(('topics', 'selection'), [
+    ('', ['--all-topics']),
+    ('/tf /ksp_vessel/imu', ['--topics', '/tf', '/ksp_vessel/imu']),
+])
+def test_compose_record_takes_every_topic_or_the_listed_ones(tmp_path, topics, selection):
+    command = SERVICES['record']['command']
+    assert command[:2] == ['bash', '-c']
+    # compose turns $$ into $ and has nothing else to substitute in the script
+    assert '$' not in command[2].replace('$$', '')
+    ros2 = tmp_path / 'ros2'    # prints the arguments it was given, one a line
+    ros2.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    ros2.chmod(0o755)
+    env = {**os.environ, 'PATH': f'{tmp_path}:{os.environ["PATH"]}',
+           'PYLON_RECORD_TOPICS': topics}
+    result = subprocess.run(['bash', '-c', command[2].replace('$$', '$')], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ['bag', 'record', '--storage', 'mcap', *selection]
 
 
 # -- RViz ---------------------------------------------------------------------------------
