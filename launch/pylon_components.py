@@ -37,6 +37,10 @@ LOOPBACK = '127.0.0.1'
 SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
 DEFAULT_SCENARIO = 'orbit'
 
+# The live view in the Docker image: foxglove_bridge speaks the Foxglove WebSocket protocol
+# on this machine only (host networking: the host's loopback), ws://127.0.0.1:8765.
+FOXGLOVE_PORT = 8765
+
 # The joint states robot_state_publisher animates (its own name for them is joint_states).
 JOINT_STATES_TOPIC = topics.topic('joint_states').default_name()
 
@@ -120,13 +124,23 @@ MARKERS = Component('markers', 'nearby_markers: NearbyVessels -> MarkerArray for
 RVIZ = Component('rviz', 'rviz2 with rviz/pylon.rviz', (
     Process('rviz2', 'rviz2', 'rviz2', arguments=('-d', str(RVIZ_CONFIG))),
 ))
+FOXGLOVE_BRIDGE = Component(
+    'foxglove_bridge', f'foxglove_bridge: live view for Foxglove or Lichtblick at '
+    f'ws://{LOOPBACK}:{FOXGLOVE_PORT} (a ROS install or the Docker image; not on PyPI)', (
+        Process('foxglove_bridge', 'foxglove_bridge', 'foxglove_bridge',
+                parameters=(('address', LOOPBACK), ('port', FOXGLOVE_PORT))),
+    ))
 
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
-    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ)}
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, FOXGLOVE_BRIDGE)}
 """Every component, in start order."""
 
-DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n != 'rviz')
-"""What ``components:=`` selects by default: everything headless (RViz needs a display)."""
+VIEWERS: tuple[str, ...] = ('rviz', 'foxglove_bridge')
+"""The components that only show data: chosen by name, never started by default."""
+
+DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n not in VIEWERS)
+"""What ``components:=`` selects by default: everything that flies the demo, headless (RViz
+needs a display; foxglove_bridge runs where a client can reach it, e.g. its compose service)."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     'all': tuple(COMPONENTS),
