@@ -120,13 +120,22 @@ MARKERS = Component('markers', 'nearby_markers: NearbyVessels -> MarkerArray for
 RVIZ = Component('rviz', 'rviz2 with rviz/pylon.rviz', (
     Process('rviz2', 'rviz2', 'rviz2', arguments=('-d', str(RVIZ_CONFIG))),
 ))
+VIEWER = Component('viewer', 'pylon_viewer: the live view for Foxglove or Lichtblick '
+                   '(Foxglove WebSocket protocol, ws://127.0.0.1:8765)', (
+    Process('pylon_tools', 'pylon_viewer', topics.VIEWER,
+            parameter_files=('config/pylon_viewer.yaml',)),
+))
 
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
-    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ)}
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, VIEWER)}
 """Every component, in start order."""
 
-DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n != 'rviz')
-"""What ``components:=`` selects by default: everything headless (RViz needs a display)."""
+OPT_IN: tuple[str, ...] = ('rviz', 'viewer')
+"""Components started only when named: RViz needs a display; the live view is the native
+path's (``make demo`` starts it), Docker users have RViz."""
+
+DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n not in OPT_IN)
+"""What ``components:=`` selects by default: everything headless but the live view."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     'all': tuple(COMPONENTS),
