@@ -22,6 +22,7 @@ from pylon_common import mission, topics
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.admin import ADMIN_PORT
+from pylon_tools import viewer
 import yaml
 
 ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().parents[1])
@@ -37,9 +38,10 @@ LOOPBACK = '127.0.0.1'
 SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
 DEFAULT_SCENARIO = 'orbit'
 
-# The live view in the Docker image: foxglove_bridge speaks the Foxglove WebSocket protocol
-# on this machine only (host networking: the host's loopback), ws://127.0.0.1:8765.
-FOXGLOVE_PORT = 8765
+# The live view: foxglove_bridge in the Docker image and pylon_viewer natively speak the
+# Foxglove WebSocket protocol on this machine only (the Docker image uses host networking:
+# the host's loopback), ws://127.0.0.1:8765; the port is pylon_viewer's default.
+FOXGLOVE_PORT = viewer.DEFAULT_PORT
 
 # The joint states robot_state_publisher animates (its own name for them is joint_states).
 JOINT_STATES_TOPIC = topics.topic('joint_states').default_name()
@@ -130,17 +132,24 @@ FOXGLOVE_BRIDGE = Component(
         Process('foxglove_bridge', 'foxglove_bridge', 'foxglove_bridge',
                 parameters=(('address', LOOPBACK), ('port', FOXGLOVE_PORT))),
     ))
+VIEWER = Component('viewer', f'pylon_viewer: the live view for Foxglove or Lichtblick '
+                   f'(Foxglove WebSocket protocol, ws://{LOOPBACK}:{FOXGLOVE_PORT}; '
+                   f'the native path, make demo starts it)', (
+    Process('pylon_tools', 'pylon_viewer', topics.VIEWER,
+            parameter_files=('config/pylon_viewer.yaml',)),
+))
 
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
-    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, FOXGLOVE_BRIDGE)}
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, FOXGLOVE_BRIDGE, VIEWER)}
 """Every component, in start order."""
 
-VIEWERS: tuple[str, ...] = ('rviz', 'foxglove_bridge')
+VIEWERS: tuple[str, ...] = ('rviz', 'foxglove_bridge', 'viewer')
 """The components that only show data: chosen by name, never started by default."""
 
 DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n not in VIEWERS)
 """What ``components:=`` selects by default: everything that flies the demo, headless (RViz
-needs a display; foxglove_bridge runs where a client can reach it, e.g. its compose service)."""
+needs a display; foxglove_bridge runs where a client can reach it, e.g. its compose service;
+pylon_viewer is the native path's live view, which ``make demo`` names)."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     'all': tuple(COMPONENTS),
