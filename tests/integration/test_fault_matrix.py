@@ -31,7 +31,7 @@ EXPECT = {        # row: (how the output is cut, whether the controller disarms;
     'pause': (IMMEDIATE, True),
     'physics_warp': (KEEPS_FLYING, None),
     'vessel_switch': (AT_ONCE, True),
-    'estop_idle': (AT_ONCE, True),
+    'estop_idle': (AT_ONCE, None),      # the MODE_IDLE streamed on re-arms it at once
     'estop_detumble': (AT_ONCE, True),
     'estop_slew': (AT_ONCE, True),
     'estop_six_dof': (AT_ONCE, True),

@@ -42,6 +42,7 @@ SLEW_DEG = 30.0
 TICK_SEC = 0.02
 WRENCH_TIMEOUT_SEC = 0.5            # setpoint_controller's wrench_timeout_sec (default)
 WAIT_SEC = 60.0
+STILL_DEG_S = 0.5                   # a vessel turning slower than this counts as still
 ADMIN_TIMEOUT_SEC = 0.5
 ROWS = ('loss_10', 'loss_30_reorder', 'duplication', 'partition_5s', 'sim_killed',
         'sim_restarted', 'bridge_restarted', 'controller_killed', 'estimator_killed',
@@ -76,8 +77,12 @@ class FaultFlight:
     """The flight stack with a fault relay, and a node to fly and watch it."""
 
     def __init__(self, start: Callable[..., object], take_port: Callable[[], int], node,
-                 folder: Path, seed: int = 1) -> None:
-        """Start simulator, relay, bridge, estimator and controller; arm nothing yet."""
+                 folder: Path, seed: int = 1, executor=None) -> None:
+        """Start simulator, relay, bridge, estimator and controller; arm nothing yet.
+
+        ``start`` starts a process (the ``ros_process`` fixture, a bench's group), ``node``
+        is the watching node, spun by ``executor`` if given (else by a temporary one).
+        """
         self.start_process, self.take_port, self.node = start, take_port, node
         self.scenario = write_scenario(folder, 'orbit')
         self.bridge_port, sim_command = take_port(), take_port()
@@ -87,7 +92,7 @@ class FaultFlight:
         self.processes: dict = {}
         for name in ('sim', 'bridge', 'estimator', 'controller'):
             self.restart(name)
-        self.view = TopicRecorder(node)
+        self.view = TopicRecorder(node, executor)
         self.view.add('diag', topics.resolved('controller/diagnostics',
                                               topics.SETPOINT_CONTROLLER),
                       DiagnosticArray, topics.qos('controller/diagnostics', reader=True))
@@ -223,6 +228,7 @@ class Matrix(FaultFlight):
         """Fly a slew (or the row's phase), inject the row's fault, recover; the outcome."""
         if row not in ROWS:
             raise ValueError(f'unknown row {row!r}')
+        self.prepare()
         audit = self.control()['unbacked_steps']
         self.fly(row)
         before = self.control()
@@ -336,33 +342,54 @@ class Matrix(FaultFlight):
         self.emergency_stop(A.ACTION_EMERGENCY_STOP)
         self._safe(outcome, 'the output cut by the emergency stop')
         self.until(lambda: self.control()['emergency_stop'], 'the stop latched')
-        self.wait_diagnostics(lambda d: d.get('armed') == 'False', 'the controller off')
+        self.wait_diagnostics(lambda d: d.get('phase') != 'owned', 'the controller unleased')
+        self.clear_emergency_stop()
+
+    def clear_emergency_stop(self) -> None:
+        """Clear a latched e-stop (as the safety officer) and wait until it is."""
         self.emergency_stop(A.ACTION_CLEAR_EMERGENCY_STOP)
         self.until(lambda: not self.control()['emergency_stop'], 'the stop cleared')
 
     _estop_idle = _estop_detumble = _estop_slew = _estop_six_dof = _estop
 
     def _recover(self, outcome: Outcome) -> None:
-        """Note a disarm; check setpoints are refused until MODE_IDLE; fly again after it."""
+        """Note a disarm; check flying is refused until MODE_IDLE; detumble, fly again."""
         diagnostics = self.wait_diagnostics(lambda d: d.get('phase') == 'owned',
                                             'the lease again')
         if diagnostics.get('armed') == 'False':
             outcome.disarmed = diagnostics.get('disarm_reason') or 'disarmed'
             refused = int(diagnostics.get('setpoints_refused', 0))
-            self.slew_setpoint_only()
+            self.setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
+            self.setpoint.orientation.w = 1.0
             after = self.wait_diagnostics(
                 lambda d: int(d.get('setpoints_refused', 0)) > refused, 'the setpoint refused')
             outcome.refused_before_idle = (after.get('last_refusal') == 'not_armed_send_idle'
                                            and after.get('armed') == 'False'
                                            and self.quiet() is not None)
         self.arm()
+        self.detumble()
         self.slew()
         outcome.flew_again = True
 
-    def slew_setpoint_only(self) -> None:
-        """Send an ATTITUDE_HOLD setpoint without waiting for it to act."""
-        setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_ATTITUDE_HOLD)
-        setpoint.orientation.w = 1.0
-        setpoint.header.frame_id = self.view.last('odom').header.frame_id \
-            if self.view.last('odom') else ''
-        self.setpoint = setpoint
+    def detumble(self) -> None:
+        """Brake the rotation a cut left (DETUMBLE, on the IMU) until the estimate is back.
+
+        A vessel cut off mid-slew keeps turning; above the star tracker's slew limit the
+        tracker is blind, so a restarted estimator cannot initialise until it is braked.
+        """
+        self.setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
+        self.setpoint.orientation.w = 1.0
+
+        def still(odom: Odometry) -> bool:
+            w = odom.twist.twist.angular
+            return math.degrees(math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)) < STILL_DEG_S
+        self.view.wait_for('odom', still, self.view.mark(), 'an estimate of a still vessel',
+                           timeout=WAIT_SEC)
+
+    def prepare(self) -> None:
+        """Undo what a failed row may have left: dead processes, a latched e-stop."""
+        for name, process in list(self.processes.items()):
+            if process.popen.poll() is not None:
+                self.restart(name)
+        if self.control()['emergency_stop']:
+            self.clear_emergency_stop()
