@@ -18,5 +18,7 @@ setup(
     maintainer_email='maintainers@pylon-workspace.org',
     description='Seeing and keeping data: a Foxglove live view, MCAP recordings, plots.',
     license='Apache-2.0',
-    entry_points={'console_scripts': []},
+    entry_points={'console_scripts': [
+        'pylon_recorder = pylon_tools.recorder_node:main',
+    ]},
 )

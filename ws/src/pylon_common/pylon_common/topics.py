@@ -52,6 +52,7 @@ ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
 SIM_MANAGER = 'sim_manager'
 REFEREE = 'referee'
 RENDEZVOUS_CHASER = 'rendezvous_chaser'
+PYLON_RECORDER = 'pylon_recorder'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
