@@ -3,22 +3,25 @@
 The recording read back equals what a live subscriber received, message for message
 (Best Effort IMU, Reliable estimate and star tracker, the latched robot_description); its
 bag metadata is rosbag2's; SIGINT leaves a complete file, SIGKILL one readable up to its
-last written chunk; a type without an installed definition is skipped, the rest recorded.
-Waits are conditions on message stamps (KSP time).
+last written chunk; a type without an installed definition is skipped, the rest recorded;
+pylon_plot draws the recording. Waits are conditions on message stamps (KSP time).
 """
 
 import os
 from pathlib import Path
 import signal
+import subprocess
 import warnings
 
 from mcap.reader import make_reader
 from nav_msgs.msg import Odometry
+import numpy as np
 from pylon_interfaces.msg import StarTrackerState
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 from pylon_testing.stack import start_stack
 from pylon_testing.wait import subscriptions_of
+from pylon_tools import plot
 from pylon_tools.reading import plain, read_recording
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -118,6 +121,7 @@ def test_a_recording_holds_what_a_live_subscriber_received(stack, ros_process, r
     assert [m.publish_time_ns for m in imu] == [
         m.ros_msg.header.stamp.sec * 10 ** 9 + m.ros_msg.header.stamp.nanosec for m in imu]
     check_rosbag2_metadata(path)
+    check_plots(path, tmp_path / 'plots')
 
 
 def check_rosbag2_metadata(path: Path) -> None:
@@ -152,6 +156,27 @@ def check_rosbag2_metadata(path: Path) -> None:
     assert bag['topics_with_message_count'] and bag['version'] == 9
 
 
+def check_plots(path: Path, out: Path) -> None:
+    """pylon_plot draws what the recording holds (no setpoint was sent: no attitude figure)."""
+    result = subprocess.run(['pylon_plot', str(path), '-o', str(out)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for name in ('rates', 'wrench', 'estimator'):
+        for suffix in ('png', 'svg'):
+            assert (out / f'{name}.{suffix}').stat().st_size > 1000, (name, suffix)
+    assert not (out / 'attitude.png').exists()
+    names = plot.topic_names()
+    drawn = plot.make_figures(read_recording(path, names.values()), out / 'again',
+                              ['rates', 'estimator'], ['png'], names)
+    imu = [m.ros_msg.angular_velocity for m in recorded(path, IMU)]
+    rates = drawn['rates'].series
+    np.testing.assert_allclose(rates.rates_deg_s,
+                               np.degrees([[w.x, w.y, w.z] for w in imu]), rtol=1e-12)
+    assert rates.limit_deg_s == 1.5                # the controller's, from its diagnostics
+    assert drawn['estimator'].series.t.size > 30
+    assert float(abs(drawn['estimator'].series.angle_arcsec).max()) < 120.0
+
+
 def test_sigkill_leaves_a_file_readable_up_to_its_last_chunk(stack, ros_process, ros_node,
                                                              tmp_path):
     path = tmp_path / 'killed.mcap'
@@ -166,6 +191,10 @@ def test_sigkill_leaves_a_file_readable_up_to_its_last_chunk(stack, ros_process,
     # lost: at most the open chunk (flush_period_sec 0.5 s) and what was still queued
     assert stamp_of(imu[-1]) >= before_kill - 2.0
     assert len(back.of(DESCRIPTION)) == 1
+    result = subprocess.run(['pylon_plot', str(path), '-o', str(tmp_path / 'plots'),
+                             '--figures', 'rates'], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and 'has no summary' in result.stderr, result.stderr
 
 
 def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, ros_node,
