@@ -41,8 +41,9 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz']
+                                   'markers', 'rviz', 'record']
     assert 'rviz' not in pc.DEFAULT_COMPONENTS
+    assert 'record' not in pc.DEFAULT_COMPONENTS       # a recording is asked for (record:=)
     assert pc.select('all') == tuple(pc.COMPONENTS)
     assert pc.select('rviz,bridge') == ('bridge', 'rviz')
     with pytest.raises(ValueError, match='unknown component'):
@@ -253,7 +254,8 @@ def test_compose_runs_every_component_once_with_consistent_static_tf():
     started = [c for s in SERVICES.values() if not s.get('profiles')
                and 'components' in _launch_args(s['command'])
                for c in pc.select(_launch_args(s['command'])['components'])]
-    assert sorted(started) == sorted(pc.COMPONENTS)
+    # the recorder runs where a recording is asked for (record:=PATH), not as a service
+    assert sorted(started) == sorted(c for c in pc.COMPONENTS if c != pc.RECORD.name)
     bridge = _launch_args(SERVICES['bridge']['command'])
     assert 'rsp' in bridge['external_components']  # rsp runs in its own service
     assert 'use_real_ksp' in _launch_args(SERVICES['sim']['command'])
