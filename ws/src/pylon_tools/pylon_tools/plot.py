@@ -23,7 +23,7 @@ recording carries, so nothing here needs ROS.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 from pathlib import Path
@@ -241,14 +241,32 @@ def _axes(rows: int, title: str) -> tuple[Any, list[Any]]:
     return fig, axes
 
 
-def _mark(axes: Iterable[Any], found: Sequence[Event]) -> None:
-    """Draw every event as a vertical line, labelled on the first panel."""
-    for i, ax in enumerate(axes):
+LABEL_CHAR_FRACTION = 0.0075   # width of one label character, as a share of the panel width
+
+
+def label_rows(found: Sequence[Event], span: float) -> list[int]:
+    """Return a row for each event's label, the lowest free one, so that none overlap."""
+    ends: list[float] = []            # per row: where its last label ends (s)
+    rows = []
+    for event in found:
+        row = next((k for k, end in enumerate(ends) if end < event.t), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = event.t + (len(event.label) + 1) * LABEL_CHAR_FRACTION * span
+        rows.append(row)
+    return rows
+
+
+def _mark(axes: Sequence[Any], found: Sequence[Event]) -> None:
+    """Draw every event as a vertical line, labelled on the first panel (rows, no overlap)."""
+    low, high = axes[0].get_xlim()
+    for ax in axes:
         for event in found:
             ax.axvline(event.t, color='0.45', linestyle=':', linewidth=0.9)
-            if i == 0:
-                ax.annotate(event.label, (event.t, 1.0), xycoords=('data', 'axes fraction'),
-                            rotation=90, va='top', ha='right', fontsize=7, color='0.3')
+    for event, row in zip(found, label_rows(found, high - low)):
+        axes[0].annotate(f' {event.label}', (event.t, 0.97 - 0.09 * row),
+                         xycoords=('data', 'axes fraction'), va='top', ha='left', fontsize=7,
+                         color='0.3')
 
 
 def _legend(ax: Any) -> None:

@@ -147,6 +147,13 @@ def test_events_are_the_lifecycle_and_lease_changes(recording):
         (0.0, 'active (gen 1)'), (0.5, 'lease: setpoint_controller'), (4.5, 'lease: player')]
 
 
+def test_event_labels_take_the_lowest_free_row():
+    found = [plot.Event(0.0, 'a' * 9), plot.Event(0.05, 'b'), plot.Event(0.5, 'c'),
+             plot.Event(0.52, 'd' * 30), plot.Event(9.0, 'e')]
+    # 10 s span: a label of n characters takes (n + 1) * 0.075 s
+    assert plot.label_rows(found, 10.0) == [0, 1, 1, 2, 0]
+
+
 def test_the_command_line_writes_the_figures(recording, tmp_path):
     out = tmp_path / 'figures'
     assert plot_cli.main([str(recording), '-o', str(out), '--format', 'svg',
