@@ -239,6 +239,7 @@ class Recording:
         self._writer = Writer(self._stream, chunk_size=self.chunk_size, compression=compression)
         self._writer.start(profile=PROFILE, library=f'{LIBRARY} (mcap {mcap_version})')
         self._write_metadata()
+        self._stream.flush()              # a readable MCAP file from the start
         return self
 
     def add_topic(self, topic: str, type_name: str, definition: str,

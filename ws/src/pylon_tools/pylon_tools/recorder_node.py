@@ -113,16 +113,17 @@ class Recorder(Node):
                 self._skip(name, f'{len(types)} types ({", ".join(types)}), not one message '
                                  'type')
                 continue
-            offers = [offer_of(info.qos_profile)
-                      for info in self.get_publishers_info_by_topic(name)]
+            publishers = self.get_publishers_info_by_topic(name)
+            offers = [offer_of(info.qos_profile) for info in publishers]
             if not offers:
                 continue                      # subscribers only: wait for a publisher
             if name not in self.subscribed:
-                self._record(name, types[0], offers)
+                hashes = {str(info.topic_type_hash) for info in publishers}
+                self._record(name, types[0], offers, hashes.pop() if len(hashes) == 1 else '')
             elif not all(compatible(self.asked[name], o) for o in offers):
                 self._subscribe(name, types[0], offers)
 
-    def _record(self, name: str, type_name: str, offers: list[Offer]) -> None:
+    def _record(self, name: str, type_name: str, offers: list[Offer], type_hash: str) -> None:
         """Register the topic's channel and subscribe, or skip it (logged once)."""
         try:
             definition = definitions.definition(type_name)
@@ -130,9 +131,7 @@ class Recorder(Node):
         except LookupError as exc:          # DefinitionError is a LookupError
             self._skip(name, str(exc))
             return
-        hashes = {str(info.topic_type_hash) for info in self.get_publishers_info_by_topic(name)}
-        self.recording.add_topic(name, type_name, definition, offers,
-                                 hashes.pop() if len(hashes) == 1 else '')
+        self.recording.add_topic(name, type_name, definition, offers, type_hash)
         self._subscribe(name, type_name, offers)
 
     def _subscribe(self, name: str, type_name: str, offers: list[Offer]) -> None:

@@ -216,3 +216,35 @@ def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, r
     assert 'sensor_msgs/msg/Imu' in types and 'nav_msgs/msg/Odometry' in types
     assert not any(t.startswith('pylon_interfaces/') for t in types)
     assert len(recorded(path, IMU)) > 30
+
+
+def test_a_publisher_the_subscription_cannot_match_makes_it_subscribe_again(
+        ros_process, ros_node, tmp_path):
+    """A topic that appears later is found; a Volatile publisher joining a latched one."""
+    topic, path = '/pylon_test/chatter', tmp_path / 'chatter.mcap'
+    recorder = start_recorder(ros_process, path, f'topics:={topic}',
+                              'discovery_period_sec:=0.2', 'flush_period_sec:=0.2')
+    ros_process(['latched_publisher', topic, 'std_msgs/msg/String', '{"data": "latched"}'],
+                name='latched')
+    rec = TopicRecorder(ros_node)
+
+    def in_file(text: str):
+        def found() -> bool:
+            recorder.check()
+            return any(m.data == text for _, m in read_recording(path, [topic]).of(topic))
+        return found
+    rec.until(lambda: recorder.check() or topic in subscriptions_of(ros_node, 'pylon_recorder'),
+              'the recorder subscribed')                  # the file exists from its start
+    rec.until(in_file('latched'), 'the latched message in the file')
+    stream = ros_node.create_publisher(String, topic, QoSProfile(
+        depth=10, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE))
+    rec.until(lambda: stream.get_subscription_count() >= 1,
+              'the recorder subscribed again, Volatile')
+    for k in range(5):
+        stream.publish(String(data=f'stream {k}'))
+    rec.until(in_file('stream 4'), 'the stream in the file')
+    assert recorder.stop() == 0
+    assert f'{topic}: subscribing again as reliable/volatile for 2 publishers' in recorder.log()
+    data = [m.ros_msg.data for m in recorded(path, topic)]
+    assert data == ['latched'] + [f'stream {k}' for k in range(5)]      # no replay
