@@ -173,6 +173,9 @@ class Recorder(Node):
             f'wrote {self.recording.message_count} messages on '
             f'{len(self.recording.channels)} topics to {self.recording.path} '
             f'(closed in {time.monotonic() - started:.2f} s)')
+        unseen = sorted(self.wanted - set(self.recording.channels) - set(self.skipped))
+        if unseen:
+            self.get_logger().warning(f'never saw a publisher of {", ".join(unseen)}')
 
 
 def main() -> int:
