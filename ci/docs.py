@@ -122,6 +122,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     'referee-parameters': ('ws/src/pylon_mission/README.md',
                            _node_parameters('pylon_mission.referee_node')),
     'mission-status': ('ws/src/pylon_mission/README.md', mission_status),
+    'viewer-parameters': ('ws/src/pylon_tools/README.md',
+                          _node_parameters('pylon_tools.viewer')),
     'recorder-parameters': ('ws/src/pylon_tools/README.md',
                             _node_parameters('pylon_tools.recorder_node')),
 }

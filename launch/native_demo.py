@@ -1,10 +1,10 @@
 """``make demo``: the demo natively, without ``launch`` (not on PyPI), from the same plan.
 
-Starts ``DEMO_COMPONENTS`` (simulator, bridge, estimator, controller) with exactly the
-command lines ``pylon_components.plan`` gives (the launch file starts the same plan), then
-flies a manoeuvre as a user would, through the controller's setpoint topic: MODE_IDLE
-(arms the controller), DETUMBLE until the body rate is below 0.001 rad/s (or 10 s), then
-ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held
+Starts ``DEMO_COMPONENTS`` (simulator, bridge, estimator, controller, the live view) with
+exactly the command lines ``pylon_components.plan`` gives (the launch file starts the same
+plan), then flies a manoeuvre as a user would, through the controller's setpoint topic:
+MODE_IDLE (arms the controller), DETUMBLE until the body rate is below 0.001 rad/s (or
+10 s), then ATTITUDE_HOLD to a target ``SLEW_DEG`` about body +Z from where the vessel points, held
 (phases timed on KSP time, the IMU's stamps). Every second it prints a status line:
 session state, vessel, lease owner, phase, attitude error to the target (from the
 estimate), and topic rates. With ``DEMO_SECONDS=N`` it stops after N seconds, with
@@ -16,6 +16,8 @@ to ``$DEMO_LOG_DIR`` (default: a temporary directory, printed). ``DEMO_OVERLAYS`
 list) and ``DEMO_SCENARIO`` select overlays and the scenario; ``--ports
 STATE,COMMAND,ADMIN`` moves the UDP ports. ``DEMO_VEHICLES=N`` runs a mission of N vehicles
 instead, each in its own ROS domain (``DEMO_DOMAIN_BASE``; see ``mission_demo.py``).
+The live view (``pylon_viewer``) serves Foxglove or Lichtblick on ``ws://127.0.0.1:8765``
+(``DEMO_VIEWER_PORT`` moves it), printed at the start.
 ``DEMO_RECORD=path.mcap`` also starts the plan's ``record`` component (``pylon_recorder``)
 writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then runs
 ``pylon_plot`` on it at the end (recording to ``demo.mcap`` in the log directory when
@@ -25,6 +27,7 @@ writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then r
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 import math
 import os
@@ -40,12 +43,14 @@ from pylon_common import mission, topics
 from pylon_interfaces.msg import ControlAuthorityState
 from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
+from pylon_tools import viewer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mission_demo  # noqa: E402
 import pylon_components as pc  # noqa: E402
 
-DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller')
+DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller', 'viewer')
+LAYOUT = 'foxglove/pylon_layout.json'
 SLEW_DEG = 30.0
 ACTIVE_STATES = (ACTIVE, CHANGED)
 OWNED = ControlAuthorityState.STATE_OWNED
@@ -59,10 +64,20 @@ SETPOINT_PERIOD_SEC = 0.2
 def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None, record: str = '') -> list:
     """Return the demo's processes: ``pylon_components.plan`` of ``DEMO_COMPONENTS``.
 
+    ``$DEMO_VIEWER_PORT`` sets the live view's port (a fixed parameter after its files);
     ``record`` (``DEMO_RECORD``, a path) adds the ``record`` component writing there.
     """
-    return pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports,
-                   record_output=record)
+    out = pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports,
+                  record_output=record)
+    port = os.environ.get('DEMO_VIEWER_PORT')
+    return [replace(p, parameters=(*p.parameters, ('port', int(port))))
+            if port and p.component == 'viewer' else p for p in out]
+
+
+def viewer_url() -> str:
+    """Return the address the live view serves (``$DEMO_VIEWER_PORT`` or its default)."""
+    port = os.environ.get('DEMO_VIEWER_PORT')
+    return viewer.url(viewer.DEFAULT_ADDRESS, int(port) if port else viewer.DEFAULT_PORT)
 
 
 def command_lines(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None,
@@ -286,6 +301,9 @@ def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: 
                          command_lines(overlays, scenario, ports, record)):
         print(f'demo: starting {" ".join(cmd)}', flush=True)
         procs.start(proc.executable, cmd)
+    if 'viewer' in DEMO_COMPONENTS:
+        print(f'demo: live view on {viewer_url()} (Foxglove or Lichtblick: Open connection → '
+              f'Foxglove WebSocket; layout: import {LAYOUT})', flush=True)
 
 
 def _summary(pilot: Pilot, flight: Flight, procs: Processes, started: float,

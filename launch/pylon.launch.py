@@ -47,7 +47,8 @@ ARGUMENTS = (
     ('components', ','.join(pc.DEFAULT_COMPONENTS),
      'comma list of components to start, in any order: '
      + '; '.join(f'{c.name} = {c.description}' for c in pc.COMPONENTS.values())
-     + '. Aliases: all (every component), default (all but rviz).'),
+     + f'. Aliases: all (every component), default (all but the viewers: '
+       f'{", ".join(pc.VIEWERS)}).'),
     ('external_components', '',
      'comma list of components that run in another launch (e.g. another compose service); '
      'they start nothing here but count for cross-component settings: the bridge leaves '

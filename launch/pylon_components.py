@@ -22,6 +22,7 @@ from pylon_common import mission, topics
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.admin import ADMIN_PORT
+from pylon_tools import viewer
 import yaml
 
 ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().parents[1])
@@ -36,6 +37,11 @@ LOOPBACK = '127.0.0.1'
 
 SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
 DEFAULT_SCENARIO = 'orbit'
+
+# The live view: foxglove_bridge in the Docker image and pylon_viewer natively speak the
+# Foxglove WebSocket protocol on this machine only (the Docker image uses host networking:
+# the host's loopback), ws://127.0.0.1:8765; the port is pylon_viewer's default.
+FOXGLOVE_PORT = viewer.DEFAULT_PORT
 
 # The joint states robot_state_publisher animates (its own name for them is joint_states).
 JOINT_STATES_TOPIC = topics.topic('joint_states').default_name()
@@ -120,13 +126,30 @@ MARKERS = Component('markers', 'nearby_markers: NearbyVessels -> MarkerArray for
 RVIZ = Component('rviz', 'rviz2 with rviz/pylon.rviz', (
     Process('rviz2', 'rviz2', 'rviz2', arguments=('-d', str(RVIZ_CONFIG))),
 ))
+FOXGLOVE_BRIDGE = Component(
+    'foxglove_bridge', f'foxglove_bridge: live view for Foxglove or Lichtblick at '
+    f'ws://{LOOPBACK}:{FOXGLOVE_PORT} (a ROS install or the Docker image; not on PyPI)', (
+        Process('foxglove_bridge', 'foxglove_bridge', 'foxglove_bridge',
+                parameters=(('address', LOOPBACK), ('port', FOXGLOVE_PORT))),
+    ))
+VIEWER = Component('viewer', f'pylon_viewer: the live view for Foxglove or Lichtblick '
+                   f'(Foxglove WebSocket protocol, ws://{LOOPBACK}:{FOXGLOVE_PORT}; '
+                   f'the native path, make demo starts it)', (
+    Process('pylon_tools', 'pylon_viewer', topics.VIEWER,
+            parameter_files=('config/pylon_viewer.yaml',)),
+))
 
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
-    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ)}
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, FOXGLOVE_BRIDGE, VIEWER)}
 """Every component, in start order."""
 
-DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n != 'rviz')
-"""What ``components:=`` selects by default: everything headless (RViz needs a display)."""
+VIEWERS: tuple[str, ...] = ('rviz', 'foxglove_bridge', 'viewer')
+"""The components that only show data: chosen by name, never started by default."""
+
+DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n not in VIEWERS)
+"""What ``components:=`` selects by default: everything that flies the demo, headless (RViz
+needs a display; foxglove_bridge runs where a client can reach it, e.g. its compose service;
+pylon_viewer is the native path's live view, which ``make demo`` names)."""
 
 RECORD = Component('record', 'pylon_recorder: every topic into a rosbag2-compatible MCAP file '
                    '(record_output; never in the default selection)', (

@@ -6,8 +6,12 @@ parse and reference real files, components, parameters and topics.
 
 import ast
 import json
+import os
 from pathlib import Path
 import re
+import socket
+import subprocess
+import sys
 
 from pylon_testing.plan import load_components
 import pytest
@@ -33,6 +37,19 @@ def _stages() -> list[str]:
             for m in [re.search(r'\bAS\s+(\S+)', args, re.IGNORECASE)] if m]
 
 
+def _stage_runs() -> dict[str, str]:
+    """Return every stage's RUN commands, with those of the stages it is built on."""
+    runs: dict[str, str] = {}
+    stage = ''
+    for op, args in _dockerfile_instructions():
+        if op == 'FROM':
+            image, *_, stage = args.split()
+            runs[stage] = runs.get(image, '')
+        elif op == 'RUN':
+            runs[stage] += args + '\n'
+    return runs
+
+
 def _launch_args(command: list[str]) -> dict[str, str]:
     return dict(a.split(':=', 1) for a in command if ':=' in a)
 
@@ -41,9 +58,10 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz', 'record']
-    assert 'rviz' not in pc.DEFAULT_COMPONENTS
-    assert 'record' not in pc.DEFAULT_COMPONENTS       # a recording is asked for (record:=)
+                                   'markers', 'rviz', 'foxglove_bridge', 'viewer', 'record']
+    # the viewers are chosen by name, the recorder when a recording is asked for (record:=)
+    assert pc.DEFAULT_COMPONENTS == ('sim', 'bridge', 'rsp', 'controller', 'estimator',
+                                     'markers')
     assert pc.select('all') == tuple(pc.COMPONENTS)
     assert pc.select('rviz,bridge') == ('bridge', 'rviz')
     with pytest.raises(ValueError, match='unknown component'):
@@ -169,27 +187,19 @@ def test_rviz_component_opens_the_workspace_config():
 
 # -- Dockerfile ---------------------------------------------------------------------------
 
-def test_dockerfile_stages_and_copy_sources_exist():
+def test_dockerfile_stages_build_on_the_official_image():
+    # hadolint checks the syntax and that COPY --from names a stage; the COPY sources are
+    # checked in tests/static/test_layout.py
     stages = _stages()
     assert stages == ['base', 'build', 'runtime', 'desktop', 'dev']
-    instructions = _dockerfile_instructions()
-    for op, args in instructions:
+    for op, args in _dockerfile_instructions():
         if op == 'FROM':
             image = args.split()[0]
             assert image.startswith('ros:${ROS_DISTRO}') or image in stages, image
-        if op != 'COPY':
-            continue
-        words = args.split()
-        options = [w for w in words if w.startswith('--')]
-        *sources, _ = [w for w in words if not w.startswith('--')]
-        if any(o.startswith('--from=') for o in options):
-            assert options[0].split('=', 1)[1] in stages
-            continue
-        for source in sources:
-            assert (ROOT / source).exists(), source
-            assert not source.startswith('ci'), 'native-only packages stay out of the image'
     text = (ROOT / 'docker' / 'Dockerfile').read_text()
-    assert 'USER ${USERNAME}' in text and 'rosdep install' in text
+    # every stage runs as the non-root user pylon, uid 1000 unless built otherwise
+    assert 'ARG USER_UID=1000' in text and 'USER ${USER_UID}:${USER_GID}' in text
+    assert 'rosdep install' in text
     assert 'ros-${ROS_DISTRO}-rviz2' in text and 'novnc' in text
     for copied in ('config', 'launch', 'rviz'):
         assert f'COPY {copied} {copied}' in text
@@ -205,11 +215,12 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'rviz-x11', 'mission'}
+                'foxglove', 'rviz-x11', 'record', 'mission'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11', 'mission'}
+    assert default == expected - {'rviz-x11', 'record', 'mission'}
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
+    assert SERVICES['record']['profiles'] == ['record']
     assert SERVICES['mission']['profiles'] == ['mission']
 
 
@@ -236,7 +247,15 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
     assert build['target'] in _stages()
     assert service['network_mode'] == 'host' and service['ipc'] == 'host'
     assert 'ports' not in service, 'host networking: published ports are ignored'
+    for volume in service.get('volumes', []):
+        # the X server's socket (rviz-x11) and the recordings folder (record), nothing else
+        source = volume['source'] if isinstance(volume, dict) else volume.split(':')[0]
+        assert source in ('/tmp/.X11-unix', './recordings'), source
+    assert service.get('healthcheck', {}).get('test'), 'every service has a healthcheck'
     command = service['command']
+    if name == 'record':    # ros2 bag record itself, checked below
+        assert command[:2] == ['bash', '-c'] and 'exec ros2 bag record' in command[2]
+        return
     assert command[:3] == ['ros2', 'launch', '/ws/launch/pylon.launch.py']
     args = _launch_args(command)
     selected = pc.select(args.get('components', ''))
@@ -245,17 +264,34 @@ def test_compose_service_builds_and_runs_the_launch_file(name):
         assert build['target'] in ('desktop', 'dev')
     if 'overlays' in args:
         assert args['overlays'] == '${PYLON_OVERLAYS:-}'
-    for volume in service.get('volumes', []):
-        assert volume.split(':')[0].startswith('/tmp/.X11-unix')
-    assert service.get('healthcheck', {}).get('test'), 'every service has a healthcheck'
+
+
+WORKSPACE_PACKAGES = {p.parent.name for p in (ROOT / 'ws' / 'src').glob('*/package.xml')}
+
+
+@pytest.mark.parametrize('name', sorted(n for n, s in SERVICES.items()
+                                        if 'components' in _launch_args(s['command'])))
+def test_compose_service_image_installs_what_its_components_run(name):
+    # a package outside ws/src (robot_state_publisher, rviz2, foxglove_bridge) is not in the
+    # native environment: the stage the service runs installs it from apt
+    service = SERVICES[name]
+    installed = _stage_runs()[service['build']['target']]
+    for component in pc.select(_launch_args(service['command'])['components']):
+        for proc in pc.COMPONENTS[component].processes:
+            if proc.package not in WORKSPACE_PACKAGES:
+                package = proc.package.replace('_', '-')
+                apt = f'"ros-${{ROS_DISTRO}}-{package}"'
+                assert apt in installed, (component, apt, service['build']['target'])
 
 
 def test_compose_runs_every_component_once_with_consistent_static_tf():
     started = [c for s in SERVICES.values() if not s.get('profiles')
                and 'components' in _launch_args(s['command'])
                for c in pc.select(_launch_args(s['command'])['components'])]
-    # the recorder runs where a recording is asked for (record:=PATH), not as a service
-    assert sorted(started) == sorted(c for c in pc.COMPONENTS if c != pc.RECORD.name)
+    # the live view is the native path's (make demo); Docker users have RViz. The recorder
+    # runs where a recording is asked for (record:=PATH), not as a service
+    assert sorted(started) == sorted(c for c in pc.COMPONENTS
+                                     if c not in ('viewer', pc.RECORD.name))
     bridge = _launch_args(SERVICES['bridge']['command'])
     assert 'rsp' in bridge['external_components']  # rsp runs in its own service
     assert 'use_real_ksp' in _launch_args(SERVICES['sim']['command'])
@@ -268,6 +304,78 @@ def test_web_vnc_is_on_localhost_6080():
     entrypoint = (ROOT / 'docker' / 'entrypoint.sh').read_text()
     assert '"127.0.0.1:${PYLON_VNC_PORT:-6080}"' in entrypoint
     assert '-localhost' in entrypoint
+
+
+def test_foxglove_bridge_serves_localhost_8765():
+    service = SERVICES['foxglove']
+    assert _launch_args(service['command']) == {'components': 'foxglove_bridge'}
+    assert service['build']['target'] == 'runtime'
+    (bridge,) = pc.COMPONENTS['foxglove_bridge'].processes
+    assert (bridge.package, bridge.executable) == ('foxglove_bridge', 'foxglove_bridge')
+    assert dict(bridge.parameters) == {'address': '127.0.0.1', 'port': 8765}
+
+
+def _run_healthcheck(service: str, port: int) -> subprocess.CompletedProcess:
+    """Run a service's Python healthcheck here, against ``port`` on localhost."""
+    test = SERVICES[service]['healthcheck']['test']
+    assert test[:3] == ['CMD', 'python3', '-c']
+    address = f"('{pc.LOOPBACK}', {pc.FOXGLOVE_PORT})"
+    assert address in test[3]
+    code = test[3].replace(address, f"('{pc.LOOPBACK}', {port})")
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_foxglove_healthcheck_completes_a_foxglove_websocket_handshake():
+    import foxglove  # the Foxglove SDK's server speaks the protocol foxglove_bridge does
+    server = foxglove.start_server(host=pc.LOOPBACK, port=0)
+    try:
+        result = _run_healthcheck('foxglove', server.port)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    with socket.socket() as unused:    # a port held but not listening: refused
+        unused.bind((pc.LOOPBACK, 0))
+        assert _run_healthcheck('foxglove', unused.getsockname()[1]).returncode == 1
+
+
+def test_compose_record_writes_mcap_into_the_mounted_folder():
+    service = SERVICES['record']
+    assert service['build']['target'] == 'runtime'
+    installed = _stage_runs()['runtime']
+    for package in ('rosbag2', 'rosbag2-storage-mcap'):
+        assert f'"ros-${{ROS_DISTRO}}-{package}"' in installed, package
+    assert '--storage mcap' in service['command'][2]
+    (volume,) = service['volumes']
+    assert (volume['type'], volume['source'], volume['target']) == (
+        'bind', './recordings', '/recordings')
+    # a missing folder stops compose; docker would create it owned by root, unwritable
+    assert volume['bind']['create_host_path'] is False
+    assert service['working_dir'] == '/recordings'    # rosbag2_<date>-<time>/ lands there
+    assert service['environment']['PYLON_HEALTH_NODE'] == '/rosbag2_recorder'
+    assert service['stop_signal'] == 'SIGINT'     # the recorder closes the file as on Ctrl-C
+    for ignored in ('.gitignore', '.dockerignore'):   # neither committed nor sent to build
+        assert re.search(r'^/?recordings/?$', (ROOT / ignored).read_text(), re.M), ignored
+
+
+@pytest.mark.parametrize(('topics', 'selection'), [
+    ('', ['--all-topics']),
+    ('/tf /ksp_vessel/imu', ['--topics', '/tf', '/ksp_vessel/imu']),
+])
+def test_compose_record_takes_every_topic_or_the_listed_ones(tmp_path, topics, selection):
+    command = SERVICES['record']['command']
+    assert command[:2] == ['bash', '-c']
+    # compose turns $$ into $ and has nothing else to substitute in the script
+    assert '$' not in command[2].replace('$$', '')
+    ros2 = tmp_path / 'ros2'    # prints the arguments it was given, one a line
+    ros2.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    ros2.chmod(0o755)
+    env = {**os.environ, 'PATH': f'{tmp_path}:{os.environ["PATH"]}',
+           'PYLON_RECORD_TOPICS': topics}
+    result = subprocess.run(['bash', '-c', command[2].replace('$$', '$')], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ['bag', 'record', '--storage', 'mcap', *selection]
 
 
 # -- RViz ---------------------------------------------------------------------------------

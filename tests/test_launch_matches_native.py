@@ -106,12 +106,13 @@ def test_launch_and_native_demo_start_the_same_processes(launch_file, overlays):
     assert launched == expected
     executables = [cmd[0] for cmd in launched]
     assert executables == ['pylon_sim', 'udp_bridge', 'setpoint_controller',
-                           'attitude_estimator']
+                           'attitude_estimator', 'pylon_viewer']
     files = [arg for cmd in launched for i, arg in enumerate(cmd)
              if i and cmd[i - 1] == '--params-file']
     assert str(ROOT / 'config' / 'pylon_bridge.yaml') in files
     assert str(ROOT / 'config' / 'setpoint_controller.yaml') in files
     assert str(ROOT / 'config' / 'attitude_estimator.yaml') in files
+    assert str(ROOT / 'config' / 'pylon_viewer.yaml') in files
 
 
 def test_launch_sets_the_static_tf_switch_with_robot_state_publisher(launch_file):

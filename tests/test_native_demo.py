@@ -22,10 +22,12 @@ def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
     assert os.environ.get('ROS_DOMAIN_ID'), 'the test session has its own ROS domain'
     ports = ','.join(str(free_udp_port()) for _ in range(3))
     # the fast_slew overlay (10 deg/s): the demo's wiring, overlays included, in less time
+    viewer_port = free_udp_port()         # a number no other session was given, for TCP
     # and recorded (DEMO_RECORD), the recording plotted at the end (DEMO_PLOT)
     record, plots = tmp_path / 'demo.mcap', tmp_path / 'plots'
     env = dict(os.environ, DEMO_SECONDS='240', DEMO_LOG_DIR=str(tmp_path),
-               DEMO_OVERLAYS='fast_slew', DEMO_RECORD=str(record), DEMO_PLOT=str(plots))
+               DEMO_OVERLAYS='fast_slew', DEMO_VIEWER_PORT=str(viewer_port),
+               DEMO_RECORD=str(record), DEMO_PLOT=str(plots))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ports, '--until-settled'], env=env,
                             capture_output=True, text=True, timeout=300)
@@ -41,8 +43,11 @@ def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
     # 30 degrees at fast_slew's 10 deg/s: rate-limited time plus margin
     assert summary['settled_s'] < 30.0 / 10.0 * 1.2 + 10.0, summary
     for name in ('pylon_sim', 'udp_bridge', 'attitude_estimator', 'setpoint_controller',
-                 'pylon_recorder'):
+                 'pylon_viewer', 'pylon_recorder'):
         assert (tmp_path / f'{name}.log').exists()
+    assert f'demo: live view on ws://127.0.0.1:{viewer_port} ' in result.stdout
+    assert f'live view on ws://127.0.0.1:{viewer_port} ' in \
+        (tmp_path / 'pylon_viewer.log').read_text()
     check_recording(record, plots, result.stdout)
 
 

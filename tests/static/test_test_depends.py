@@ -33,6 +33,7 @@ THIRD_PARTY = {       # module -> rosdep key (rosdep/python.yaml of ros/rosdistr
     'numpy': 'python3-numpy',
     'pytest': 'python3-pytest',
     'scipy': 'python3-scipy',
+    'websocket': 'python3-websocket',
     'yaml': 'python3-yaml',
 }
 PIP_ONLY = {          # module -> PyPI distribution: no rosdep key for Ubuntu 24.04; the

@@ -19,6 +19,7 @@ setup(
     description='Seeing and keeping data: a Foxglove live view, MCAP recordings, plots.',
     license='Apache-2.0',
     entry_points={'console_scripts': [
+        'pylon_viewer = pylon_tools.viewer_node:main',
         'pylon_recorder = pylon_tools.recorder_node:main',
         'pylon_plot = pylon_tools.plot_cli:main',
     ]},

@@ -52,6 +52,7 @@ ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
 SIM_MANAGER = 'sim_manager'
 REFEREE = 'referee'
 RENDEZVOUS_CHASER = 'rendezvous_chaser'
+VIEWER = 'pylon_viewer'
 PYLON_RECORDER = 'pylon_recorder'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
@@ -240,7 +241,7 @@ NODE_TOPICS: tuple[Topic, ...] = (
     Topic('setpoint', 'setpoint', 'pylon_interfaces/msg/ControlSetpoint', 'COMMAND',
           SETPOINT_CONTROLLER, SUBSCRIBES, PRIVATE,
           "the user's setpoints: none lost, none replayed", (ATTITUDE_EVALUATOR,),
-          (RENDEZVOUS_CHASER,)),
+          (RENDEZVOUS_CHASER, VIEWER)),
     Topic('controller/diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
           'DEFAULT_STREAM', SETPOINT_CONTROLLER, PUBLISHES, PRIVATE, NO_SPEC),
     Topic('odometry', 'pylon_estimator/odometry', 'nav_msgs/msg/Odometry', 'DEFAULT_STREAM',

@@ -9,7 +9,7 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
     nodes = {topics.UDP_BRIDGE, topics.SETPOINT_CONTROLLER, topics.ATTITUDE_ESTIMATOR,
              topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
              topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
-             topics.RENDEZVOUS_CHASER}
+             topics.RENDEZVOUS_CHASER, topics.VIEWER}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]

@@ -16,6 +16,7 @@ import argparse
 import logging
 import os
 from pathlib import Path
+import secrets
 import signal
 import socket
 import sys
@@ -137,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         LOG.error('control safety limits rejected: %s', exc)
         return 2
+    # every process is a new KSP start: a runtimeInstance of its own, whatever --seed says
     options = {'allow_remote_model': args.allow_remote_urdf, 'limits': limits,
-               'servo_joints': args.servo_joints, 'check_packets': args.check_packets}
+               'servo_joints': args.servo_joints, 'check_packets': args.check_packets,
+               'instance_seed': secrets.randbits(64)}
     try:
         if len(scenario.vehicles) > 1 or args.management_port:
             runner = _mission(args, scenario, options)

@@ -193,12 +193,13 @@ def build(scenario: Scenario, first: Ports, bind: Callable[[str, int], socket.so
           management_port: int = 0, stride: int = management.PORT_STRIDE,
           rate: float = 1.0, seed: int = 0,
           senders: Sequence[Callable[[bytes], None]] | None = None,
-          **game_options) -> Mission:
+          instance_seed: int | None = None, **game_options) -> Mission:
     """Return the mission of a scenario's vehicles, each on its own ports.
 
     ``first`` holds the first vehicle's ports; vehicle k's are ``first`` + (k - 1) x
     ``stride`` (a 0 port stays none). ``bind(host, port)`` returns a bound non-blocking UDP
-    socket (the command, admin and management sockets). ``senders[k - 1]``, when given,
+    socket (the command, admin and management sockets). ``instance_seed`` (+ k) seeds each
+    game's runtime GUIDs apart from ``seed``. ``senders[k - 1]``, when given,
     takes vehicle k's datagrams instead of UDP to its state port; ``game_options`` go to
     every ``Simulator``. Raise ``OSError`` when a port cannot be bound (the sockets bound
     so far are closed).
@@ -220,7 +221,9 @@ def build(scenario: Scenario, first: Ports, bind: Callable[[str, int], socket.so
                 scenario, state_addr=(state_host, mine.state), command_sock=command_sock,
                 admin_sock=admin_sock, seed=seed * 1000 + k, world=world.view(key),
                 environment_state=environment,
-                send=senders[k - 1] if senders is not None else None, **game_options))
+                send=senders[k - 1] if senders is not None else None,
+                instance_seed=None if instance_seed is None else instance_seed + k,
+                **game_options))
             ports.append(mine)
     except OSError:
         for sock in sockets:

@@ -126,10 +126,13 @@ class Simulator:
                  allow_remote_model: bool = False, limits: SafetyLimits | None = None,
                  servo_joints: bool = False, check_packets: bool = True,
                  world: WorldView | None = None,
-                 environment_state: dict[str, environment.Pending] | None = None) -> None:
+                 environment_state: dict[str, environment.Pending] | None = None,
+                 instance_seed: int | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
-        ``check_packets`` validates every packet against the protocol's schema before it
+        ``instance_seed`` seeds the runtime session's GUIDs apart from ``seed`` (``main``
+        gives each process a random one). ``check_packets`` validates every packet against
+        the protocol's schema before it
         is sent (``packets.build_state``); without it the packet is assembled unchecked
         (``packets.assemble_state``), as the mod sends, and the receiver's validation is
         the only one: about a tenth of a frame's CPU.
@@ -143,6 +146,10 @@ class Simulator:
         self.world = world if world is not None else World(scenario)
         self.owns_world = world is None
         self.rng = random.Random(seed)
+        # the runtime session's GUIDs: from the seed, unless the process gives a seed of its
+        # own (``pylon_sim`` does: every KSP start has a new runtimeInstance, whatever the
+        # scenario's seed, or a bridge would take a restarted game for the old one)
+        self.session_rng = self.rng if instance_seed is None else random.Random(instance_seed)
         self.state_addr = state_addr
         self._out = None
         if send is None:
@@ -172,7 +179,7 @@ class Simulator:
     # -- process and session ------------------------------------------------------------
     def _start_process(self) -> None:
         """Begin as a freshly started KSP process (new runtime instance)."""
-        self.runtime = RuntimeSession(rng=self.rng)
+        self.runtime = RuntimeSession(rng=self.session_rng)
         self._envelope = self._envelope_key = None
         self._announced: Envelope | None = None   # the session the last heartbeat announced
         self.anchor = telemetry.GroundTruthAnchor()

@@ -618,6 +618,14 @@ class TypedActuators:
         servo.velocity = 0.0
         servo.target = servo.position
 
+    def overriding(self) -> bool:
+        """Tell whether any command is in force: an engine, RCS, wheel or servo override."""
+        return (any(e.thrust is not None or e.gimbal is not None
+                    for e in self._engines.values())
+                or any(o is not None for table in (self._rcs, self._wheels)
+                       for o in table.values())
+                or any(s.command is not None for s in self._servos.values()))
+
     def release_all(self) -> None:
         """End every override at once (lease loss, emergency stop, vessel switch)."""
         for engine in self._engines.values():

@@ -183,6 +183,8 @@ class VehicleManager:
         self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
         self.authority_command_at: float | None = None  # clock of the last authority command
         self.held = False     # a mission not started (or finished): every command refused
+        self.unbacked_steps = 0               # steps that pushed without backing (``_audit``)
+        self.unbacked_at: float | None = None   # clock of the first such step
 
     # -- commands -------------------------------------------------------------------------
     def command(self, packet: dict, vessel: SimVessel, now: float,
@@ -479,8 +481,35 @@ class VehicleManager:
             self._tick_without_wrench(allocator, fixed, now, dt)
         else:
             out.append(self._tick_wrench(vessel, allocator, fixed, dt))
+        self._audit(typed, fixed, now)
         burn(vessel, self.engine_thrust, self.rcs_thrust, dt)
         return self.applied[0], self.applied[1], out
+
+    def _audit(self, typed: TypedActuators, fixed: tuple, now: float) -> None:
+        """Count a physics step that pushes without a live lease and a command in force.
+
+        The invariant every fault must keep: a command in force (a body wrench, stock
+        flight inputs or a typed override) has a live lease, no emergency stop, and has not
+        timed out; with none in force, nothing commanded acts (the engine wrench is only
+        what no command decides: stock and throttle-locked engines; the reaction wheels
+        give only the SAS's torque). ``unbacked_steps`` must stay 0; the control law above
+        keeps it so, this checks it independently of how.
+        """
+        flight = self.flight.command
+        wrench = self.wrench is not None
+        in_force = wrench or (flight is not None and now < flight.expires) or typed.overriding()
+        if in_force:
+            lease = self.authority.lease
+            backed = (lease is not None and now < lease.expires_at
+                      and not self.authority.emergency_stop
+                      and (not wrench or now < self.wrench.expires))
+        else:
+            backed = (np.array_equal(self.measured[0], fixed[0])
+                      and np.array_equal(self.measured[1], fixed[1])
+                      and np.array_equal(self.wheel_torque, self.sas_torque))
+        if not backed:
+            self.unbacked_steps += 1
+            self.unbacked_at = self.unbacked_at if self.unbacked_at is not None else now
 
     def _tick_without_wrench(self, allocator: allocation.Allocator, fixed: tuple,
                              now: float, dt: float) -> None:
@@ -639,6 +668,7 @@ class VehicleManager:
             'wrench_received_at': self.wrench_received_at, 'zeroed_at': self.zeroed_at,
             'authority_command_at': self.authority_command_at,
             'wheel_torque': [float(v) for v in self.wheel_torque],
+            'unbacked_steps': self.unbacked_steps, 'unbacked_at': self.unbacked_at,
             'refused': {f'{kind}:{reason}': count
                         for (kind, reason), count in self.refused.items()},
         }

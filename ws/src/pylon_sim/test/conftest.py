@@ -135,6 +135,8 @@ def harness(tmp_path):
     yield make
     for h in made:
         h.sim.close()
+        # no test may leave a step that pushed without a live lease and a command in force
+        assert h.sim.control.unbacked_steps == 0, h.sim.control.status()
 
 
 class _Queues:
@@ -169,3 +171,5 @@ def mission():
     yield make
     for run in made:
         run.close()
+        for game in run.games:
+            assert game.control.unbacked_steps == 0, game.control.status()

@@ -87,3 +87,27 @@ def test_a_mission_serves_each_vehicle_on_its_ports_and_answers_management(
     assert sim.wait(timeout=20) == 0
     for sock in receivers:
         sock.close()
+
+
+def test_every_process_is_a_new_runtime_instance_whatever_the_seed(ros_process,
+                                                                    free_udp_port):
+    # a restarted game is a new KSP start: a bridge must not take it for the old one
+    # (same instance, UT gone backwards: it would refuse every heartbeat)
+    state = receiver()
+    instances = []
+    for _ in range(2):
+        sim = ros_process(['pylon_sim', '--seed', '3', '--state-port',
+                           str(state.getsockname()[1]), '--command-port', str(free_udp_port()),
+                           '--rate', '0', '--duration', '1'])
+        packet = packets.decode_state(state.recv(65535))
+        instances.append(packet['runtimeInstance'])
+        assert sim.wait(timeout=60) == 0
+        while True:                         # what is left of that run
+            state.settimeout(0.2)
+            try:
+                state.recv(65535)
+            except TimeoutError:
+                break
+        state.settimeout(10.0)
+    assert instances[0] != instances[1]
+    state.close()

@@ -103,6 +103,28 @@ def test_lease_expiry_is_reported_and_stops_the_wrench(vessel):
     assert not np.any(torque)
 
 
+def test_the_audit_counts_a_step_that_pushes_without_backing(vessel, monkeypatch):
+    # the control keeps the invariant, so the audit sees nothing...
+    control = VehicleManager()
+    acquire(control, vessel)
+    control.command(wrench(2, timeout=10.0), vessel, 0.0)
+    for step in range(1, 10):
+        control.tick(vessel, step * DT, DT)
+    assert control.unbacked_steps == 0 and np.any(control.applied[1])
+    control.tick(vessel, 2.0, DT)                        # the lease ran out: zero at once
+    assert control.unbacked_steps == 0 and not np.any(control.applied[1])
+    # ...and a control that forgot to drop the wrench with the lease is caught at once
+    broken = VehicleManager()
+    monkeypatch.setattr(broken, '_drop_commands', lambda: None)
+    acquire(broken, vessel)
+    broken.command(wrench(2, timeout=10.0), vessel, 0.0)
+    broken.tick(vessel, 1.0, DT)
+    broken.tick(vessel, 2.0, DT)
+    broken.tick(vessel, 2.02, DT)
+    assert broken.unbacked_steps == 2 and broken.unbacked_at == 2.0
+    assert broken.status()['unbacked_steps'] == 2
+
+
 @pytest.mark.parametrize('given, used', [(0.2, 0.2), (0.0, 0.5), (20.0, 10.0), (0.01, 0.05),
                                          (float('nan'), 0.5), (True, 0.5)])
 def test_timeouts_are_clamped_as_the_mod_does(given, used):

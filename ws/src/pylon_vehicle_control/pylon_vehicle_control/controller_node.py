@@ -248,9 +248,8 @@ class ControllerNode(Node):
                   'mode': out.mode if out else '', 'deadband': out.deadband if out else '',
                   'saturation_limited': out.saturation_limited if out else '',
                   'attitude_error_deg': round(float(np.degrees(out.attitude_error_rad)), 4)
-                  if out else '', 'last_refusal': self.last_refusal,
-                  'rate_limit_deg_s': self.params['attitude_hold_rate_limit_deg_s'],
-                  **self.counts}
+                  if out else '', 'last_refusal': self.last_refusal, **self.counts,
+                  'rate_limit_deg_s': self.params['attitude_hold_rate_limit_deg_s']}
         if len(self.periods) > 10:
             jitter = np.abs(np.array(self.periods) - self.params['command_period_sec'])
             values['period_jitter_p99_ms'] = round(float(np.percentile(jitter, 99)) * 1e3, 3)

@@ -3,8 +3,10 @@
 Rules (seed 001: targets are discarded on authority loss, missing input and a generation
 change; after that only a new MODE_IDLE re-arms, and later setpoints are accepted again):
 
-* Start armed (nothing has failed yet). ``disarm(reason)`` drops the active setpoint; the
-  law then runs MODE_IDLE (exact zeros) until a MODE_IDLE setpoint arrives.
+* Start disarmed (``started``): the first setpoint that counts is a MODE_IDLE, so a
+  controller that starts (or restarts) while someone streams a slew does not fly it on
+  its own. ``disarm(reason)`` drops the active setpoint; the law then runs MODE_IDLE
+  (exact zeros) until a MODE_IDLE setpoint arrives.
 * Disarm on: setpoint older than ``setpoint_timeout_sec`` (0 disables it), state estimate
   older than ``input_timeout_sec`` while a non-IDLE setpoint is active (a new setpoint
   gets ``input_timeout_sec`` of grace from its acceptance), generation change, authority loss.
@@ -24,6 +26,7 @@ import math
 from pylon_vehicle_control.control_law import MODE_IDLE, MODES, Setpoint
 
 QUATERNION_TOLERANCE = 1e-3
+STARTED = 'started'          # the disarm reason of a controller that has not seen MODE_IDLE
 
 
 def validate_setpoint(mode: int, position: Sequence[float], orientation: Sequence[float],
@@ -62,11 +65,11 @@ class Supervisor:
 
     def __init__(self, setpoint_timeout_sec: float = 1.0,
                  input_timeout_sec: float = 0.5) -> None:
-        """Start armed with no setpoint (the law runs MODE_IDLE)."""
+        """Start disarmed with no setpoint (the law runs MODE_IDLE until a MODE_IDLE)."""
         self.setpoint_timeout_sec = float(setpoint_timeout_sec)
         self.input_timeout_sec = float(input_timeout_sec)
-        self.armed = True
-        self.disarm_reason = ''
+        self.armed = False
+        self.disarm_reason = STARTED
         self.setpoint: Setpoint | None = None
         self.serial = 0
         self._setpoint_time: float | None = None

@@ -22,8 +22,27 @@ def test_validation_reasons():
     assert setpoint.orientation == (0.0, 0.0, 0.0, 1.0)
 
 
-def test_bad_setpoint_keeps_current_behaviour():
+def armed(**kwargs) -> Supervisor:
+    """Return a supervisor that took its first MODE_IDLE."""
+    s = Supervisor(**kwargs)
+    assert s.on_setpoint(sp(MODE_IDLE), 0.0).accepted and s.armed
+    return s
+
+
+def test_a_new_supervisor_flies_only_after_a_mode_idle():
     s = Supervisor()
+    assert not s.armed and s.disarm_reason == 'started'
+    decision = s.on_setpoint(sp(), 0.0)
+    assert (decision.accepted, decision.reason) == (False, 'not_armed_send_idle')
+    assert s.active(0.1)[0] == Setpoint()
+    assert s.on_setpoint(sp(MODE_IDLE), 0.2).accepted and s.armed and s.disarm_reason == ''
+    s.on_input(0.2)
+    assert s.on_setpoint(sp(), 0.3).accepted
+    assert s.active(0.35)[0].mode == MODE_ATTITUDE_HOLD
+
+
+def test_bad_setpoint_keeps_current_behaviour():
+    s = armed()
     assert s.on_setpoint(sp(), 0.0).accepted
     s.on_input(0.0)
     serial = s.serial
@@ -34,7 +53,7 @@ def test_bad_setpoint_keeps_current_behaviour():
 
 
 def test_identical_setpoints_keep_the_serial():
-    s = Supervisor()
+    s = armed()
     s.on_setpoint(sp(), 0.0)
     first = s.serial
     s.on_setpoint(sp(), 0.1)
@@ -45,7 +64,7 @@ def test_identical_setpoints_keep_the_serial():
 
 def test_faults_disarm_and_only_idle_rearms():
     for fault in ('setpoint', 'input', 'generation', 'authority'):
-        s = Supervisor(setpoint_timeout_sec=1.0, input_timeout_sec=0.5)
+        s = armed(setpoint_timeout_sec=1.0, input_timeout_sec=0.5)
         s.on_generation(1)
         s.on_setpoint(sp(), 0.0)
         s.on_input(0.0)

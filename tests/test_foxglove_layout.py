@@ -1,0 +1,196 @@
+"""Static checks of the Foxglove layout that the README tells users to import.
+
+Foxglove and Lichtblick cannot run here; what ``foxglove/pylon_layout.json`` names must at
+least exist: every topic is one of the topic contract (a sensor's id one a shipped scenario
+carries), every message path walks real fields of that topic's message type, every panel
+setting is one the Foxglove SDK's layout schema (``foxglove.layouts``) knows, and the 3D
+panel shows the scene from ``pylon_root`` as the RViz config does.
+"""
+
+import importlib
+import json
+from pathlib import Path
+import re
+
+import foxglove.layouts as fl
+from pylon_common import topics
+from pylon_protocol import frames
+from pylon_tools.viewer import contract_row
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYOUT_PATH = ROOT / 'foxglove' / 'pylon_layout.json'
+LAYOUT = json.loads(LAYOUT_PATH.read_text(encoding='utf-8'))
+PANELS = LAYOUT['configById']
+CONTROLLER = ROOT / 'ws' / 'src' / 'pylon_vehicle_control' / 'pylon_vehicle_control' / \
+    'controller_node.py'
+MODIFIERS = {'degrees', 'radians', 'abs', 'negative'}
+SEGMENT = re.compile(r'(?P<name>\w+)(?P<index>\[(\d+|:)\])?'
+                     r'(?:\{(?P<field>\w+)==(?P<value>[^}]+)\})?')
+"""One field of a message path: ``name``, ``name[0]``, ``name[:]{field=="value"}``."""
+TITLE = 'foxglovePanelTitle'
+
+
+def _schema(kind: type) -> set[str]:
+    """Return the settings a panel config of the SDK's layout schema may carry."""
+    return set(kind()._to_dict()) | {TITLE}      # the SDK's own camelCase names
+
+
+def _leaves(node) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    return _leaves(node['first']) + _leaves(node['second'])
+
+
+def _paths(kind: str) -> list[str]:
+    return [series['value'] for panel_id, config in PANELS.items()
+            if panel_id.startswith(f'{kind}!') for series in config['paths']]
+
+
+def named_topics() -> set[str]:
+    """Return every topic the layout names (panels, layers, message paths)."""
+    three_d = PANELS['3D!pylon']
+    found = set(three_d['topics'])
+    found |= {layer['topic'] for layer in three_d['layers'].values() if 'topic' in layer}
+    image = PANELS['Image!camera']['imageMode']
+    found |= {image['imageTopic'], image['calibrationTopic']}
+    found.add(PANELS['RawMessages!authority']['topicPath'])
+    found |= {path.split('.', 1)[0] for path in _paths('Plot') + _paths('StateTransitions')}
+    return found
+
+
+def _message_class(type_name: str) -> type:
+    package, *_, name = type_name.split('/')
+    return getattr(importlib.import_module(f'{package}.msg'), name)
+
+
+def _element(field_type: str) -> tuple[str, bool]:
+    """Return (element type, is a sequence or array) of a rosidl field type."""
+    match = re.fullmatch(r'sequence<([^,>]+)(?:, \d+)?>', field_type)
+    if match:
+        return match.group(1), True
+    match = re.fullmatch(r'(.+)\[\d+\]', field_type)
+    return (match.group(1), True) if match else (field_type, False)
+
+
+def walk(path: str) -> str:
+    """Return the type at the end of a message path; AssertionError where it does not exist."""
+    topic, *segments = path.split('.')
+    kind = contract_row(topic).type
+    for segment in segments:
+        if segment.startswith('@'):
+            assert segment[1:] in MODIFIERS, (path, segment)
+            continue
+        assert '/' in kind, f'{path}: {segment} below the primitive {kind}'
+        fields = _message_class(kind).get_fields_and_field_types()
+        match = SEGMENT.fullmatch(segment)
+        assert match and match['name'] in fields, (path, segment, sorted(fields))
+        kind, sequence = _element(fields[match['name']])
+        assert bool(match['index'] or match['field']) == sequence, (path, segment)
+        if match['field']:
+            assert match['field'] in _message_class(kind).get_fields_and_field_types(), path
+    return kind
+
+
+def test_the_layout_is_a_tree_of_the_configured_panels():
+    assert set(LAYOUT) == {'configById', 'globalVariables', 'userNodes', 'playbackConfig',
+                           'layout'}
+    assert sorted(_leaves(LAYOUT['layout'])) == sorted(PANELS)
+    assert {panel_id.split('!')[0] for panel_id in PANELS} == {
+        '3D', 'Image', 'Plot', 'StateTransitions', 'RawMessages'}
+
+
+def test_every_setting_is_one_the_sdk_layout_schema_knows():
+    three_d = PANELS['3D!pylon']
+    assert set(three_d) <= _schema(fl.ThreeDeeConfig)
+    assert set(three_d['scene']) <= _schema(fl.BaseRendererSceneSettings)
+    assert set(three_d['scene']['transforms']) <= _schema(fl.BaseRendererTransforms)
+    assert set(three_d['cameraState']) <= _schema(fl.ThreeDeeCameraState)
+    settings = {'lidar_3d': fl.BaseRendererPointCloudTopicSettings,
+                'lidar_2d': fl.BaseRendererLaserScanTopicSettings,
+                'nearby_markers': fl.BaseRendererRosMarkerTopicSettings}
+    for topic, config in three_d['topics'].items():
+        assert set(config) <= _schema(settings[contract_row(topic).key]), topic
+    layers = {'foxglove.Grid': fl.BaseRendererGridLayerSettings,
+              'foxglove.Urdf': fl.BaseRendererUrdfLayerSettings}
+    for layer_id, layer in three_d['layers'].items():
+        assert layer['instanceId'] == layer_id
+        assert set(layer) <= _schema(layers[layer['layerId']]), layer_id
+    assert set(PANELS['Image!camera']) <= _schema(fl.ImageConfig)
+    assert set(PANELS['Image!camera']['imageMode']) <= _schema(fl.ImageModeConfig)
+    assert set(PANELS['RawMessages!authority']) <= _schema(fl.RawMessagesConfig)
+    for panel_id, config in PANELS.items():
+        kind = panel_id.split('!')[0]
+        if kind in ('Plot', 'StateTransitions'):
+            panel, series = {'Plot': (fl.PlotConfig, fl.PlotSeries),
+                             'StateTransitions': (fl.StateTransitionsConfig,
+                                                  fl.StateTransitionsSeries)}[kind]
+            assert set(config) <= _schema(panel), panel_id
+            for entry in config['paths']:
+                assert set(entry) <= _schema(series), (panel_id, entry)
+
+
+def test_the_scene_is_seen_from_pylon_root_with_model_clouds_scan_and_markers():
+    three_d = PANELS['3D!pylon']
+    assert three_d['followTf'] == frames.ROOT_ALIAS == 'pylon_root'
+    assert {contract_row(t).key for t in three_d['topics']} == {'lidar_3d', 'lidar_2d',
+                                                                'nearby_markers'}
+    (urdf,) = [layer for layer in three_d['layers'].values()
+               if layer['layerId'] == 'foxglove.Urdf']
+    assert (urdf['sourceType'], urdf['topic']) == ('topic', topics.name('robot_description'))
+    image = PANELS['Image!camera']['imageMode']
+    assert image['imageTopic'] == topics.name('camera', id='camera_front')
+    assert image['calibrationTopic'] == topics.name('camera_info', id='camera_front')
+
+
+def _scenario_sensor_ids() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / 'config' / 'scenarios').glob('*.yaml'):
+        for vessel in yaml.safe_load(path.read_text(encoding='utf-8'))['vessels']:
+            for part in vessel['parts']:
+                for module in part.get('modules') or ():
+                    if 'sensor_id' in module:
+                        found.setdefault(module['kind'], set()).add(module['sensor_id'])
+    return found
+
+
+@pytest.mark.parametrize('topic', sorted(named_topics()))
+def test_every_topic_is_in_the_contract_and_every_sensor_in_a_scenario(topic):
+    row = contract_row(topic)
+    assert row is not None, f'{topic} is no topic of the contract'
+    if '{id}' in row.name:
+        pattern = re.escape(row.default_name(id='{id}')).replace(r'\{id\}', '([^/]+)')
+        sensor = re.fullmatch(pattern, topic).group(1)
+        kind = row.key.removesuffix('_info')
+        assert sensor in _scenario_sensor_ids()[kind], (topic, kind)
+
+
+@pytest.mark.parametrize('path', _paths('Plot') + _paths('StateTransitions'))
+def test_every_message_path_walks_real_fields_to_a_value(path):
+    end = walk(path)
+    assert '/' not in end, f'{path} ends at a message ({end}), not a value'
+
+
+def test_plots_cover_attitude_rates_wrench_and_the_states():
+    paths = _paths('Plot') + _paths('StateTransitions')
+    odometry = topics.topic('odometry').default_name()
+    feedback = topics.name('control/wrench_feedback')
+    diagnostics = topics.resolved('controller/diagnostics', topics.SETPOINT_CONTROLLER)
+    for axis in 'xyz':
+        assert f'{odometry}.twist.twist.angular.{axis}.@degrees' in paths
+        assert f'{feedback}.requested.torque.{axis}' in paths
+        assert f'{feedback}.achieved.torque.{axis}' in paths
+    assert f'{topics.name("lifecycle")}.state' in paths
+    assert f'{topics.name("control/authority/state")}.state' in paths
+    keys = {match['value'].strip('"') for path in paths if path.startswith(diagnostics)
+            for match in [SEGMENT.search(path.split('.', 2)[2])] if match['value']}
+    assert keys == {'attitude_error_deg', 'rate_limit_deg_s'}
+    source = CONTROLLER.read_text(encoding='utf-8')
+    for key in keys:                                # keys the controller's diagnostics carry
+        assert f"'{key}':" in source, key
+
+
+def test_the_readme_tells_how_to_import_it():
+    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    assert 'foxglove/pylon_layout.json' in readme and 'Import from file' in readme
