@@ -124,6 +124,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     'mission-status': ('ws/src/pylon_mission/README.md', mission_status),
     'viewer-parameters': ('ws/src/pylon_tools/README.md',
                           _node_parameters('pylon_tools.viewer')),
+    'recorder-parameters': ('ws/src/pylon_tools/README.md',
+                            _node_parameters('pylon_tools.recorder_node')),
 }
 
 

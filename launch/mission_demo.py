@@ -32,18 +32,21 @@ STATUS_PERIOD_SEC = 1.0
 
 
 def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
-         domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None) -> list:
+         domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None,
+         record: str = '') -> list:
     """Return the demo's processes: the mission plan with autostart and an end.
 
     ``ports``: the first vehicle's state, command and admin ports, and optionally the
-    management port.
+    management port. ``record`` (``DEMO_RECORD``): a recorder in every domain, each with a
+    file of its own (``pylon_components.mission_record_path``).
     """
     extra = {} if ports is None or len(ports) < 4 else {'management_port': ports[3]}
     return pc.mission_plan(vehicles, scenario=scenario, overlays=overlays,
                            domain_base=domain_base,
                            ports=None if ports is None else ports[:3], autostart=True,
                            exit_on_finish=True,
-                           results_path=str(log_dir / RESULTS) if log_dir else '', **extra)
+                           results_path=str(log_dir / RESULTS) if log_dir else '',
+                           record_output=record, **extra)
 
 
 class Watcher:
@@ -104,12 +107,13 @@ def status_line(watcher: Watcher) -> str:
 
 
 def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str, ports,
-        domain_base: int, log_dir: Path, processes) -> int:
+        domain_base: int, log_dir: Path, processes, record: str = '') -> int:
     """Start the mission, watch it, stop it; print the referee's result; return the status.
 
-    ``processes`` is a ``native_demo.Processes`` (start, dead, stop).
+    ``processes`` is a ``native_demo.Processes`` (start, dead, stop); ``record``: see
+    ``plan``.
     """
-    planned = plan(vehicles, overlays, scenario, ports, domain_base, log_dir)
+    planned = plan(vehicles, overlays, scenario, ports, domain_base, log_dir, record)
     domains = [str(mission.vehicle_domain(domain_base, k)) for k in range(1, vehicles + 1)]
     print(f'demo: logs in {log_dir}; management domain {domain_base}, vehicles in '
           f'{", ".join(domains)}', flush=True)
@@ -151,6 +155,10 @@ def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str
         status = 1                              # the management never said anything
     print(f'\ndemo result ({"mission ended" if ended else "stopped before the end"}, '
           f'{watcher.state or "no state"}): {json.dumps(ranking)}', flush=True)
+    files = [dict(p.parameters)['output'] for p in planned if p.component == 'record']
+    if files:
+        print(f'demo: recorded {", ".join(files)} (plot vehicle 1: ci/env.sh pylon_plot '
+              f'{files[1]})', flush=True)
     return status
 
 

@@ -18,6 +18,10 @@ STATE,COMMAND,ADMIN`` moves the UDP ports. ``DEMO_VEHICLES=N`` runs a mission of
 instead, each in its own ROS domain (``DEMO_DOMAIN_BASE``; see ``mission_demo.py``).
 The live view (``pylon_viewer``) serves Foxglove or Lichtblick on ``ws://127.0.0.1:8765``
 (``DEMO_VIEWER_PORT`` moves it), printed at the start.
+``DEMO_RECORD=path.mcap`` also starts the plan's ``record`` component (``pylon_recorder``)
+writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then runs
+``pylon_plot`` on it at the end (recording to ``demo.mcap`` in the log directory when
+``DEMO_RECORD`` is not set).
 """
 
 from __future__ import annotations
@@ -57,12 +61,14 @@ SETTLED_HOLD_SEC = 3.0            # KSP time below SETTLED_DEG that counts as se
 SETPOINT_PERIOD_SEC = 0.2
 
 
-def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None) -> list:
+def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None, record: str = '') -> list:
     """Return the demo's processes: ``pylon_components.plan`` of ``DEMO_COMPONENTS``.
 
-    ``$DEMO_VIEWER_PORT`` sets the live view's port (a fixed parameter after its files).
+    ``$DEMO_VIEWER_PORT`` sets the live view's port (a fixed parameter after its files);
+    ``record`` (``DEMO_RECORD``, a path) adds the ``record`` component writing there.
     """
-    out = pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports)
+    out = pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports,
+                  record_output=record)
     port = os.environ.get('DEMO_VIEWER_PORT')
     return [replace(p, parameters=(*p.parameters, ('port', int(port))))
             if port and p.component == 'viewer' else p for p in out]
@@ -74,9 +80,10 @@ def viewer_url() -> str:
     return viewer.url(viewer.DEFAULT_ADDRESS, int(port) if port else viewer.DEFAULT_PORT)
 
 
-def command_lines(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None) -> list[list[str]]:
+def command_lines(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None,
+                  record: str = '') -> list[list[str]]:
     """Return the command line of every demo process, in start order."""
-    return [pc.command_line(p) for p in planned(overlays, scenario, ports)]
+    return [pc.command_line(p) for p in planned(overlays, scenario, ports, record)]
 
 
 class Processes:
@@ -289,9 +296,9 @@ class Flight:
             self.settled_s = self.below_since - self.slew_at
 
 
-def _start(procs: Processes, overlays: list[str], scenario: str, ports) -> None:
-    for proc, cmd in zip(planned(overlays, scenario, ports),
-                         command_lines(overlays, scenario, ports)):
+def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: str) -> None:
+    for proc, cmd in zip(planned(overlays, scenario, ports, record),
+                         command_lines(overlays, scenario, ports, record)):
         print(f'demo: starting {" ".join(cmd)}', flush=True)
         procs.start(proc.executable, cmd)
     if 'viewer' in DEMO_COMPONENTS:
@@ -313,15 +320,16 @@ def _summary(pilot: Pilot, flight: Flight, procs: Processes, started: float,
 
 
 def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
-        until_settled: bool = False) -> int:
+        until_settled: bool = False, record: str = '', plot_dir: str = '') -> int:
     """Start the processes, fly, print; return the exit status.
 
     Stops after ``seconds`` (wall clock; None: until Ctrl-C) or, with ``until_settled``, as
-    soon as the slew has settled.
+    soon as the slew has settled. With ``record`` the recorder writes everything there;
+    with ``plot_dir`` ``pylon_plot`` draws it there at the end.
     """
     procs = Processes(log_dir)
     print(f'demo: logs in {log_dir}', flush=True)
-    _start(procs, overlays, scenario, ports)
+    _start(procs, overlays, scenario, ports, record)
     pilot, flight = Pilot(), Flight()
     started = last_print = time.monotonic()
     last_counts = dict(pilot.counts)
@@ -355,7 +363,27 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
                         (until_settled and flight.settled_s is None)):
         status = 1
     print(f'\ndemo summary: {json.dumps(summary)}', flush=True)
+    if record and not recorded(record, plot_dir):
+        status = status or 1
     return status
+
+
+def recorded(record: str, plot_dir: str) -> bool:
+    """Say where the recording is and how to see it; plot it into ``plot_dir`` if given.
+
+    Return False when the recording is missing or ``pylon_plot`` failed.
+    """
+    if not Path(record).is_file():
+        print(f'demo: no recording at {record}; see the pylon_recorder log', flush=True)
+        return False
+    print(f'demo: recorded {record} (Foxglove: File > Open local file; '
+          f'ros2 bag play -s mcap {record}; plots: ci/env.sh pylon_plot {record})', flush=True)
+    if not plot_dir:
+        return True
+    result = subprocess.run(['pylon_plot', record, '-o', plot_dir], capture_output=True,
+                            text=True)
+    print(f'demo: pylon_plot: {(result.stdout + result.stderr).strip()}', flush=True)
+    return result.returncode == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,18 +404,26 @@ def main(argv: list[str] | None = None) -> int:
     vehicles = mission_demo.vehicles_from_env()
     base = int(os.environ.get('DEMO_DOMAIN_BASE') or mission.DEFAULT_DOMAIN_BASE)
     scenario = os.environ.get('DEMO_SCENARIO', '' if vehicles else pc.DEFAULT_SCENARIO)
+    record, plot_dir = os.environ.get('DEMO_RECORD', ''), os.environ.get('DEMO_PLOT', '')
     if args.print_commands:
-        planned_ = (mission_demo.plan(vehicles, overlays, scenario, ports, base) if vehicles
-                    else planned(overlays, scenario, ports))
+        planned_ = (mission_demo.plan(vehicles, overlays, scenario, ports, base,
+                                      record=record) if vehicles
+                    else planned(overlays, scenario, ports, record))
         print(json.dumps([pc.command_line(p) for p in planned_]))
         return 0
     seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
     log_dir = Path(os.environ.get('DEMO_LOG_DIR') or tempfile.mkdtemp(prefix='pylon_demo_'))
     log_dir.mkdir(parents=True, exist_ok=True)
+    record = record or (str(log_dir / 'demo.mcap') if plot_dir and not vehicles else '')
+    if record and not vehicles and Path(record).exists():
+        print(f'demo: DEMO_RECORD={record} exists; the recorder never overwrites a recording',
+              file=sys.stderr)
+        return 2
     if vehicles:
         return mission_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
-                                Processes(log_dir))
-    return run(seconds, overlays, scenario, ports, log_dir, args.until_settled)
+                                Processes(log_dir), record)
+    return run(seconds, overlays, scenario, ports, log_dir, args.until_settled, record,
+               plot_dir)
 
 
 if __name__ == '__main__':

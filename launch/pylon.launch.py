@@ -9,6 +9,7 @@ of ``config/`` and the overlays of ``config/overlays/`` layered in order::
     ros2 launch launch/pylon.launch.py components:=all scenario:=surface
     ros2 launch launch/pylon.launch.py components:=bridge,rsp,rviz use_real_ksp:=true
     ros2 launch launch/pylon.launch.py overlays:=no_ground_truth,fast_slew
+    ros2 launch launch/pylon.launch.py record:=/tmp/run.mcap            # and record it all
 
 ``ros2 launch launch/pylon.launch.py --show-args`` lists the arguments.
 
@@ -79,6 +80,10 @@ ARGUMENTS = (
     ('autostart', 'true', 'with vehicles: start the mission once every vehicle is Ready'),
     ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
     ('exit_on_finish', 'true', 'with vehicles: end launch once the mission ended'),
+    ('record', '',
+     'a file path: also start pylon_recorder (component record), writing every topic to a '
+     'rosbag2-compatible MCAP file there (with vehicles: one file per domain, '
+     '<name>_management.mcap and <name>_vehicle_<k>.mcap)'),
 )
 
 
@@ -119,7 +124,7 @@ def _mission(arg) -> list:
         overlays=pc.split_list(arg('overlays')), domain_base=int(arg('domain_base')),
         autostart=bool(pc.parse_bool(arg('autostart'))),
         exit_on_finish=bool(pc.parse_bool(arg('exit_on_finish'))),
-        results_path=arg('results_path'))
+        results_path=arg('results_path'), record_output=arg('record'))
     actions = [LogInfo(msg=f'pylon: mission of {vehicles} vehicles, management domain '
                            f'{arg("domain_base")}')] + _actions(planned)
     referee = next(a for a, p in zip(actions[1:], planned) if p.component == 'referee')
@@ -142,7 +147,7 @@ def _setup(context):
                       external=external,
                       disable_ground_truth=pc.parse_bool(arg('disable_ground_truth')),
                       use_real_ksp=use_real_ksp, bridge_host=arg('bridge_host'),
-                      ksp_host=arg('ksp_host'))
+                      ksp_host=arg('ksp_host'), record_output=arg('record'))
     components = sorted({p.component for p in planned}, key=list(pc.COMPONENTS).index)
     actions = [LogInfo(msg=f'pylon: components {",".join(components) or "(none)"}; '
                            f'overlays {",".join(overlays) or "(none)"}'

@@ -151,6 +151,12 @@ DEFAULT_COMPONENTS: tuple[str, ...] = tuple(n for n in COMPONENTS if n not in VI
 needs a display; foxglove_bridge runs where a client can reach it, e.g. its compose service;
 pylon_viewer is the native path's live view, which ``make demo`` names)."""
 
+RECORD = Component('record', 'pylon_recorder: every topic into a rosbag2-compatible MCAP file '
+                   '(record_output; never in the default selection)', (
+                       Process('pylon_tools', 'pylon_recorder', topics.PYLON_RECORDER),
+                   ))
+COMPONENTS[RECORD.name] = RECORD      # after the default: a recording is asked for
+
 ALIASES: dict[str, tuple[str, ...]] = {
     'all': tuple(COMPONENTS),
     'default': DEFAULT_COMPONENTS,
@@ -310,12 +316,16 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
          scenario: str = DEFAULT_SCENARIO, external: Sequence[str] = (),
          disable_ground_truth: bool | None = None, use_real_ksp: bool = False,
          bridge_host: str = '0.0.0.0', ksp_host: str = LOOPBACK,
-         ports: Sequence[int] | None = None) -> list[Planned]:
+         ports: Sequence[int] | None = None,
+         record_output: str = '') -> list[Planned]:
     """Return every process of the selected components, in start order, resolved.
 
     ``ports`` = (state, command, admin) replaces the default UDP ports for simulator and
     bridge alike (fixed bridge parameters after its files); None keeps the files' ports.
+    ``record_output`` (a path) selects the ``record`` component too, writing there.
     """
+    if record_output:
+        components = (*select(components), RECORD.name)
     selected = effective(select(components), use_real_ksp)
     bridge = bridge_parameters((*selected, *external), disable_ground_truth=disable_ground_truth,
                                use_real_ksp=use_real_ksp, bridge_host=bridge_host,
@@ -332,6 +342,8 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
             fixed = dict(proc.parameters)
             if name == 'bridge':
                 fixed.update(bridge)
+            if name == RECORD.name and record_output:
+                fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))
             out.append(Planned(name, proc.package, proc.executable, proc.node,
                                tuple(proc.arguments), files, tuple(fixed.items()),
@@ -419,8 +431,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
                  ports: Sequence[int] | None = None,
                  management_port: int = management.MANAGEMENT_PORT, autostart: bool = True,
                  exit_on_finish: bool = False, results_path: str = '',
-                 vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS)
-                 ) -> list[Planned]:
+                 vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS),
+                 record_output: str = '') -> list[Planned]:
     """Return every process of a mission of ``vehicles`` vehicles, in start order.
 
     The simulator (``--management-port``; vehicle k on the first ``ports`` plus
@@ -428,7 +440,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     management domain ``domain_base``, then each vehicle's stack in domain
     ``domain_base + k``: its bridge (ground truth into the management domain under
     ``/vehicle_k``), estimator, controller and, for a vehicle with a task, the chaser.
-    ``scenario`` '' picks ``MISSION_SCENARIOS[vehicles]``.
+    ``scenario`` '' picks ``MISSION_SCENARIOS[vehicles]``. ``record_output`` (a path) adds a
+    recorder to every domain, each writing its own file (``mission_record_path``).
     """
     scenario = scenario or MISSION_SCENARIOS.get(vehicles, '')
     if not scenario:
@@ -454,7 +467,23 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
             params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target)
             out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params,
                                 mission.vehicle_domain(domain_base, k), k))
+    if record_output:
+        out += [_planned(RECORD.name, RECORD, overlays,
+                         {'output': mission_record_path(record_output, k)},
+                         domain_base if k is None else mission.vehicle_domain(domain_base, k),
+                         k) for k in (None, *range(1, vehicles + 1))]
     return out
+
+
+def mission_record_path(output: str, vehicle: int | None) -> str:
+    """Return the recording of a mission's management domain (None) or of vehicle k's.
+
+    ``demo.mcap`` becomes ``demo_management.mcap`` and ``demo_vehicle_<k>.mcap``.
+    """
+    path = Path(output)
+    stem = path.name[:-len('.mcap')] if path.name.endswith('.mcap') else path.name
+    tail = 'management' if vehicle is None else f'vehicle_{vehicle}'
+    return str(path.with_name(f'{stem}_{tail}.mcap'))
 
 
 def _planned(name: str, component: Component, overlays: Sequence[str], fixed: dict,

@@ -58,8 +58,8 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz', 'foxglove_bridge', 'viewer']
-    # the viewers are chosen by name
+                                   'markers', 'rviz', 'foxglove_bridge', 'viewer', 'record']
+    # the viewers are chosen by name, the recorder when a recording is asked for (record:=)
     assert pc.DEFAULT_COMPONENTS == ('sim', 'bridge', 'rsp', 'controller', 'estimator',
                                      'markers')
     assert pc.select('all') == tuple(pc.COMPONENTS)
@@ -288,8 +288,10 @@ def test_compose_runs_every_component_once_with_consistent_static_tf():
     started = [c for s in SERVICES.values() if not s.get('profiles')
                and 'components' in _launch_args(s['command'])
                for c in pc.select(_launch_args(s['command'])['components'])]
-    # the live view is the native path's (make demo); Docker users have RViz
-    assert sorted(started) == sorted(c for c in pc.COMPONENTS if c != 'viewer')
+    # the live view is the native path's (make demo); Docker users have RViz. The recorder
+    # runs where a recording is asked for (record:=PATH), not as a service
+    assert sorted(started) == sorted(c for c in pc.COMPONENTS
+                                     if c not in ('viewer', pc.RECORD.name))
     bridge = _launch_args(SERVICES['bridge']['command'])
     assert 'rsp' in bridge['external_components']  # rsp runs in its own service
     assert 'use_real_ksp' in _launch_args(SERVICES['sim']['command'])

@@ -144,3 +144,35 @@ def test_launch_and_native_demo_start_the_same_mission(launch_file):
     (handler,) = [a for a in actions
                   if a.args and 'target_action' in getattr(a.args[0], 'kwargs', {})]
     assert handler.args[0].kwargs['target_action'].kwargs['executable'] == 'referee'
+
+
+def test_launch_and_native_demo_record_the_same_way(launch_file, tmp_path):
+    """record:= and DEMO_RECORD add the same recorder, writing to the same file."""
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    output = str(tmp_path / 'demo.mcap')
+    actions = launch_file._setup(_context(launch_file, components=','.join(native.DEMO_COMPONENTS),
+                                          record=output))
+    launched = _as_commands(actions)
+    assert launched == native.command_lines(record=output)
+    assert launched[:-1] == native.command_lines()          # the same demo, plus the recorder
+    assert launched[-1] == ['pylon_recorder', '--ros-args', '-r', '__node:=pylon_recorder',
+                            '-p', f"output:='{output}'"]
+    # never in the default selection
+    default = _as_commands(launch_file._setup(_context(launch_file)))
+    assert 'pylon_recorder' not in [cmd[0] for cmd in default]
+
+
+def test_launch_and_native_demo_record_a_mission_per_domain(launch_file):
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    mission = sys.modules['mission_demo']
+    actions = launch_file._setup(_context(launch_file, vehicles='2', domain_base='7',
+                                          results_path='/tmp/results.json',
+                                          record='/tmp/run.mcap'))
+    started = [a for a in actions if 'cmd' in a.kwargs or 'package' in a.kwargs]
+    planned = mission.plan(2, domain_base=7, log_dir=Path('/tmp'), record='/tmp/run.mcap')
+    assert _as_commands(started) == [native.pc.command_line(p) for p in planned]
+    recorders = [(a.kwargs['additional_env'].get('ROS_DOMAIN_ID'), a.kwargs['parameters'][-1])
+                 for a in started if a.kwargs.get('executable') == 'pylon_recorder']
+    assert recorders == [('7', {'output': '/tmp/run_management.mcap'}),
+                         ('8', {'output': '/tmp/run_vehicle_1.mcap'}),
+                         ('9', {'output': '/tmp/run_vehicle_2.mcap'})]

@@ -10,6 +10,7 @@ from pathlib import Path
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -22,8 +23,11 @@ def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
     ports = ','.join(str(free_udp_port()) for _ in range(3))
     # the fast_slew overlay (10 deg/s): the demo's wiring, overlays included, in less time
     viewer_port = free_udp_port()         # a number no other session was given, for TCP
+    # and recorded (DEMO_RECORD), the recording plotted at the end (DEMO_PLOT)
+    record, plots = tmp_path / 'demo.mcap', tmp_path / 'plots'
     env = dict(os.environ, DEMO_SECONDS='240', DEMO_LOG_DIR=str(tmp_path),
-               DEMO_OVERLAYS='fast_slew', DEMO_VIEWER_PORT=str(viewer_port))
+               DEMO_OVERLAYS='fast_slew', DEMO_VIEWER_PORT=str(viewer_port),
+               DEMO_RECORD=str(record), DEMO_PLOT=str(plots))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ports, '--until-settled'], env=env,
                             capture_output=True, text=True, timeout=300)
@@ -39,8 +43,30 @@ def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
     # 30 degrees at fast_slew's 10 deg/s: rate-limited time plus margin
     assert summary['settled_s'] < 30.0 / 10.0 * 1.2 + 10.0, summary
     for name in ('pylon_sim', 'udp_bridge', 'attitude_estimator', 'setpoint_controller',
-                 'pylon_viewer'):
+                 'pylon_viewer', 'pylon_recorder'):
         assert (tmp_path / f'{name}.log').exists()
     assert f'demo: live view on ws://127.0.0.1:{viewer_port} ' in result.stdout
     assert f'live view on ws://127.0.0.1:{viewer_port} ' in \
         (tmp_path / 'pylon_viewer.log').read_text()
+    check_recording(record, plots, result.stdout)
+
+
+def check_recording(record: Path, plots: Path, stdout: str) -> None:
+    """Check that the demo's recording is complete and its plots show the flight it flew."""
+    from pylon_tools import plot
+    from pylon_tools.reading import read_recording
+    assert f'demo: recorded {record}' in stdout, stdout[-2000:]
+    for name in ('attitude', 'rates', 'wrench', 'estimator'):
+        for suffix in ('png', 'svg'):
+            assert (plots / f'{name}.{suffix}').stat().st_size > 1000, name
+    names = plot.topic_names()
+    recording = read_recording(record, names.values())
+    assert recording.complete
+    attitude = plot.attitude_series(recording, names)
+    held = attitude.error_deg[np.isfinite(attitude.error_deg)]
+    assert held[0] > 25.0 and held[-1] < 0.1          # the 30 degree slew, settled
+    rates = plot.rate_series(recording, names)
+    assert rates.limit_deg_s == 10.0                   # fast_slew's, from the diagnostics
+    assert rates.magnitude_deg_s.max() <= rates.limit_deg_s * 1.05
+    labels = [event.label for event in plot.events(recording, names)]
+    assert 'lease: setpoint_controller' in labels and any('active' in x for x in labels)

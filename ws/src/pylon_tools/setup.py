@@ -20,5 +20,7 @@ setup(
     license='Apache-2.0',
     entry_points={'console_scripts': [
         'pylon_viewer = pylon_tools.viewer_node:main',
+        'pylon_recorder = pylon_tools.recorder_node:main',
+        'pylon_plot = pylon_tools.plot_cli:main',
     ]},
 )

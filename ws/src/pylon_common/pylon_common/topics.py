@@ -53,6 +53,7 @@ SIM_MANAGER = 'sim_manager'
 REFEREE = 'referee'
 RENDEZVOUS_CHASER = 'rendezvous_chaser'
 VIEWER = 'pylon_viewer'
+PYLON_RECORDER = 'pylon_recorder'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'

@@ -46,8 +46,6 @@ from pathlib import Path
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_vehicle_control import png_plot
-
 from .estimator import ARCSEC
 
 __all__ = [
@@ -55,7 +53,7 @@ __all__ = [
     'attitude_error_deg', 'average_quaternions', 'body_axis_error', 'alignment_from_pair',
     'propagate_alignment', 'transport_velocity', 'relative_inertial_position',
     'synchronise', 'rms_statistics', 'AttitudeEvaluation', 'evaluate_attitude',
-    'matplotlib_available', 'plot_error_series',
+    'plot_error_series',
 ]
 
 
@@ -297,35 +295,17 @@ def evaluate_attitude(est_times: Sequence[float], est_q: Sequence[Sequence[float
 # ---- plotting ---------------------------------------------------------------------------------
 
 
-def matplotlib_available() -> bool:
-    """Return whether matplotlib can be imported (it is optional)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def plot_error_series(path: str | Path, times: Sequence[float], series: dict,
-                      ylabel: str = 'error [arcsec]', title: str = '') -> bool:
-    """Write a PNG of one or more error series over time; ``series`` maps label -> (N,) or (N,k).
+                      ylabel: str = 'error [arcsec]', title: str = '') -> Path:
+    """Write a PNG of one or more error series over time; return its path.
 
-    Uses matplotlib when it is importable (labels, legend); otherwise ``png_plot`` draws
-    the same series without text, in order red, green, blue, black, ... Returns whether
-    matplotlib drew it.
+    ``series`` maps label -> (N,) or (N, k) (columns labelled x, y, z, ...). Drawn by
+    matplotlib's Agg backend on a figure of its own: no display, no pyplot state.
     """
-    if not matplotlib_available():
-        columns = []
-        for values in series.values():
-            v = np.asarray(values, dtype=float)
-            columns += [v] if v.ndim == 1 else [v[:, k] for k in range(v.shape[1])]
-        png_plot.write_line_chart(path, times, columns)
-        return False
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig = Figure(figsize=(8, 4), layout='constrained')
+    ax = fig.subplots()
     t = np.asarray(times, dtype=float)
     for label, values in series.items():
         v = np.asarray(values, dtype=float)
@@ -340,7 +320,5 @@ def plot_error_series(path: str | Path, times: Sequence[float], series: dict,
         ax.set_title(title)
     ax.grid(True)
     ax.legend()
-    fig.tight_layout()
     fig.savefig(str(path), format='png')
-    plt.close(fig)
-    return True
+    return Path(path)

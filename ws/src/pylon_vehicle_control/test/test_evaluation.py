@@ -181,35 +181,15 @@ def test_synchronise_and_statistics():
     assert ev.rms_statistics([1.0], times=[0.0], t_min=0.5)['count'] == 0
 
 
-def test_plot_writes_a_png_with_or_without_matplotlib(tmp_path):
+def test_plot_writes_a_png_with_matplotlib(tmp_path):
     path = tmp_path / 'err.png'
     t = np.linspace(0.0, 10.0, 50)
-    drawn_by_matplotlib = ev.plot_error_series(
+    written = ev.plot_error_series(
         path, t, {'angle': np.abs(np.sin(t)), 'body': np.stack([t, -t, t * 0], axis=1)},
         title='test')
-    assert drawn_by_matplotlib == ev.matplotlib_available()
+    assert written == path
     assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-
-
-def test_png_plot_draws_each_series_in_its_colour():
-    import zlib
-
-    from pylon_vehicle_control import png_plot
-    t = np.linspace(0.0, 10.0, 100)
-    img = png_plot.line_chart(t, [np.full(100, 5.0), np.linspace(0.0, 10.0, 100)],
-                              width=200, height=100)
-    assert img.shape == (100, 200, 3)
-    red = np.all(img == png_plot.COLOURS[0], axis=2)
-    green = np.all(img == png_plot.COLOURS[1], axis=2)
-    rows = np.unique(np.nonzero(red)[0])
-    assert len(rows) <= 2            # a constant series is one horizontal line
-    assert green.sum() > 150         # the ramp crosses the whole width
-    data = png_plot.encode_png(img)
-    # the IDAT payload decompresses to one filter byte plus a row of pixels per row
-    start = data.index(b'IDAT') + 4
-    length = int.from_bytes(data[start - 8:start - 4], 'big')
-    raw = zlib.decompress(data[start:start + length])
-    assert len(raw) == 100 * (1 + 200 * 3)
+    assert path.stat().st_size > 10_000          # axes, labels and four lines, not a blank
 
 
 def test_estimator_output_evaluated_against_enu_truth():
