@@ -155,10 +155,19 @@ class FaultFlight:
         return {kv.key: kv.value for kv in message.status[0].values}
 
     def wait_diagnostics(self, predicate: Callable[[dict], bool], what: str) -> dict:
-        """Return the values of the first diagnostics from now on that ``predicate`` takes."""
-        since = self.view.mark()
-        return self.diagnostics(self.view.wait_for(
-            'diag', lambda m: predicate(self.diagnostics(m)), since, what))
+        """Return the values of the first diagnostics sent from now on that ``predicate`` takes.
+
+        "From now on" is the controller's stamp against this node's clock (both the system
+        clock): a report the controller sent before now but that arrives only now (the node
+        did not spin while a process restarted) says what it thought before.
+        """
+        since, now = self.view.mark(), self.node.get_clock().now().nanoseconds
+
+        def fresh(message: DiagnosticArray) -> bool:
+            stamp = message.header.stamp
+            return stamp.sec * 10**9 + stamp.nanosec >= now and \
+                predicate(self.diagnostics(message))
+        return self.diagnostics(self.view.wait_for('diag', fresh, since, what))
 
     def until(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_SEC):
         """Spin (streaming setpoints) until ``condition()``."""
