@@ -386,14 +386,27 @@ class Matrix(FaultFlight):
         A vessel cut off mid-slew keeps turning; above the star tracker's slew limit the
         tracker is blind, so a restarted estimator cannot initialise until it is braked.
         """
-        self.setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
-        self.setpoint.orientation.w = 1.0
+        detumble = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
+        idle = ControlSetpoint(mode=ControlSetpoint.MODE_IDLE)
+        detumble.orientation.w = idle.orientation.w = 1.0
+        self.setpoint = detumble
+        since = self.view.mark()
 
         def still(odom: Odometry) -> bool:
             w = odom.twist.twist.angular
             return math.degrees(math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)) < STILL_DEG_S
-        self.view.wait_for('odom', still, self.view.mark(), 'an estimate of a still vessel',
-                           timeout=WAIT_SEC)
+
+        def braked() -> bool:
+            # a disarm on the way (an estimate starved on a busy machine) is answered as an
+            # operator would: MODE_IDLE until armed, then DETUMBLE again
+            armed = self.diagnostics().get('armed')
+            if armed == 'False':
+                self.setpoint = idle
+            elif armed == 'True' and self.setpoint is idle:
+                self.setpoint = detumble
+            return self.setpoint is detumble and any(
+                still(m) for m in self.view.messages('odom', since))
+        self.until(braked, 'an estimate of a still vessel')
 
     def prepare(self) -> None:
         """Undo what a failed row may have left: dead processes, a latched e-stop."""
