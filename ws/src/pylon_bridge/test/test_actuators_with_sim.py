@@ -224,8 +224,10 @@ OVERRIDE_SEC = 10.0     # every override outlives the test's fault: only the fau
 def _override_throttle_tvc_and_rcs(pilot, stack):
     """Put the engine (throttle and TVC) and an RCS module under typed overrides.
 
-    Return the simulator's clock when they were seen in force.
+    Return the simulator's clock before they were sent: they run out no earlier than
+    ``OVERRIDE_SEC`` after it.
     """
+    sent_after = stack.status()['clock']
     since = pilot.send('engine', EngineCommand(id=ENGINE, enabled=True, target_thrust=30000.0,
                                                has_gimbal_command=True, gimbal_pitch=0.5,
                                                timeout_sec=OVERRIDE_SEC))
@@ -239,10 +241,10 @@ def _override_throttle_tvc_and_rcs(pilot, stack):
     status = stack.status()
     assert status['control']['overriding'] == [SAT]
     assert status['control']['applied_force'][0] == pytest.approx(30000.0, rel=0.01)
-    return status['clock']
+    return sent_after
 
 
-def _back_to_stock(pilot, stack, since, overridden_at):
+def _back_to_stock(pilot, stack, since, sent_after):
     """Check the engine and the RCS module are stock again, before any override timed out."""
     engine = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
                             since, 'the engine back to stock')
@@ -250,7 +252,8 @@ def _back_to_stock(pilot, stack, since, overridden_at):
                          'the RCS back to stock')
     status = stack.status()
     control = status['control']
-    assert status['clock'] < overridden_at + OVERRIDE_SEC        # not by their timeouts
+    # not by their timeouts: read after the stock state, a clock that came before them
+    assert status['clock'] < sent_after + OVERRIDE_SEC, (status['clock'], sent_after)
     # stock: the independent throttle (0), the gimbal neutral, the module's full limit
     assert (engine.thrust, engine.throttle) == (0.0, 0.0)
     assert not engine.gimbal_command_active and engine.gimbal_pitch == 0.0
@@ -267,7 +270,7 @@ def test_typed_overrides_go_back_to_stock(sim_stack, ros_node, lean_scenario, fa
     pilot.ready()
     lease = 2.0 if fault == 'lease_expired' else 10.0     # never renewed
     assert acquire(pilot, duration=lease)[0].reason == 'lease_acquired'
-    overridden_at = _override_throttle_tvc_and_rcs(pilot, stack)
+    sent_after = _override_throttle_tvc_and_rcs(pilot, stack)
     since = pilot.mark()
     if fault == 'emergency_stop':
         send_authority(pilot, A.ACTION_EMERGENCY_STOP, 'safety_operator', 'stop-1')
@@ -285,4 +288,4 @@ def test_typed_overrides_go_back_to_stock(sim_stack, ros_node, lean_scenario, fa
         since = pilot.mark()
         stack.admin('switch', vessel='sat')
         pilot.wait_for('life', lambda m: m.vessel_id == SAT, since, 'the sat active again')
-    _back_to_stock(pilot, stack, since, overridden_at)
+    _back_to_stock(pilot, stack, since, sent_after)
