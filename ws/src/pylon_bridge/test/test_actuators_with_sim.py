@@ -17,7 +17,16 @@ from pylon_interfaces.msg import (
     WheelState,
 )
 from pylon_protocol import rotations
-from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
+from pylon_testing.pilot import (
+    A,
+    acquire,
+    COMMAND,
+    LATCHED,
+    Pilot,
+    SAT,
+    send_authority,
+    TARGET,
+)
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
@@ -205,3 +214,78 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
                        + q.w * expected[3]) - 1.0) < 1e-4
     pilot.until(turned, 'the hinge link turned by 0.3 rad on /tf')
     assert hinge().header.frame_id == joint.find('parent').get('link')
+
+
+# -- typed overrides end with the lease, at an emergency stop and at a vessel switch --------
+
+OVERRIDE_SEC = 10.0     # every override outlives the test's fault: only the fault ends it
+
+
+def _override_throttle_tvc_and_rcs(pilot, stack):
+    """Put the engine (throttle and TVC) and an RCS module under typed overrides.
+
+    Return the simulator's clock before they were sent: they run out no earlier than
+    ``OVERRIDE_SEC`` after it.
+    """
+    sent_after = stack.status()['clock']
+    since = pilot.send('engine', EngineCommand(id=ENGINE, enabled=True, target_thrust=30000.0,
+                                               has_gimbal_command=True, gimbal_pitch=0.5,
+                                               timeout_sec=OVERRIDE_SEC))
+    pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=2000.0,
+                                 timeout_sec=OVERRIDE_SEC))
+    engine = pilot.wait_for('engine', lambda m: m.id == ENGINE and m.command_active and
+                            m.gimbal_command_active, since, 'the throttle and TVC overrides')
+    rcs = pilot.wait_for('rcs', lambda m: m.id == RCS and m.command_active, since,
+                         'the RCS override')
+    assert (engine.thrust, engine.gimbal_pitch, rcs.thrust_limit) == (30000.0, 0.5, 2000.0)
+    status = stack.status()
+    assert status['control']['overriding'] == [SAT]
+    assert status['control']['applied_force'][0] == pytest.approx(30000.0, rel=0.01)
+    return sent_after
+
+
+def _back_to_stock(pilot, stack, since, sent_after):
+    """Check the engine and the RCS module are stock again, before any override timed out."""
+    engine = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
+                            since, 'the engine back to stock')
+    rcs = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active, since,
+                         'the RCS back to stock')
+    status = stack.status()
+    control = status['control']
+    # not by their timeouts: read after the stock state, a clock that came before them
+    assert status['clock'] < sent_after + OVERRIDE_SEC, (status['clock'], sent_after)
+    # stock: the independent throttle (0), the gimbal neutral, the module's full limit
+    assert (engine.thrust, engine.throttle) == (0.0, 0.0)
+    assert not engine.gimbal_command_active and engine.gimbal_pitch == 0.0
+    assert rcs.enabled and rcs.thrust_limit == rcs.max_thrust == 4000.0
+    assert control['overriding'] == [] and control['unbacked_steps'] == 0
+    assert control['applied_force'] == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize('fault', ['emergency_stop', 'lease_expired', 'preempted',
+                                   'vessel_switch'])
+def test_typed_overrides_go_back_to_stock(sim_stack, ros_node, lean_scenario, fault):
+    stack = sim_stack(lean_scenario())
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    lease = 2.0 if fault == 'lease_expired' else 10.0     # never renewed
+    assert acquire(pilot, duration=lease)[0].reason == 'lease_acquired'
+    sent_after = _override_throttle_tvc_and_rcs(pilot, stack)
+    since = pilot.mark()
+    if fault == 'emergency_stop':
+        send_authority(pilot, A.ACTION_EMERGENCY_STOP, 'safety_operator', 'stop-1')
+        pilot.answer(since, lambda m: m.reason == 'emergency_stop', 'the emergency stop')
+    elif fault == 'lease_expired':
+        pilot.answer(since, lambda m: m.reason == 'lease_expired', 'the lease run out')
+    elif fault == 'preempted':
+        boss, _ = acquire(pilot, controller='boss', lease='b', priority=5, duration=10.0)
+        assert boss.controller_id == 'boss'
+    else:
+        # the overrides of the vessel left end at once (it is no longer active: its state
+        # comes again when it is active again, stock)
+        assert stack.admin('switch', vessel='target')['control']['overriding'] == []
+        pilot.wait_for('life', lambda m: m.vessel_id == TARGET, since, 'the target active')
+        since = pilot.mark()
+        stack.admin('switch', vessel='sat')
+        pilot.wait_for('life', lambda m: m.vessel_id == SAT, since, 'the sat active again')
+    _back_to_stock(pilot, stack, since, sent_after)

@@ -1,5 +1,6 @@
 """The control flow of a lease end to end: test node → udp_bridge → pylon_sim and back."""
 
+import math
 import os
 import signal
 
@@ -148,3 +149,41 @@ def test_a_killed_controller_stops_the_vessel_within_its_timeout(sim_stack, ros_
     control = stack.control()
     assert control['applied_torque'] == [0.0, 0.0, 0.0]
     assert control['zeroed_at'] - control['wrench_received_at'] <= 0.5 + PHYSICS_STEP + 1e-6
+
+
+SAS_SPIN = 0.05      # rad/s about base_link +Z: the sat turns, its SAS switch off at the start
+
+
+def _rate(pilot, message=None):
+    w = (message or pilot.last('twist')).twist.angular
+    return math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)
+
+
+@pytest.mark.parametrize('loss', ['lease_expired', 'preempted'])
+def test_sas_is_given_back_when_the_lease_ends(sim_stack, ros_node, lean_scenario, loss):
+    stack = sim_stack(lean_scenario(changes={'sat': {'angular_velocity': [0.0, 0.0, SAS_SPIN]}}))
+    pilot = Pilot(ros_node)
+    pilot.ready()
+    pilot.wait_for('twist', what='the body rate')
+    owned, _ = acquire(pilot, duration=3.0, suppress_sas=True)      # never renewed
+    assert owned.sas_suppressed
+    # the player turns SAS on: the lease holds it off, nothing damps the turn
+    control = stack.admin('sas', enabled=True)['control']
+    assert control['sas_suppressed'] and control['sas_torque'] == [0.0, 0.0, 0.0]
+    assert _rate(pilot) == pytest.approx(SAS_SPIN, abs=1e-3)
+    since = pilot.mark()
+    if loss == 'preempted':
+        given_back, _ = acquire(pilot, controller='boss', lease='b', priority=5,
+                                duration=10.0, suppress_sas=False)
+    else:
+        given_back = pilot.answer(since, lambda m: m.reason == 'lease_expired',
+                                  'the lease run out')
+    assert not given_back.sas_suppressed and not given_back.emergency_stop
+    control = stack.control()
+    assert not control['sas_suppressed']
+    assert control['sas_torque'][2] < 0.0 and control['unbacked_steps'] == 0  # against the turn
+    # SAS damps the rate with its 1 s time constant: after 2 s of KSP time e^-2 of it is left
+    damped = pilot.wait_stamp_span('twist', 2.0, pilot.after('authority', given_back))
+    rates = [_rate(pilot, m) for m in damped]
+    assert rates[-1] < SAS_SPIN * math.exp(-1.0), rates[-1]
+    assert all(b <= a + 1e-6 for a, b in zip(rates, rates[1:]))

@@ -5,8 +5,9 @@ import math
 from geometry_msgs.msg import PoseStamped, QuaternionStamped
 import numpy as np
 from pylon_common import topics
-from pylon_interfaces.msg import NearbyVessels, StarTrackerState
-from pylon_testing.pilot import LATCHED, Pilot, SAT, TARGET
+from pylon_interfaces.msg import DockingPortCommand, NearbyVessels, StarTrackerState
+from pylon_protocol import frames
+from pylon_testing.pilot import acquire, LATCHED, Pilot, SAT, TARGET
 from pylon_testing.recorder import stamp_of
 from pylon_testing.scenarios import write_scenario
 import pytest
@@ -215,3 +216,54 @@ def test_relative_nav_matches_the_ground_truth_of_both_vessels(sim_stack, ros_no
     errors = np.array(errors)
     assert np.all(np.abs(errors) < 5.0), np.abs(errors).max()
     assert abs(errors.mean()) < 0.4 and 0.6 < errors.std() < 1.4, (errors.mean(), errors.std())
+
+
+DOCK = 'docking_port_1100010_0'
+MOVED = (('star_tracker/state', 'star_tracker_main'),
+         ('star_tracker/attitude', 'star_tracker_main'),
+         ('lidar_3d', 'lidar_3d_front'), ('camera', 'camera_front'),
+         ('camera_info', 'camera_front'), ('docking_port/state', DOCK),
+         ('docking_port/camera', DOCK), ('docking_port/camera_info', DOCK))
+"""The orbit sat's sensor and docking-port streams (topic key, sensor or port id)."""
+
+
+def test_topic_prefix_moves_the_sensor_and_docking_port_topics(sim_stack, ros_node):
+    prefix = '/guarded_vessel'
+    sim_stack(bridge_args=('--topic-prefix', prefix))        # the whole orbit scenario
+    pilot = Pilot(ros_node, prefix=prefix)
+    for key, sensor in MOVED:
+        pilot.add(key, topics.name(key, prefix, id=sensor), topics.message_class(key),
+                  topics.qos(key, reader=True))
+    pilot.ready()
+    assert acquire(pilot, duration=10.0)[0].reason == 'lease_acquired'
+    # the port's command topic is there, under the prefix, with the port's first state
+    command = ros_node.create_publisher(
+        DockingPortCommand, topics.name('docking_port/command', prefix, id=DOCK),
+        topics.qos('docking_port/command'))
+    pilot.until(lambda: command.get_subscription_count() > 0, 'the docking port command')
+    command.publish(DockingPortCommand(action=DockingPortCommand.ACTION_SELECT_CAMERA,
+                                       vessel_id=SAT, controller_id='ctl', lease_id='lease-1',
+                                       sequence=pilot.next_sequence('ctl', 'lease-1')))
+    pilot.until(lambda: all(pilot.got[key] for key, _ in MOVED) and any(
+        m.valid for m in pilot.got['star_tracker/state']), 'data on every moved topic')
+    # what flows is the sat's
+    tracking = next(m for m in pilot.got['star_tracker/state'] if m.valid)
+    assert tracking.header.frame_id == frames.KERBOL_INERTIAL
+    assert pilot.got['star_tracker/attitude'][0].header.frame_id == frames.KERBOL_INERTIAL
+    cloud = pilot.got['lidar_3d'][0]
+    assert cloud.header.frame_id == f'pylon_{SAT[:8]}_lidar_3d_front' and cloud.width > 0
+    for key in ('camera', 'docking_port/camera'):
+        image = pilot.got[key][0]
+        assert (image.width, image.height, image.encoding) == (320, 240, 'rgb8'), key
+    assert pilot.got['camera_info'][0].header.frame_id == f'pylon_{SAT[:8]}_camera_front_optical'
+    assert pilot.got['docking_port/camera_info'][0].header.frame_id.endswith(
+        f'_{DOCK}_camera_optical')
+    assert pilot.got['docking_port/state'][-1].name == DOCK
+    assert pilot.wait_for('docking_port/state', lambda m: m.camera_active).name == DOCK
+    # under the prefix, and nothing under the default one
+    names = {name for name, _ in ros_node.get_topic_names_and_types()}
+    for key, sensor in [*MOVED, ('docking_port/command', DOCK)]:
+        assert topics.name(key, prefix, id=sensor) in names, key
+        assert topics.name(key, id=sensor) not in names, key
+    assert not [name for name in names
+                if name.startswith(topics.DEFAULT_TOPIC_PREFIX + '/')], names

@@ -260,8 +260,12 @@ class VehicleManager:
 
     def _authority_command(self, packet: dict, vessel: SimVessel, now: float) -> list[Packet]:
         self.authority_command_at = now
+        before = self.authority.owner
         decision = self.authority.command(packet, vessel.vessel_id, now)
-        if self.authority.emergency_stop or not self.authority.owned:
+        # what is in force is the owner's: it ends with the lease, released, run out, cut
+        # by an emergency stop or preempted by another owner
+        if self.authority.emergency_stop or not self.authority.owned \
+                or self.authority.owner != before:
             self._drop_commands()
             self._release_overrides()
         return [self.authority_state(vessel, now, decision.reason)]
@@ -669,6 +673,8 @@ class VehicleManager:
             'authority_command_at': self.authority_command_at,
             'wheel_torque': [float(v) for v in self.wheel_torque],
             'unbacked_steps': self.unbacked_steps, 'unbacked_at': self.unbacked_at,
+            'overriding': sorted(vessel_id for vessel_id, typed in self.typed_by_vessel.items()
+                                 if typed.overriding()),
             'refused': {f'{kind}:{reason}': count
                         for (kind, reason), count in self.refused.items()},
         }

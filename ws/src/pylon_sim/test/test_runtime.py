@@ -277,3 +277,37 @@ def test_status_is_json_ready():
     status = sim.admin({'cmd': 'status'})
     json.dumps(status)
     assert status['active'] == 'sat' and status['available']
+
+
+RESETS = {'switch': [{'cmd': 'switch', 'vessel': 'target'}], 'unpack': [{'cmd': 'unpack'}],
+          'revert': [{'cmd': 'revert'}], 'restart': [{'cmd': 'restart'}]}
+
+
+@pytest.mark.parametrize('offset', range(3))            # the 30 Hz pattern over 50 Hz frames
+@pytest.mark.parametrize('reset', sorted(RESETS))
+def test_the_imu_waits_one_sample_after_a_runtime_reset(harness, monkeypatch, reset, offset):
+    # the mod drops the first IMU sample after a runtime reset (vessel load, switch, unpack);
+    # the other measurements of that frame go out. Admin requests act at a frame's start,
+    # as the running simulator drains them.
+    h = harness()
+    pending = []
+    monkeypatch.setattr(h.sim, 'drain_admin',
+                        lambda: [h.sim.admin(pending.pop(0)) for _ in list(pending)])
+    h.run(1.0)
+    if reset == 'unpack':
+        pending.append({'cmd': 'pack'})
+        h.run(0.5)
+    h.frames(offset)
+    old = envelope_of(h.capture.packets[-1])
+    h.capture.clear()
+    pending.extend(RESETS[reset])
+    h.run(0.5)
+    frames = {}
+    for packet, frame in zip(h.capture.packets, h.capture.frames):
+        assert envelope_of(packet) != old, packet['type']       # all of the new session
+        frames.setdefault(frame, set()).add(packet['type'])
+    sampled = sorted(f for f, types in frames.items() if 'pylon_control_snapshot' in types)
+    imu = sorted(f for f, types in frames.items() if 'pylon_imu' in types)
+    assert len(sampled) >= 10 and imu == sampled[1:], (sampled, imu)
+    assert 'pylon_ground_truth' in frames[sampled[0]]
+    assert h.of('pylon_imu')[0]['vesselId'] == h.vessel_id

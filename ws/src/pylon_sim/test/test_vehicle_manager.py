@@ -103,6 +103,31 @@ def test_lease_expiry_is_reported_and_stops_the_wrench(vessel):
     assert not np.any(torque)
 
 
+def test_a_preempted_owner_s_commands_end_with_its_lease(vessel):
+    control = VehicleManager()
+    acquire(control, vessel)
+    control.command(wrench(2, timeout=10.0), vessel, 0.0)
+    engine = {'type': 'pylon_actuator_command', 'actuatorType': 'engine',
+              'name': 'engine_1100004_0', **identity(3), 'enabled': True,
+              'timeoutSeconds': 10.0, 'targetThrust': 30000.0}
+    assert control.command(engine, vessel, 0.0) == []
+    force, torque, _ = control.tick(vessel, 0.02, DT)
+    assert force[0] == pytest.approx(30000.0) and torque[2] == pytest.approx(40.0, abs=1e-3)
+    assert control.status()['overriding'] == [vessel.vessel_id]
+    [(_, state)] = control.command({'type': 'pylon_control_authority_command',
+                                    'action': 'acquire', **identity(1, 'boss', 'b'),
+                                    'priority': 5, 'leaseDurationSeconds': 2.0,
+                                    'suppressSas': True}, vessel, 0.03)
+    assert (state['controllerId'], state['reason']) == ('boss', 'lease_acquired')
+    # the wrench and the override were the first owner's: they end with its lease, not
+    # with their timeouts under the new owner's
+    force, torque, _ = control.tick(vessel, 0.04, DT)
+    assert not np.any(force) and not np.any(torque)
+    assert control.wrench is None and control.status()['overriding'] == []
+    assert control.typed(vessel).state_fields('engine_1100004_0')['commandActive'] is False
+    assert control.unbacked_steps == 0
+
+
 def test_the_audit_counts_a_step_that_pushes_without_backing(vessel, monkeypatch):
     # the control keeps the invariant, so the audit sees nothing...
     control = VehicleManager()

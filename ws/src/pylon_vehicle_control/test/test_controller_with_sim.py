@@ -11,8 +11,15 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
 from pylon_common import topics
-from pylon_interfaces.msg import ControlAuthorityState, ControlSetpoint, WrenchFeedback
+from pylon_interfaces.msg import (
+    ControlAuthorityCommand,
+    ControlAuthorityState,
+    ControlSetpoint,
+    VesselLifecycle,
+    WrenchFeedback,
+)
 from pylon_protocol import rotations
+from pylon_testing.pilot import SAT, TARGET
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.wait import subscriptions_of
 import pytest
@@ -231,3 +238,112 @@ def test_a_stack_in_a_namespace_with_relative_prefixes(sim_stack, ros_process, r
     assert f'{namespace}/setpoint_controller/setpoint' in wanted
     rec.until(lambda: subscriptions_of(ros_node, node, namespace) == wanted,
               f'the subscriptions of {node} in {namespace}: {sorted(wanted)}')
+
+
+# -- the target dropped on a generation change and on authority loss, re-armed by MODE_IDLE ---
+
+# one setpoint stays in force (no setpoint timeout): only the fault under test drops it
+HOLDING = ['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
+           '-p', 'setpoint_timeout_sec:=0.0']
+SLEW_DEG = 30.0
+
+
+def _pushing(stack):
+    """Tell whether the simulator applies a commanded torque now."""
+    return any(abs(v) > 1e-6 for v in stack.control()['applied_torque'])
+
+
+def _diagnostics(user, predicate, since, what):
+    return values_of(user.wait_for('diag', lambda m: predicate(values_of(m)), since, what))
+
+
+def _flying(sim_stack, ros_process, ros_node, lean_scenario):
+    """Start the stack, arm the controller and slew; return (stack, user, target)."""
+    stack = sim_stack(scenario=lean_scenario())
+    ros_process(['attitude_estimator'], name='estimator')
+    ros_process(HOLDING, name='controller')
+    user = User(ros_node)
+    user.add('life', topics.name('lifecycle'), VesselLifecycle,
+             topics.qos('lifecycle', reader=True))
+    user.until(user.owned, 'the controller owning the lease')
+    odom = user.wait_for('odom', what='an estimate')
+    user.arm()
+    turn = rotations.from_axis_angle((0.0, 0.0, 1.0), math.radians(SLEW_DEG))
+    target = tuple(rotations.multiply(attitude_of(odom), turn).tolist())
+    user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, target)
+    user.until(lambda: _pushing(stack), 'the slew pushing')
+    return stack, user, target
+
+
+def _nothing_flies_until_idle(user, stack, since, target, reason):
+    """Check the controller owns the sat's lease again, disarmed; it flies after MODE_IDLE."""
+    owner = user.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_OWNED
+                          and m.controller_id == 'setpoint_controller' and m.vessel_id == SAT,
+                          since, "the controller owning the sat's lease again")
+    values = _diagnostics(user, lambda d: d['phase'] == 'owned' and
+                          d['lease_id'] == owner.lease_id, since, 'the lease in diagnostics')
+    assert (values['armed'], values['disarm_reason']) == ('False', reason)
+    user.wait_for('odom', since=since, what='an estimate again')
+    refused = int(values['setpoints_refused'])
+    user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, target)
+    values = _diagnostics(user, lambda d: int(d['setpoints_refused']) > refused, user.mark(),
+                          'the slew refused')
+    assert (values['last_refusal'], values['armed']) == ('not_armed_send_idle', 'False')
+    # only exact zeros go out under the lease, and nothing acts on the vessel
+    mark = user.mark()
+    zeros = [m for m in user.wait_count('feedback', 10, mark)
+             if (m.controller_id, m.lease_id) == ('setpoint_controller', owner.lease_id)]
+    assert zeros and all(vector_of(m.requested.torque) == (0.0, 0.0, 0.0) and
+                         vector_of(m.requested.force) == (0.0, 0.0, 0.0) for m in zeros)
+    assert stack.control()['applied_torque'] == [0.0, 0.0, 0.0]
+    # a MODE_IDLE re-arms it, and the same slew flies again
+    user.arm()
+    user.send(ControlSetpoint.MODE_ATTITUDE_HOLD, target)
+    user.until(lambda: _pushing(stack), 'the slew pushing again')
+
+
+def vector_of(v):
+    return (v.x, v.y, v.z)
+
+
+def test_a_generation_change_drops_the_target_until_a_mode_idle(
+        sim_stack, ros_process, ros_node, lean_scenario):
+    stack, user, target = _flying(sim_stack, ros_process, ros_node, lean_scenario)
+    generation = user.last('life').generation
+    since = user.mark()
+    stack.admin('switch', vessel='target')
+    values = _diagnostics(user, lambda d: d['armed'] == 'False', since, 'the controller off')
+    assert values['disarm_reason'] == 'generation_changed'
+    user.wait_for('life', lambda m: m.vessel_id == TARGET, since, 'the target active')
+    back = user.mark()
+    stack.admin('switch', vessel='sat')
+    user.wait_for('life', lambda m: m.vessel_id == SAT and m.generation == generation + 2,
+                  back, 'the sat active again')
+    _nothing_flies_until_idle(user, stack, back, target, 'generation_changed')
+
+
+def test_authority_loss_drops_the_target_until_a_mode_idle(
+        sim_stack, ros_process, ros_node, lean_scenario):
+    stack, user, target = _flying(sim_stack, ros_process, ros_node, lean_scenario)
+    life = user.last('life')
+    lost = int(values_of(user.last('diag'))['leases_lost'])
+    authority = ros_node.create_publisher(ControlAuthorityCommand,
+                                          topics.name('control/authority/command'),
+                                          topics.qos('control/authority/command'))
+    boss = {'vessel_id': SAT, 'controller_id': 'boss', 'lease_id': 'b'}
+    since = user.mark()
+    authority.publish(ControlAuthorityCommand(action=ControlAuthorityCommand.ACTION_ACQUIRE,
+                                              priority=5, lease_duration_sec=10.0, sequence=1,
+                                              **boss))
+    preempted = user.wait_for('authority', lambda m: m.controller_id == 'boss' and
+                              m.state == ControlAuthorityState.STATE_OWNED, since,
+                              'the lease taken by a higher priority')
+    values = _diagnostics(user, lambda d: d['armed'] == 'False', since, 'the controller off')
+    assert values['disarm_reason'] == preempted.reason
+    assert int(values['leases_lost']) == lost + 1
+    assert user.last('life').generation == life.generation          # no generation change
+    assert not _pushing(stack)                                       # the slew cut with it
+    back = user.mark()
+    authority.publish(ControlAuthorityCommand(action=ControlAuthorityCommand.ACTION_RELEASE,
+                                              sequence=2, **boss))
+    _nothing_flies_until_idle(user, stack, back, target, preempted.reason)
