@@ -40,6 +40,7 @@ PIP_ONLY = {          # module -> PyPI distribution: no rosdep key for Ubuntu 24
     'foxglove': 'foxglove-sdk',      # native environment has them from ci/requirements.txt,
     'mcap': 'mcap',                  # the Docker image from its pip install line
     'mcap_ros2': 'mcap-ros2-support',
+    'msgspec': 'msgspec',            # optional in pylon_protocol.wire (json.loads without)
 }
 ROS_PACKAGES = {'ament_index_python', 'builtin_interfaces', 'launch', 'launch_ros',
                 'rcl_interfaces', 'rclpy', 'rosidl_runtime_py', 'xacro'}

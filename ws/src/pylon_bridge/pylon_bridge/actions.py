@@ -29,11 +29,16 @@ RECENT_DROPS = 32
 
 @dataclass(frozen=True)
 class Publish:
-    """Publish ``msg`` on the topic with ``key`` (and ``topic_id`` for per-sensor topics)."""
+    """Publish ``msg`` on the topic with ``key`` (and ``topic_id`` for per-sensor topics).
+
+    ``serialized``: ``msg`` already serialized (CDR bytes), which the node then publishes
+    instead of ``msg``; not part of the action's equality or repr.
+    """
 
     key: str
     msg: Any
     topic_id: str = ''
+    serialized: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -93,11 +98,12 @@ class TopicLifetimes:
         self.stats = stats
         self.last_seen: dict[tuple[str, str], float] = {}
 
-    def publish(self, key: str, msg: Any, now: float, topic_id: str = '') -> Publish:
+    def publish(self, key: str, msg: Any, now: float, topic_id: str = '',
+                serialized: bytes | None = None) -> Publish:
         """Return the action publishing ``msg`` and note the topic alive at ``now``."""
         self.last_seen[key, topic_id] = now
         self.stats.published[key] += 1
-        return Publish(key, msg, topic_id)
+        return Publish(key, msg, topic_id, serialized)
 
     def remove(self, keys: tuple[str, ...], topic_id: str) -> list:
         """Return the removal of each of ``keys`` (of ``topic_id``) that exists."""

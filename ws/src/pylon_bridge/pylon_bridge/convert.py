@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 import functools
+import struct
 
 from geometry_msgs.msg import (
     AccelStamped,
@@ -97,6 +98,40 @@ def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK,
     v = msg.linear_acceleration
     v.x, v.y, v.z = packet['linearAcceleration']
     return msg
+
+
+_CDR_LE = b'\x00\x01\x00\x00'          # the encapsulation header: plain CDR, little endian
+_CDR_STAMP = struct.Struct('<4siI')     # encapsulation, header.stamp.sec, .nanosec
+_CDR_VECTOR3 = struct.Struct('<3d')
+_CDR_COVARIANCE = struct.pack('<9d', *UNKNOWN_COVARIANCE)
+_INT32_MAX = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=16)
+def _imu_cdr_after_stamp(body_frame: str) -> bytes:
+    """Return the CDR of an ``imu`` message from its frame id to its angular velocity."""
+    name = body_frame.encode('utf-8') + b'\x00'
+    fixed = 12 + len(name)              # sec, nanosec, string length and text
+    return (struct.pack('<I', len(name)) + name + bytes(-fixed % 8)       # doubles: 8-aligned
+            + struct.pack('<4d9d', 0.0, 0.0, 0.0, 0.0, *NO_ORIENTATION_COVARIANCE))
+
+
+def imu_serialized(packet: Mapping, stamp: float,
+                   body_frame: str = frames.BASE_LINK) -> bytes | None:
+    """Return ``imu(packet, stamp, body_frame)`` serialized: the CDR bytes rclpy would send.
+
+    The bytes ``rclpy.serialization.serialize_message`` gives for that message (the tests
+    compare them, padding aside, and deserialise them), built by packing the stamp and the
+    two vectors around constant parts: a publisher given them skips converting and
+    serialising the message. The vectors must be the validated packet's floats. None when
+    the stamp's seconds do not fit the message's int32 (publish the message itself).
+    """
+    sec, nanosec = divmod(to_nanoseconds(stamp), 1_000_000_000)
+    if sec > _INT32_MAX:
+        return None
+    return b''.join((_CDR_STAMP.pack(_CDR_LE, sec, nanosec), _imu_cdr_after_stamp(body_frame),
+                     _CDR_VECTOR3.pack(*packet['angularVelocity']), _CDR_COVARIANCE,
+                     _CDR_VECTOR3.pack(*packet['linearAcceleration']), _CDR_COVARIANCE))
 
 
 @dataclass(frozen=True)

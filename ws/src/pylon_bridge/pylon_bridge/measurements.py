@@ -40,10 +40,12 @@ class Measurements:
         self.last_imu_ut = ut
         stamp = s.stamp(packet, ros_now)
         out = s.transforms.cover(stamp, now, s.description.model)
-        msg = convert.imu(packet, stamp, s.config.body_frame, into=self._imu_msg)
-        if s.config.reuse_messages:
+        config = s.config
+        msg = convert.imu(packet, stamp, config.body_frame, into=self._imu_msg)
+        if config.reuse_messages:
             self._imu_msg = msg
-        out.append(s.topics.publish('imu', msg, now))
+        out.append(s.topics.publish('imu', msg, now, '', convert.imu_serialized(
+            packet, stamp, config.body_frame) if config.serialize_imu else None))
         if not s.config.ground_truth_here:
             out += vessel_session.changed(s.vessel.measured(), ros_now, status=True)
         return out

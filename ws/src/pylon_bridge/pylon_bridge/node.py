@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 import ipaddress
+import select
 import socket
 import struct
 import threading
@@ -50,6 +51,8 @@ from pylon_bridge.publishers import GroundTruthDomain, Publishers
 RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
 ANCILLARY_BYTES = 64
+SOL_SOCKET = socket.SOL_SOCKET
+_TIMESPEC = struct.Struct('qq')
 LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth',
                 'ground_truth/flight': 'flight_state'}
 LATENCY_WINDOW = 4096
@@ -63,7 +66,7 @@ def core_config(o: bridge_config.BridgeConfig) -> CoreConfig:
         route_ground_truth=o.ground_truth_domain >= 0,
         allow_remote_models=o.allow_remote_models, allow_servo_joints=o.allow_servo_joints,
         publish_proxy_static_tf=o.publish_proxy_static_tf,
-        max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True,
+        max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True, serialize_imu=True,
         publish_clock=o.publish_clock, frame_prefix=sanitize_name(o.frame_prefix, 'pylon'))
 
 
@@ -100,7 +103,10 @@ class UdpBridge(Node):
             pass                                  # arrival then = when recvmsg returns
         self.latency: dict[str, deque] = {}
         self.sock.bind((o.host, o.port))
-        self.sock.settimeout(RECV_TIMEOUT_SEC)
+        # non-blocking: a datagram already queued costs one recvmsg, no poll before it
+        self.sock.setblocking(False)
+        self._readable = select.poll()
+        self._readable.register(self.sock, select.POLLIN)
         self.ground_truth_domain = self._join_ground_truth_domain()
         self._rates_at = time.monotonic()
         self._rates_base: dict = {}
@@ -230,12 +236,18 @@ class UdpBridge(Node):
         try:
             data, ancillary, flags, source = self.sock.recvmsg(self.options.max_datagram_bytes,
                                                                ANCILLARY_BYTES)
-        except TimeoutError:
-            return None
+        except BlockingIOError:                 # nothing queued: wait for RECV_TIMEOUT_SEC
+            if not self._readable.poll(RECV_TIMEOUT_SEC * 1e3):
+                return None
+            try:
+                data, ancillary, flags, source = self.sock.recvmsg(
+                    self.options.max_datagram_bytes, ANCILLARY_BYTES)
+            except BlockingIOError:
+                return None
         arrived = None
         for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
-                seconds, nanoseconds = struct.unpack('qq', payload[:16])
+            if level == SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+                seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
                 arrived = seconds + nanoseconds * 1e-9
         return data, source, time.time() if arrived is None else arrived, \
             bool(flags & socket.MSG_TRUNC)
@@ -278,8 +290,10 @@ class UdpBridge(Node):
         for action in actions:
             kind = LATENCY_KEYS.get(getattr(action, 'key', None))
             if kind is not None:
-                self.latency.setdefault(kind, deque(maxlen=LATENCY_WINDOW)).append(
-                    (time.time() - arrived) * 1e3)
+                samples = self.latency.get(kind)
+                if samples is None:
+                    samples = self.latency[kind] = deque(maxlen=LATENCY_WINDOW)
+                samples.append((time.time() - arrived) * 1e3)
                 return
 
     def _on_expiry(self) -> None:

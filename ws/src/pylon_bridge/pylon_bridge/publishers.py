@@ -50,7 +50,8 @@ class Publishers:
             publisher = self.by_key[topic] = self.node.create_publisher(
                 type(action.msg), self.name(action.key, action.topic_id),
                 bridge_qos.qos_for(action.key, self.qos_overrides))
-        publisher.publish(action.msg)
+        serialized = action.serialized
+        publisher.publish(action.msg if serialized is None else serialized)
         return created
 
     def destroy(self, action: Destroy) -> str:

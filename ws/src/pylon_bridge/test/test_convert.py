@@ -25,3 +25,37 @@ def test_extrapolation_of_a_vessel_barely_turning_keeps_its_rotation(rate):
     _, rotation = convert.extrapolate_pose(packet(rate), 0.05)
     assert rotation == pytest.approx(np.array([0.0, 0.0, 0.0, 1.0]), abs=1e-10)
     assert math.isclose(float(np.linalg.norm(rotation)), 1.0)
+
+
+# -- IMU, serialized --------------------------------------------------------------------
+def imu_cases():
+    rng = np.random.default_rng(7)
+    values = [0.0, -0.0, 1e-300, 5e-324, -1.7976931348623157e308, 9.81, 12345.5001]
+    for frame in ('base_link', '', 'a', 'abcdefg', 'abcdefgh', 'pylon/vessel_base_link', 'bäse'):
+        for stamp in (0.0, 1e-9, 0.4999999999, 1796418335.4967813, 2**31 - 1.0):
+            packet = {'angularVelocity': [float(v) for v in rng.uniform(-10, 10, 3)],
+                      'linearAcceleration': [values[i] for i in rng.integers(0, len(values), 3)]}
+            yield packet, stamp, frame
+
+
+def test_imu_serialized_is_the_cdr_of_the_imu_message():
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import Imu
+    for packet, stamp, frame in imu_cases():
+        msg = convert.imu(packet, stamp, frame)
+        data = convert.imu_serialized(packet, stamp, frame)
+        assert deserialize_message(data, Imu) == msg
+        expected = serialize_message(msg)
+        # the same bytes but the padding before the doubles, which rclpy leaves uninitialised
+        text_end = 4 + 12 + len(frame.encode()) + 1
+        doubles = text_end + (-(text_end - 4) % 8)
+        assert len(data) == len(expected)
+        assert data[:text_end] == expected[:text_end] and data[doubles:] == expected[doubles:]
+        assert data[text_end:doubles] == bytes(doubles - text_end)
+
+
+def test_imu_serialized_leaves_stamps_beyond_int32_to_the_message():
+    packet = {'angularVelocity': [0.0, 0.0, 0.0], 'linearAcceleration': [0.0, 0.0, 9.81]}
+    assert convert.imu_serialized(packet, 2.0**31 - 0.5) is not None
+    assert convert.imu_serialized(packet, 2.0**31) is None
+

@@ -80,6 +80,20 @@ def test_imu_follows_rep_145():
     assert msg.linear_acceleration.z == 9.81
 
 
+@pytest.mark.parametrize('reuse', [False, True])
+def test_imu_carries_its_cdr_bytes_for_the_node(reuse):
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Imu
+    driver = started(serialize_imu=True, reuse_messages=reuse)
+    for step, rate in enumerate(((0.1, -0.2, 0.3), (1e-05, 0, 7.3e-05))):
+        [action] = [a for a in driver.feed(d.imu(ut=d.UT + step, rate=rate))
+                    if isinstance(a, Publish) and a.key == 'imu']
+        assert action.serialized is not None
+        assert deserialize_message(action.serialized, Imu) == action.msg
+        assert action == Publish('imu', action.msg)             # not part of equality
+    assert started().feed(d.imu())[0].serialized is None        # only when asked
+
+
 def test_ground_truth_topics_and_frames():
     driver = started()
     actions = driver.feed(d.ground_truth(rotation=(0.0, 0.0, 2.0, 2.0)))   # not normalised

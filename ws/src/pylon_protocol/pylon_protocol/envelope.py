@@ -61,6 +61,20 @@ class Envelope:
             raise ProtocolError('missing_field', 'runtime envelope incomplete',
                                 str(exc.args[0])) from None
 
+    @classmethod
+    def check_packet(cls, obj: dict) -> None:
+        """Check the four envelope fields of a decoded datagram as ``from_packet`` does.
+
+        The common case (every field present and valid) is checked in place, without
+        building an ``Envelope``; anything else goes through ``from_packet`` for its error.
+        """
+        instance, epoch = obj.get(INSTANCE_KEY), obj.get(EPOCH_KEY)
+        generation = obj.get(GENERATION_KEY)
+        if not (type(instance) is str and instance and type(epoch) is str and epoch
+                and type(generation) is int and 0 <= generation <= UINT64_MAX
+                and type(obj.get(VESSEL_ID_KEY)) is str):
+            cls.from_packet(obj)
+
     def to_wire(self) -> dict[str, Any]:
         """Return the four fields with their camelCase wire names, in wire order."""
         return {INSTANCE_KEY: self.runtime_instance, GENERATION_KEY: self.runtime_generation,

@@ -1063,7 +1063,7 @@ def validate_state(obj: dict) -> dict:
     if type(obj) is not dict:
         raise ProtocolError('not_object', f'a {type(obj).__name__}, not an object')
     type_name = wire.check_header(obj)
-    Envelope.from_packet(obj)
+    Envelope.check_packet(obj)
     found = _STATE_SCHEMAS.get(type_name)
     if found is None:
         raise ProtocolError('unknown_type', f'{type_name:.80}', 'type')
@@ -1080,7 +1080,7 @@ def validate_command(obj: dict, *, require_envelope: bool = True) -> dict:
         raise ProtocolError('not_object', f'a {type(obj).__name__}, not an object')
     type_name = wire.check_header(obj)
     if require_envelope or not _envelope.ENVELOPE_KEYS_SET.isdisjoint(obj):
-        Envelope.from_packet(obj)
+        Envelope.check_packet(obj)
     found = _COMMAND_SCHEMAS.get(type_name)
     if found is None:
         raise ProtocolError('unknown_type', f'{type_name:.80}', 'type')

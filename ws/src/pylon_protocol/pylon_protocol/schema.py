@@ -49,6 +49,8 @@ class _Missing:
 
 #: Marks an optional field without a default (an absent field stays absent).
 MISSING: Any = _Missing()
+#: The largest integer that ``float()`` converts without overflow (it rounds to DBL_MAX).
+_FLOAT_INT_MAX = 2**1024 - 2**970 - 1
 _INF = math.inf
 _isfinite = math.isfinite
 
@@ -257,6 +259,20 @@ def any_value() -> Check:
 def vector(length: int = 3) -> Check:
     """Return a check for an array of exactly ``length`` finite numbers; returns floats."""
     def check(value: Any) -> list[float]:
+        kind = type(value)
+        if (kind is list or kind is tuple) and len(value) == length:
+            out = []                        # the common case: no call per element
+            append = out.append
+            for item in value:
+                kind = type(item)
+                if kind is float and item - item == 0.0:        # finite (not NaN, not inf)
+                    append(item)
+                elif kind is int and -_FLOAT_INT_MAX <= item <= _FLOAT_INT_MAX:
+                    append(float(item))
+                else:
+                    break                   # the loop below says what is wrong
+            else:
+                return out
         if type(value) is not list and type(value) is not tuple:
             raise _bad_type(value, f'array of {length} numbers')
         if len(value) != length:

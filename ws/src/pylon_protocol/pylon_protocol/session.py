@@ -249,7 +249,7 @@ class SessionTracker:
         without ``vesselId`` passes on its envelope alone. ``while_unavailable`` admits a
         packet of the current session while it is not available (a notice about that).
         """
-        if not isinstance(packet, Mapping):
+        if type(packet) is not dict and not isinstance(packet, Mapping):
             raise ProtocolError('bad_packet', 'expected a JSON object')
         key = self._key
         if key is None:

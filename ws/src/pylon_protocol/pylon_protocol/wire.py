@@ -3,8 +3,18 @@
 A datagram is one UTF-8 JSON object of at most 65535 bytes. Decoding follows the bridge:
 ``json.loads`` of the UTF-8 text, which also takes the non-standard ``NaN``, ``Infinity`` and
 ``-Infinity`` tokens (the per-field validators reject them where a finite number is needed)
-and keeps the last value of a duplicated key (the mod writes some keys twice). Every datagram
-has a ``type`` starting with ``pylon_`` and ``version`` equal to the JSON integer ``1``.
+and keeps the last value of a duplicated key (the mod writes some keys twice), at the place of
+its first occurrence. Every datagram has a ``type`` starting with ``pylon_`` and ``version``
+equal to the JSON integer ``1``.
+
+When ``msgspec`` is installed, ``decode_json`` first tries its JSON decoder, about five times
+as fast as ``json.loads``: on what it accepts it returns what ``json.loads`` returns (same
+types, values, key order, last duplicate kept; the tests check it). Everything it refuses
+(NaN and Infinity tokens, numbers beyond a double or beyond 64-bit integers, invalid UTF-8
+or JSON, lone surrogate escapes) is decoded again by the reference path, ``json.loads``,
+which gives the result or the error. Text with ``FAST_PATH_MAX_OPENINGS`` or more ``[`` and
+``{`` bytes always takes the reference path, so that how deep ``json.loads`` may nest (it
+raises ``too_deep`` a few levels before msgspec would) never differs between the paths.
 
 Two encoders exist because the two peers write JSON differently:
 
@@ -24,7 +34,14 @@ import re
 
 from pylon_protocol.errors import ProtocolError
 
+try:
+    from msgspec.json import decode as _fast_loads
+except ImportError:         # the reference path alone (msgspec is optional)
+    _fast_loads = None
+
 MAX_DATAGRAM_BYTES = 65535
+#: Text with this many ``[`` and ``{`` bytes (or more) skips the msgspec decoder.
+FAST_PATH_MAX_OPENINGS = 256
 TYPE_PREFIX = 'pylon_'
 PROTOCOL_VERSION = 1
 
@@ -71,6 +88,25 @@ def decode_json(data: bytes, max_bytes: int = MAX_DATAGRAM_BYTES) -> dict:
     size = len(data)
     if size > max_bytes:
         raise ProtocolError('too_large', f'{size} bytes > {max_bytes}')
+    obj = None
+    if _fast_loads is not None:
+        try:
+            if data.count(b'[') + data.count(b'{') < FAST_PATH_MAX_OPENINGS:
+                obj = _fast_loads(data)
+        except Exception:   # refused, or not bytes: the reference path judges
+            obj = None
+    if obj is None:
+        obj = decode_json_reference(data)
+    if type(obj) is not dict:
+        raise ProtocolError('not_object', f'root is a JSON {type(obj).__name__}')
+    return obj
+
+
+def decode_json_reference(data: bytes) -> object:
+    """Parse a datagram's bytes with ``json.loads`` (any root): the reference decoder.
+
+    Raises ``ProtocolError`` with reason ``invalid_utf8``, ``invalid_json`` or ``too_deep``.
+    """
     try:
         text = bytes(data).decode('utf-8')
     except UnicodeDecodeError as exc:
@@ -81,8 +117,6 @@ def decode_json(data: bytes, max_bytes: int = MAX_DATAGRAM_BYTES) -> dict:
         raise ProtocolError('too_deep', 'JSON nested too deeply') from None
     except ValueError as exc:   # JSONDecodeError, and integers beyond the digit limit
         raise ProtocolError('invalid_json', str(exc)) from None
-    if type(obj) is not dict:
-        raise ProtocolError('not_object', f'root is a JSON {type(obj).__name__}')
     return obj
 
 
