@@ -118,14 +118,9 @@ class Actuation:
                 *s.transforms.servo_joints(s.description.model, self.motors, stamp, now)]
 
     def docking_state(self, packet: dict, now: float, ros_now: float) -> list:
-        """Publish a docking port's state on its own topic (stamped on receipt).
-
-        The topic is the sanitised name (what the mod sends already): a name such as
-        ``port(2)`` would be no valid topic name, and creating its publisher would raise.
-        """
+        """Publish a docking port's state on its own topic (stamped on receipt)."""
         msg = convert.docking_port_state(packet, ros_now, self.s.config.body_frame)
-        port = sanitize_name(packet['name'], 'docking_port')
-        return [self.s.topics.publish('docking_port/state', msg, now, topic_id=port)]
+        return [self.s.topics.publish('docking_port/state', msg, now, topic_id=packet['name'])]
 
     # -- commands --------------------------------------------------------------------------------
     def command(self, outgoing: commands.Outgoing, now: float) -> bytes:

@@ -280,18 +280,27 @@ def test_state_stamps_are_ksp_time_where_the_datagram_carries_it():
 
 
 
-def test_a_docking_port_name_no_topic_can_hold_is_sanitised_into_its_topic():
-    # found by the fuzz bench: one bit flipped made 'docking_port_11000(10_0'; creating the
-    # publisher of its topic raised InvalidTopicNameException in the receive thread
+def test_ids_no_topic_can_hold_are_sanitised_into_their_topics():
+    # found by the fuzz bench: one bit flipped made 'docking_port_11000(10_0', a long string
+    # a LiDAR id of backslashes; creating their publishers raised in the receive thread
     from pylon_bridge.config import defaults
     from rclpy.validate_topic_name import validate_topic_name
     driver = started()
+    driver.feed(d.ground_truth(), d.imu())
     actions = driver.feed(d.encode('pylon_docking_port_state', name='Docking Port(2)',
                                    state='Ready', docked=False, acquiring=False,
-                                   releasable=False, cameraActive=False))
-    [publish] = [a for a in actions if a.key == 'docking_port/state']
-    assert publish.topic_id == 'docking_port_2'
-    validate_topic_name(defaults().topic('docking_port/state', id=publish.topic_id))
+                                   releasable=False, cameraActive=False),
+                          d.lidar_3d(ut=d.UT + 0.1, sensor='\\' * 300),
+                          d.lidar_2d(ut=d.UT + 0.1, sensor='x' * 5000))
+    ids = {a.key: a.topic_id for a in actions if isinstance(a, Publish) and a.topic_id}
+    assert ids == {'docking_port/state': 'docking_port_2', 'lidar_3d': 'sensor',
+                   'lidar_2d': 'x' * 128}
+    for key, topic_id in ids.items():
+        validate_topic_name(defaults().topic(key, id=topic_id))
+    removed = driver.feed(d.encode('pylon_lidar_inactive', mode='3D', sensorId='\\' * 300))
+    assert [(a.key, a.topic_id) for a in removed if isinstance(a, Destroy)] == [
+        ('lidar_3d', 'sensor')]
+
 
 @pytest.mark.parametrize('ut', [1e308, 2.0**64, d.UT + 2.0**31, -1e12])
 def test_a_ut_no_stamp_can_hold_is_dropped_and_moves_no_clock(ut):
