@@ -68,6 +68,7 @@ CORPUS_PER_TYPE = 40                    # at most this many captured datagrams o
 QUEUE_HIGH_BYTES = 192 << 10            # pause while the receiver has this much queued
 QUEUE_CHECK_EVERY = 32                  # datagrams between two looks at the queue
 QUEUE_PAUSE_SEC = 0.005
+PROGRESS_EVERY = 50_000                 # the sender prints ``progress SENT SECONDS`` this often
 STALL_LIMIT_SEC = 30.0                  # a receiver that drains nothing this long: give up
 MEASURED_TYPES = frozenset({'pylon_session', 'pylon_imu'})
 ID_FIELDS = ('sensorId', 'name', 'sessionId', 'source')
@@ -667,8 +668,10 @@ def fuzz_bridge(port: int, admin_port: int, count: int, seed: int,
     target = ('127.0.0.1', port)
     sender.send('oversize_70000', b'{"pad":"' + b'x' * 70_000 + b'"}', target)
     start = time.monotonic()
-    for _ in range(count):
+    for sent in range(1, count + 1):
         sender.send(*fuzzer.next(), target)
+        if sent % PROGRESS_EVERY == 0:
+            print(f'progress {sent} {time.monotonic() - start:.1f}', flush=True)
     end = time.monotonic()
     sender.close()
     return {'seed': seed, 'live_envelope': live.to_wire(), 'corpus_packets': len(corpus),
