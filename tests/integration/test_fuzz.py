@@ -223,7 +223,8 @@ def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_gam
     # the owner holds a lease throughout: a foreign command is refused for its identity
     owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
     assert owner.reason == 'lease_acquired'
-    pilot.wait_for('diag', lambda m: any(s.name == COMMANDS_STATUS for s in m.status))
+    pilot.until(lambda: _counts(pilot, 'sent.').get('pylon_control_authority_command', 0),
+                "the bridge's diagnostics counting the acquire")
     refused_before, sent_before = _counts(pilot, 'refused.'), _counts(pilot, 'sent.')
     sim_before = stack.status()['commands']
     expected = {}
