@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pylon_common import qos, topics
+from pylon_protocol.names import sanitize_name
 
 LATCHED_KEYS = frozenset(row.key for row in topics.BRIDGE_TOPICS
                          if row.direction == topics.PUBLISHES
@@ -90,6 +91,19 @@ class Stats:
             counts.clear()
 
 
+TOPIC_ID_MAX_CHARS = 128
+"""The longest id in a topic name (a docking port's name may have 128 characters)."""
+
+
+def topic_segment(topic_id: str) -> str:
+    """Return ``topic_id`` as one valid segment of a ROS topic name ('' stays '').
+
+    The fuzz bench found ids no topic can hold (``port(2)``, 30 000 backslashes): creating
+    their publisher raised in the receive thread.
+    """
+    return topic_id and sanitize_name(topic_id, 'sensor', max_length=TOPIC_ID_MAX_CHARS)
+
+
 class TopicLifetimes:
     """When each (topic key, id) last had data; publishing goes through here."""
 
@@ -100,13 +114,19 @@ class TopicLifetimes:
 
     def publish(self, key: str, msg: Any, now: float, topic_id: str = '',
                 serialized: bytes | None = None) -> Publish:
-        """Return the action publishing ``msg`` and note the topic alive at ``now``."""
+        """Return the action publishing ``msg`` and note the topic alive at ``now``.
+
+        A ``topic_id`` (a sensor's or docking port's id from a datagram) names a topic: it
+        is used sanitised (``topic_segment``), which the mod's ids are already.
+        """
+        topic_id = topic_segment(topic_id)
         self.last_seen[key, topic_id] = now
         self.stats.published[key] += 1
         return Publish(key, msg, topic_id, serialized)
 
     def remove(self, keys: tuple[str, ...], topic_id: str) -> list:
         """Return the removal of each of ``keys`` (of ``topic_id``) that exists."""
+        topic_id = topic_segment(topic_id)
         return [Destroy(key, topic_id) for key in keys
                 if self.last_seen.pop((key, topic_id), None) is not None]
 

@@ -67,9 +67,10 @@ class Shared:
     def stamp(self, packet: dict, ros_now: float) -> float:
         """Return the ROS stamp of a datagram: its KSP time mapped, else ``ros_now``."""
         ut = packet.get('universalTime')
+        stamp = self.time.stamp(ut, ros_now)        # ProtocolError: no stamp holds ``ut``
         if ut is not None:
             self.vessel.note_ut(ut)
-        return self.time.stamp(ut, ros_now)
+        return stamp
 
     def vessel_id(self) -> str:
         """Return the id of the vessel the session serves ('' before any)."""

@@ -312,7 +312,10 @@ class BridgeCore:
                topics.publish('simulator/universal_time',
                               Float64(data=observed.universal_time), now)]
         if self.config.publish_clock and packet['vesselId']:
-            self.shared.stamp(packet, ros_now)
+            try:
+                self.shared.stamp(packet, ros_now)
+            except ProtocolError:       # a UT no stamp holds: the heartbeat moves no clock
+                return out
             out += self._clock()
         return out
 

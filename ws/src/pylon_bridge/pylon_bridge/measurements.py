@@ -37,8 +37,8 @@ class Measurements:
         ut = packet['universalTime']
         if self.last_imu_ut is not None and ut <= self.last_imu_ut:
             return s.stats.drop('stale_imu', f'pylon_imu UT {ut} <= {self.last_imu_ut}')
+        stamp = s.stamp(packet, ros_now)        # first: a UT no stamp holds is not noted
         self.last_imu_ut = ut
-        stamp = s.stamp(packet, ros_now)
         out = s.transforms.cover(stamp, now, s.description.model)
         config = s.config
         msg = convert.imu(packet, stamp, config.body_frame, into=self._imu_msg)

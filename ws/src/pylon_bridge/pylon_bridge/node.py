@@ -171,20 +171,21 @@ class UdpBridge(Node):
 
     def _subscribe_command(self, key: str, msg_type: type, build, topic_id: str = '') -> None:
         def on_command(msg) -> None:
-            self._on_command(key, msg, build)
+            self._on_command(key, msg, build, topic_id)
         self.command_subscriptions[key, topic_id] = self.create_subscription(
             msg_type, self.options.topic(key, id=topic_id),
             on_command, bridge_qos.qos_for(key, self.qos_overrides))
 
-    def _on_command(self, key: str, msg, build) -> None:
+    def _on_command(self, key: str, msg, build, topic_id: str = '') -> None:
         """Validate a command, add the session envelope and send it to the mod."""
         with self.lock:
             try:
                 data = self.core.command(build(msg), time.monotonic())
             except commands.CommandError as error:
                 self._apply(self.core.command_rejected(key, msg, error, self._ros_now()))
-                self.get_logger().warning(
-                    f'refused a command on {self.options.topic(key)} ({error.reason}): '
+                self.get_logger().warning(    # a docking port's topic has the port's id in it
+                    f'refused a command on {self.options.topic(key, id=topic_id)} '
+                    f'({error.reason}): '
                     f'{error.detail}', throttle_duration_sec=LOG_THROTTLE_SEC)
                 return
         self._send(data)

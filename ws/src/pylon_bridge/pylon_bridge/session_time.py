@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pylon_protocol.errors import ProtocolError
 from pylon_protocol.session import SessionTracker, UtClock
+
+MAX_STAMP_SEC = float(2**31)
+"""The first second a ``builtin_interfaces/Time`` cannot hold (its ``sec`` is an int32)."""
 
 
 class MappedTime:
@@ -30,8 +34,16 @@ class MappedTime:
         self.latest_stamp: float | None = None
 
     def stamp(self, ut: Any, ros_now: float) -> float:
-        """Return the ROS time of KSP time ``ut`` (``ros_now`` when there is none)."""
+        """Return the ROS time of KSP time ``ut`` (``ros_now`` when there is none).
+
+        Raise ProtocolError (``out_of_range``) when the mapped time is not one a message
+        stamp can hold (a UT of 1e308 in a datagram of the session): such a stamp would
+        fail the publish, and as the newest stamp it would start the next session there.
+        """
         stamp = self.clock.stamp(ut, ros_now)
+        if not 0.0 <= stamp < MAX_STAMP_SEC:
+            raise ProtocolError('out_of_range', f'universalTime {ut!r} maps to {stamp:g} s, '
+                                'beyond a ROS time stamp', 'universalTime')
         if ut is not None and (self.latest_stamp is None or stamp > self.latest_stamp):
             self.latest_stamp = stamp
         return stamp

@@ -293,6 +293,49 @@ def test_state_stamps_are_ksp_time_where_the_datagram_carries_it():
     assert to_seconds(dock.header.stamp) == pytest.approx(ROS_T0 + driver.now, abs=1e-6)
 
 
+
+def test_ids_no_topic_can_hold_are_sanitised_into_their_topics():
+    # found by the fuzz bench: one bit flipped made 'docking_port_11000(10_0', a long string
+    # a LiDAR id of backslashes; creating their publishers raised in the receive thread
+    from pylon_bridge.config import defaults
+    from rclpy.validate_topic_name import validate_topic_name
+    driver = started()
+    driver.feed(d.ground_truth(), d.imu())
+    actions = driver.feed(d.encode('pylon_docking_port_state', name='Docking Port(2)',
+                                   state='Ready', docked=False, acquiring=False,
+                                   releasable=False, cameraActive=False),
+                          d.lidar_3d(ut=d.UT + 0.1, sensor='\\' * 300),
+                          d.lidar_2d(ut=d.UT + 0.1, sensor='x' * 5000))
+    ids = {a.key: a.topic_id for a in actions if isinstance(a, Publish) and a.topic_id}
+    assert ids == {'docking_port/state': 'docking_port_2', 'lidar_3d': 'sensor',
+                   'lidar_2d': 'x' * 128}
+    for key, topic_id in ids.items():
+        validate_topic_name(defaults().topic(key, id=topic_id))
+    removed = driver.feed(d.encode('pylon_lidar_inactive', mode='3D', sensorId='\\' * 300))
+    assert [(a.key, a.topic_id) for a in removed if isinstance(a, Destroy)] == [
+        ('lidar_3d', 'sensor')]
+
+
+@pytest.mark.parametrize('ut', [1e308, 2.0**64, d.UT + 2.0**31, -1e12])
+def test_a_ut_no_stamp_can_hold_is_dropped_and_moves_no_clock(ut):
+    # found by the fuzz bench: a datagram of the session with such a UT made a stamp past
+    # the int32 seconds of builtin_interfaces/Time; the publish raised in the receive thread
+    # and, as the newest stamp, it would have started the next session there
+    driver = started(publish_clock=True)
+    driver.feed(d.imu(ut=d.UT))
+    clock = driver.published('clock')[-1]
+    assert driver.feed(d.imu(ut=ut), d.ground_truth(ut=ut), d.flight_state(ut=ut),
+                       dt=0.01) == []
+    assert sum(driver.core.stats.dropped.values()) == 3
+    assert driver.core.stats.dropped['out_of_range'] >= 1
+    assert driver.core.shared.time.latest_stamp == pytest.approx(ROS_T0)
+    driver.feed(d.session(ut=ut, sequence=2), dt=0.01)              # a heartbeat: no clock
+    assert driver.published('clock')[-1] == clock
+    [imu] = driver.published('imu', driver.feed(d.imu(ut=d.UT + 0.1), dt=0.01))
+    assert to_seconds(imu.header.stamp) == pytest.approx(ROS_T0 + 0.1, abs=1e-6)
+    assert driver.lifecycle().generation == 1
+
+
 @pytest.mark.parametrize('data, reason', [
     (b'\xff\xfe', 'invalid_utf8'),
     (b'[1, 2]', 'not_object'),

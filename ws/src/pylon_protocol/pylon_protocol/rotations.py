@@ -214,7 +214,7 @@ def from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
 def from_rotvec(v: Sequence[float]) -> np.ndarray:
     """Return the unit quaternion of the rotation vector ``v`` (exponential map)."""
     x, y, z = _floats(v, 3, 'rotation vector')
-    angle = math.sqrt(x * x + y * y + z * z)
+    angle = math.hypot(x, y, z)       # no overflow: a finite 1e300 rad gives a finite angle
     if angle < _SMALL_ANGLE:
         s = 0.5 - angle * angle / 48.0    # sin(angle / 2) / angle, error below 1e-35
     else:

@@ -126,6 +126,14 @@ def test_rotvec_round_trip(v):
     np.testing.assert_allclose(rot.to_rotvec(-q), v, atol=1e-12)   # either sign
 
 
+
+@pytest.mark.parametrize('v', [(1e300, 0.0, 0.0), (1e200, -1e200, 1e200), (1e307, 1e307, 1e307)])
+def test_a_huge_finite_rotation_vector_gives_a_unit_quaternion(v):
+    # found by the fuzz bench: a ground truth with an angular velocity of 1e308 rad/s,
+    # extrapolated for /tf, squared past the largest float and math.sin(inf) raised
+    q = rot.from_rotvec(v)
+    assert np.all(np.isfinite(q)) and np.linalg.norm(q) == pytest.approx(1.0)
+
 @FAST
 @given(quaternions)
 def test_to_rotvec_takes_the_shorter_way(q):

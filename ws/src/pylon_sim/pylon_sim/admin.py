@@ -43,7 +43,7 @@ def serve(sock: socket.socket | None, handle: Callable[[dict], dict],
 
     Each request is a JSON object; the reply is ``{"ok": true, ...handle(request)}``, or
     ``{"ok": false, "error": ...}`` when ``handle`` raises ``ValueError``, ``KeyError`` or
-    ``TypeError`` or the request is not a JSON object.
+    ``TypeError`` or the request is not a JSON object (or nested too deep to decode).
     """
     if sock is None:
         return
@@ -57,8 +57,8 @@ def serve(sock: socket.socket | None, handle: Callable[[dict], dict],
             if not isinstance(request, dict):
                 raise ValueError('an admin request is a JSON object')
             reply = {'ok': True, **handle(request)}
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            reply = {'ok': False, 'error': str(exc)}
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as exc:
+            reply = {'ok': False, 'error': str(exc)}      # RecursionError: nested too deep
         try:
             sock.sendto(json.dumps(reply).encode(), peer)
         except OSError:

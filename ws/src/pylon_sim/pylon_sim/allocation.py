@@ -629,10 +629,14 @@ def wrench_of(nozzles: Sequence[Nozzle], nozzle_thrust: Sequence[float] | np.nda
 
 def weighted_norm(force: Sequence[float] | np.ndarray, torque: Sequence[float] | np.ndarray,
                   force_scale: float, torque_scale: float) -> float:
-    """Return ``sqrt(|force/force_scale|² + |torque/torque_scale|²)``."""
+    """Return ``sqrt(|force/force_scale|² + |torque/torque_scale|²)``.
+
+    ``math.hypot`` scales as it sums: a finite request of 1e308 N has a finite norm, where
+    the squares would overflow (and a saturation ratio of inf / inf be NaN).
+    """
     f = np.asarray(force, dtype=float) / force_scale
     t = np.asarray(torque, dtype=float) / torque_scale
-    return float(math.sqrt(float(f @ f) + float(t @ t)))
+    return math.hypot(*f.tolist(), *t.tolist())
 
 
 def ratios(requested: tuple, allocated: tuple, achieved: tuple, force_scale: float,

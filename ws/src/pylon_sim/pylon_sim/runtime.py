@@ -17,6 +17,7 @@ import contextlib
 from dataclasses import dataclass
 import ipaddress
 import logging
+import math
 import random
 import socket
 import time
@@ -760,7 +761,10 @@ class Simulator:
                                             bool(request.get('enabled', True))):
                 raise ValueError(f'no sensor {request.get("id")!r}')
         elif cmd == 'electric_charge':
-            set_electric_charge(world.active, float(request.get('amount', 0.0)))
+            amount = float(request.get('amount', 0.0))
+            if not math.isfinite(amount):
+                raise ValueError(f'electric_charge amount must be finite, got {amount}')
+            set_electric_charge(world.active, amount)
         elif cmd == 'heartbeat':
             self.heartbeat_enabled = bool(request.get('enabled', True))
         elif cmd == 'restart':

@@ -204,6 +204,15 @@ def test_wheels_give_torque_only(sat):
     np.testing.assert_allclose(only.torque, [0, 0, 5000.0])
 
 
+
+def test_ratios_of_a_huge_finite_request_are_finite():
+    # found by the fuzz bench: a torque of -1.8e308 squared to inf, the saturation ratio
+    # was inf / inf = NaN and the wrench status could not be built
+    r = al.ratios(([0, 0, 0], [0, -1.7976931348623157e308, 10.0]), ([0, 0, 0], [0, -5.0, 10.0]),
+                  ([0, 0, 0], [0, 0, 0]), 1000.0, 100.0)
+    assert r['saturationRatio'] == pytest.approx(1.0) and r['saturated'] is True
+    assert r['trackingErrorRatio'] == pytest.approx(1.0)
+
 def test_ratios_of_a_known_case():
     r = al.ratios(([1000.0, 0, 0], [0, 0, 0]), ([800.0, 0, 0], [0, 0, 0]),
                   ([1000.0, 0, 0], [0, 0, 100.0]), 1000.0, 100.0)

@@ -311,3 +311,25 @@ def test_the_imu_waits_one_sample_after_a_runtime_reset(harness, monkeypatch, re
     assert len(sampled) >= 10 and imu == sampled[1:], (sampled, imu)
     assert 'pylon_ground_truth' in frames[sampled[0]]
     assert h.of('pylon_imu')[0]['vesselId'] == h.vessel_id
+
+
+def test_hostile_admin_requests_are_refused_and_change_nothing():
+    # found by the fuzz bench: JSON nested 50 000 deep raised RecursionError out of the
+    # frame loop, and a non-finite electric_charge amount (NaN: drained) was accepted
+    from pylon_sim import admin
+    sim, _ = simulator()
+    sim.run(rate=0, duration=0.2)
+    before = sim.status()['ut']
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
+        server.bind(('127.0.0.1', 0))
+        server.setblocking(False)
+        client.settimeout(10.0)
+        for data in (b'[' * 50_000, b'{"cmd":' + b'[' * 20_000 + b'}',
+                     b'{"cmd":"electric_charge","amount":NaN}',
+                     b'{"cmd":"electric_charge","amount":-Infinity}',
+                     b'{"cmd":"electric_charge","amount":1E+400}'):
+            client.sendto(data, server.getsockname())
+            admin.serve(server, sim.admin, limit=1)
+            assert json.loads(client.recv(65535))['ok'] is False, data[:40]
+    assert sim.status()['ut'] == before and not sim.stop_requested

@@ -1,0 +1,260 @@
+"""Hostile input, live: the bridge, the simulator's ports and every ROS command topic.
+
+udp_bridge is fuzzed beside pylon_sim's valid stream, pylon_sim's own command and admin
+ports are fuzzed, and hostile ROS commands go to every command topic of the bridge.
+
+The fuzz is ``pylon_testing.fuzz`` (seeded; the benchmark ``bench/bench_fuzz.py`` sends a
+million of the same kinds) from a sender process of its own. The bridge must stay alive
+with no traceback in its log, keep one ACTIVE generation, keep publishing the IMU with no
+gap (on its stamps) as long as the topic timeout, read every datagram and count its drops
+by reason. The simulator must stay alive, refuse every admin request of the fuzz and never
+push without a live lease and a command in force (its audit, ``unbacked_steps``). A command
+the bridge refuses (non-finite, out of range, a wrong frame) never reaches the simulator,
+and the bridge says why; one of a foreign identity reaches it and is refused there.
+"""
+
+import json
+import math
+import sys
+
+from pylon_common import topics
+from pylon_interfaces.msg import (
+    BodyWrenchCommand,
+    ControlAuthorityCommand,
+    ControlBatch,
+    DockingPortCommand,
+    EngineCommand,
+    FlightControlCommand,
+    MotorCommand,
+    RcsCommand,
+    SeparationCommand,
+    WheelCommand,
+)
+from pylon_testing.fuzz_stack import BridgeFuzz, passed, RSS_GROWTH_LIMIT_MB, tracebacks
+from pylon_testing.pilot import acquire, COMMAND, Pilot, SAT
+from pylon_testing.recorder import TopicRecorder
+from pylon_testing.stack import start_stack
+from pylon_testing.wait import spin_until
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BRIDGE_DATAGRAMS = 20_000
+SIM_DATAGRAMS = 20_000
+SEED = 11
+TIMEOUT_SEC = 60.0
+SENDER_TIMEOUT_SEC = 240.0      # the sender builds its corpus, then waits on the receiver
+
+
+def test_a_fuzzed_bridge_keeps_publishing_the_valid_stream(ros_process, free_udp_port,
+                                                           ros_node):
+    fuzz = BridgeFuzz(ros_process, free_udp_port, TopicRecorder(ros_node))
+    result = fuzz.run(BRIDGE_DATAGRAMS, SEED)
+    checks = passed(result, RSS_GROWTH_LIMIT_MB)
+    assert all(checks.values()), (checks, result)
+    assert result['datagrams'] >= BRIDGE_DATAGRAMS - 5       # the kernel refuses > 65 507 B
+    bridge = result['bridge']
+    assert bridge['received'] >= result['datagrams']          # the valid stream's too
+    assert {'invalid_json', 'invalid_utf8', 'not_object', 'missing_field', 'bad_type',
+            'non_finite', 'out_of_range', 'envelope_mismatch', 'conflicting_generation',
+            'too_deep'} <= set(bridge['dropped']), bridge['dropped']
+    assert result['imu']['received'] > 0
+
+
+def _sim_ready(stack, node):
+    def answers() -> bool:
+        try:
+            stack.status()
+        except (OSError, AssertionError):       # not bound yet (a timeout is an OSError)
+            return False
+        return True
+    spin_until(node, answers, TIMEOUT_SEC, what='pylon_sim answering on its admin port')
+
+
+def test_a_fuzzed_simulator_refuses_it_all_and_never_pushes_unbacked(ros_process,
+                                                                    free_udp_port, ros_node):
+    processes = {}
+
+    def keep(cmd, name=None, **kwargs):
+        processes[name] = ros_process(cmd, name=name, **kwargs)
+        return processes[name]
+    stack = start_stack(keep, free_udp_port, bridge=False)
+    _sim_ready(stack, ros_node)
+    sender = ros_process([sys.executable, '-m', 'pylon_testing.fuzz', 'sim', '--command-port',
+                          str(stack.command_port), '--admin-port', str(stack.admin_port),
+                          '--count', str(SIM_DATAGRAMS), '--seed', str(SEED)],
+                         name='fuzz_sender', pipes=True)
+    line = sender.wait_for_line('^done ', SENDER_TIMEOUT_SEC)
+    result = json.loads(line[len('done '):])
+    processes['sim'].check()
+    status = stack.status()                 # after every datagram: admin is answered in turn
+    assert result['sent'] == SIM_DATAGRAMS - sum(result['send_errors'].values())
+    assert result['admin_sent'] > 0
+    assert result['kernel_drops'] == {'command': 0, 'admin': 0}      # every datagram read
+    assert result['admin_replies'] == {'refused': result['admin_sent']}, result
+    control = status['control']
+    assert control['unbacked_steps'] == 0, control
+    assert sum(status['command_rejected'].values()) > SIM_DATAGRAMS // 4
+    assert control['refused'], control
+    assert not tracebacks(processes['sim'].log())
+
+
+# -- hostile ROS commands on every command topic ----------------------------------------------
+def _identity(controller='rogue', lease='none', sequence=1, vessel=SAT):
+    return {'vessel_id': vessel, 'controller_id': controller, 'lease_id': lease,
+            'sequence': sequence}
+
+
+def _wrench(frame='base_link', force=0.0, torque=0.0, timeout=0.5, **identity):
+    msg = BodyWrenchCommand(**_identity(**identity), timeout_sec=timeout)
+    msg.header.frame_id = frame
+    msg.wrench.force.x, msg.wrench.torque.z = force, torque
+    return msg
+
+
+def _flight(**fields):
+    return FlightControlCommand(**{**_identity(), 'pitch': 0.1, 'timeout_sec': 0.2, **fields})
+
+
+def _engine(**fields):
+    return EngineCommand(**{**_identity(), 'id': 'engine_1', 'enabled': True,
+                            'target_thrust': 10.0, 'timeout_sec': 0.5, **fields})
+
+
+def _batch(**fields):
+    return ControlBatch(**{**_identity(), 'has_flight': True, 'flight': _flight(), **fields})
+
+
+A = ControlAuthorityCommand
+HOSTILE = {         # command key: [(message, the bridge's reason), ...]
+    'control/authority/command': [
+        (A(**_identity(), action=A.ACTION_ACQUIRE, lease_duration_sec=math.nan),
+         'invalid_lease'),
+        (A(**_identity(), action=A.ACTION_ACQUIRE, lease_duration_sec=1e300), 'invalid_lease'),
+        (A(**_identity(sequence=0), action=A.ACTION_ACQUIRE, lease_duration_sec=1.0),
+         'invalid_lease'),
+        (A(**_identity(), action=77), 'unsupported_authority_action')],
+    'control/wrench_command': [
+        (_wrench(force=math.nan), 'non_finite_command'),
+        (_wrench(torque=-math.inf), 'non_finite_command'),
+        (_wrench(frame='odom', torque=1.0), 'unsupported_wrench_frame'),
+        (_wrench(timeout=1e9), 'invalid_wrench')],
+    'control/flight_command': [
+        (_flight(pitch=math.nan), 'non_finite_command'),
+        (_flight(yaw=1e300), 'invalid_command'),
+        (_flight(timeout_sec=math.inf), 'non_finite_command')],
+    'control/batch': [
+        (_batch(engines=[_engine(target_thrust=math.nan)]), 'non_finite_command'),
+        (_batch(renew_lease=True, lease_duration_sec=1e9), 'invalid_lease'),
+        (_batch(sequence=2**63), 'invalid_lease')],
+    'actuators/propulsion/command': [
+        (_engine(target_thrust=math.inf), 'non_finite_command'),
+        (_engine(target_thrust=-1e300), 'invalid_command'),
+        (_engine(gimbal_roll=5.0), 'invalid_command')],
+    'actuators/rcs/command': [
+        (RcsCommand(**_identity(), id='rcs_1', enabled=True, thrust_limit=math.nan),
+         'non_finite_command'),
+        (RcsCommand(**_identity(), id='rcs_1', enabled=True, thrust_limit=-5.0),
+         'invalid_command')],
+    'actuators/wheel/command': [
+        (WheelCommand(**_identity(), id='wheel_1', brake=2.0), 'invalid_command'),
+        (WheelCommand(**_identity(), id='wheel_1', target_angular_velocity=math.inf),
+         'non_finite_command')],
+    'actuators/servo/command': [
+        (MotorCommand(**_identity(), id='servo_1', mode=9), 'invalid_command'),
+        (MotorCommand(**_identity(), id='', mode=MotorCommand.MODE_VELOCITY),
+         'invalid_command')],
+    'actuators/separation/command': [
+        (SeparationCommand(**_identity(), id='', separate=True), 'invalid_command')],
+    'docking_port/command': [
+        (DockingPortCommand(**_identity(), action=99), 'invalid_command')],
+}
+TYPES = {           # command key: the type of its datagram (the simulator counts by type)
+    'control/authority/command': A, 'control/wrench_command': BodyWrenchCommand,
+    'control/flight_command': FlightControlCommand, 'control/batch': ControlBatch,
+    'actuators/propulsion/command': EngineCommand, 'actuators/rcs/command': RcsCommand,
+    'actuators/wheel/command': WheelCommand, 'actuators/servo/command': MotorCommand,
+    'actuators/separation/command': SeparationCommand,
+    'docking_port/command': DockingPortCommand,
+}
+FOREIGN = {         # command key: a well-formed command of an identity without a lease
+    'control/wrench_command': _wrench(torque=50.0, controller='intruder', sequence=3),
+    'control/flight_command': _flight(controller='intruder', sequence=3),
+    'control/batch': _batch(controller='intruder', sequence=3),
+    'actuators/propulsion/command': _engine(controller='intruder', sequence=3),
+    'actuators/separation/command': SeparationCommand(
+        **_identity(controller='intruder', sequence=3), id='decoupler_1', separate=True,
+        operation_id='op-fuzz'),
+    'docking_port/command': DockingPortCommand(**_identity(controller='intruder', sequence=3),
+                                               action=DockingPortCommand.ACTION_RELEASE),
+}
+COMMANDS_STATUS = 'pylon_bridge: commands'
+
+
+def _counts(pilot, prefix):
+    report = pilot.last('diag')
+    if report is None:
+        return {}
+    values = {kv.key: kv.value for s in report.status if s.name == COMMANDS_STATUS
+              for kv in s.values}
+    return {k[len(prefix):]: int(v) for k, v in values.items() if k.startswith(prefix)}
+
+
+def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_game(
+        sim_stack, ros_node):
+    assert set(HOSTILE) == set(TYPES) == {     # every topic the bridge takes commands on
+        t.key for t in topics.BRIDGE_TOPICS if t.direction == topics.SUBSCRIBES}
+    stack = sim_stack()
+    pilot = Pilot(ros_node)
+    pilot.ready()
+    ports = []
+
+    def docking_port() -> bool:
+        ports[:] = [name.split('/')[-2] for name, _ in ros_node.get_topic_names_and_types()
+                    if name.startswith(topics.name('docking_port/state', id='X')[:-len('X/state')])
+                    and name.endswith('/state')]
+        return bool(ports)
+    pilot.until(docking_port, "a docking port's state topic")
+    port_id = ports[0]
+    publishers = {key: ros_node.create_publisher(
+        TYPES[key], topics.name(key, id=port_id), COMMAND) for key in HOSTILE}
+    pilot.until(lambda: all(p.get_subscription_count() > 0 for p in publishers.values()),
+                "the bridge's subscriptions to every command topic")
+    # the owner holds a lease throughout: a foreign command is refused for its identity
+    owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
+    assert owner.reason == 'lease_acquired'
+    pilot.until(lambda: _counts(pilot, 'sent.').get('pylon_control_authority_command', 0),
+                "the bridge's diagnostics counting the acquire")
+    refused_before, sent_before = _counts(pilot, 'refused.'), _counts(pilot, 'sent.')
+    sim_before = stack.status()['commands']
+    expected = {}
+    for key, cases in HOSTILE.items():
+        for msg, reason in cases:
+            publishers[key].publish(msg)
+            expected[reason] = expected.get(reason, 0) + 1
+
+    def refused() -> dict:
+        now = _counts(pilot, 'refused.')
+        return {r: now.get(r, 0) - refused_before.get(r, 0) for r in now
+                if now.get(r, 0) != refused_before.get(r, 0)}
+    pilot.until(lambda: refused() == expected or sum(refused().values()) >= sum(
+        expected.values()), 'the bridge refusing every hostile command')
+    assert refused() == expected
+    assert _counts(pilot, 'sent.') == sent_before          # nothing went to the game
+    assert stack.status()['commands'] == sim_before
+    # a well-formed command of a foreign identity reaches the game, which refuses it
+    before = stack.control()['refused']
+    for key, msg in FOREIGN.items():
+        publishers[key].publish(msg)
+
+    def refused_by_sim() -> int:
+        after = stack.control()['refused']
+        return sum(after.get(k, 0) - before.get(k, 0) for k in after)
+    pilot.until(lambda: refused_by_sim() >= len(FOREIGN), 'the game refusing every foreign '
+                'command')
+    control = stack.control()
+    new = {k for k in control['refused'] if control['refused'][k] != before.get(k)}
+    assert all(k.endswith(':lease_not_owned') for k in new), control['refused']
+    assert control['owner'] == ['owner', 'owned']
+    assert control['unbacked_steps'] == 0
+    assert control['applied_torque'] == [0.0, 0.0, 0.0]
