@@ -17,6 +17,7 @@ import socket
 import struct
 import threading
 import time
+import traceback
 
 from diagnostic_msgs.msg import DiagnosticArray
 from pylon_interfaces.msg import (
@@ -265,7 +266,14 @@ class UdpBridge(Node):
                 return
             if received is None:
                 continue
-            self.handle_datagram(*received)
+            try:
+                self.handle_datagram(*received)
+            except Exception as error:         # a datagram never stops the receiver
+                with self.lock:
+                    self.core.stats.drop('internal_error', f'{type(error).__name__}: {error}')
+                logger.error(f'a datagram raised {type(error).__name__}: {error}; dropped '
+                             f'(internal_error), receiving on\n{traceback.format_exc()}',
+                             throttle_duration_sec=LOG_THROTTLE_SEC)
 
     def handle_datagram(self, data: bytes, source, arrived: float, truncated: bool) -> None:
         """Process one received datagram: core, publishers, latency, throttled drop log."""
