@@ -150,11 +150,15 @@ class UdpBridge(Node):
         self.get_logger().info(
             f'listening on {o.host}:{o.port} (UDP); topics under {o.topic_prefix}; '
             f'ground truth {truth}')
+        self._warn_beyond_loopback()
+
+    def _warn_beyond_loopback(self) -> None:
+        """Warn once when the state socket takes datagrams from beyond this machine."""
         if not ipaddress.ip_address(self.sock.getsockname()[0]).is_loopback:
             self.get_logger().warning(
-                f'the state socket listens beyond loopback ({o.host}): anyone who reaches '
-                f'UDP port {o.port} can send vessel state (the protocol has no '
-                'authentication); --host 127.0.0.1 keeps it on this machine')
+                f'the state socket listens beyond loopback ({self.options.host}): anyone who '
+                f'reaches UDP port {self.options.port} can send vessel state (the protocol '
+                'has no authentication); --host 127.0.0.1 keeps it on this machine')
 
     def _join_ground_truth_domain(self) -> GroundTruthDomain | None:
         """Return the node in the ground-truth domain (``--ground-truth-domain``), if any."""
