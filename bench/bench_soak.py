@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 import json
+import math
 import os
 from pathlib import Path
 import shutil
@@ -132,14 +133,16 @@ def trends(series: list[tuple[float, float, float]], warmup: float) -> dict:
     minutes = {}
     for t, r, _ in series:
         minutes.setdefault(int(t // 60), r)
+    def finite(value: float) -> float | None:      # a flat series has no standard error
+        return None if math.isnan(value) else round(value, 2)
     return {
         'samples': len(judged),
         'rss_mb': {'first': round(rss[0], 1), 'last': round(rss[-1], 1),
                    'max': round(max(r for _, r, _ in series), 1)},
-        'rss_slope_mb_h': round(fit.slope, 2), 'rss_slope_stderr_mb_h': round(fit.stderr, 2),
+        'rss_slope_mb_h': round(fit.slope, 2), 'rss_slope_stderr_mb_h': finite(fit.stderr),
         'cpu_percent_mean': round(sum(cpu) / len(cpu), 1),
         'cpu_slope_pct_h': round(cpu_fit.slope, 2),
-        'cpu_slope_stderr_pct_h': round(cpu_fit.stderr, 2),
+        'cpu_slope_stderr_pct_h': finite(cpu_fit.stderr),
         'rss_mb_per_minute': [round(r, 1) for r in minutes.values()],
     }
 
