@@ -2,6 +2,7 @@
 
 A benchmark is a script that prints one JSON object on its last line of stdout.
 ``python bench/run.py [NAME ...]`` runs the named ones only (without the bench_ prefix).
+The ones in ``ON_REQUEST`` (``soak``: 30 minutes) run only when named.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from pylon_protocol.threads import limit_threads
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / 'results'
+ON_REQUEST = ('soak',)
 
 
 def main(argv: list[str]) -> int:
     """Run the benchmarks; return non-zero if any failed."""
     limit_threads()           # every benchmark inherits one BLAS thread per process
     scripts = sorted(BENCH_DIR.glob('bench_*.py'))
-    if argv:
-        scripts = [s for s in scripts if s.stem.removeprefix('bench_') in argv]
+    names = argv or [s.stem.removeprefix('bench_') for s in scripts
+                     if s.stem.removeprefix('bench_') not in ON_REQUEST]
+    scripts = [s for s in scripts if s.stem.removeprefix('bench_') in names]
     RESULTS.mkdir(exist_ok=True)
     failed = 0
     for script in scripts:

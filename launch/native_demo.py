@@ -22,6 +22,15 @@ The live view (``pylon_viewer``) serves Foxglove or Lichtblick on ``ws://127.0.0
 writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then runs
 ``pylon_plot`` on it at the end (recording to ``demo.mcap`` in the log directory when
 ``DEMO_RECORD`` is not set).
+``--slew-every SECONDS`` (a soak, ``bench/bench_soak.py``) keeps flying once the first
+slew has settled: every SECONDS of KSP time from the start of the previous slew (and not
+before it settled) another slew of ``SLEW_DEG``, back and forth (-, +, -, ...) about body +Z
+from the previous target; ``--until-slews N`` stops once N slews have settled. The summary
+then also counts the slews flown and settled and gives each one's settling time (KSP s) and
+the longest. Every summary has the lease losses (the authority state leaving OWNED, or
+another owner, after it was first owned; when, s after the start) and the largest gap
+between consecutive header stamps (KSP s) of the IMU and of the estimate (odometry) the
+demo node received.
 """
 
 from __future__ import annotations
@@ -137,6 +146,9 @@ class Pilot:
         self.ksp_time: float | None = None        # stamp of the newest IMU sample (KSP time)
         self.counts = {'imu': 0, 'odometry': 0, 'wrench_feedback': 0}
         self.first_active = self.first_owned = None
+        self.lease_lost_at: list[float] = []      # s since start: OWNED, then not
+        self.stamps: dict[str, float] = {}        # newest header stamp (s) per topic
+        self.max_gap: dict[str, float] = {'imu': 0.0, 'odometry': 0.0}
         self.controller: dict[str, str] = {}      # the controller's newest diagnostics
         self.t0 = time.monotonic()
 
@@ -146,9 +158,13 @@ class Pilot:
                 self.first_active = time.monotonic() - self.t0
 
         def on_authority(msg):
+            was = self.authority
             self.authority = msg
             if msg.state == ControlAuthorityState.STATE_OWNED and self.first_owned is None:
                 self.first_owned = time.monotonic() - self.t0
+            if was is not None and was.state == OWNED and self.first_owned is not None and \
+                    (msg.state != OWNED or msg.controller_id != was.controller_id):
+                self.lease_lost_at.append(time.monotonic() - self.t0)
 
         def on_controller(msg):
             if msg.status:
@@ -159,6 +175,11 @@ class Pilot:
                 self.counts[name] += 1
                 if attr:
                     setattr(self, attr, msg)
+                if name in self.max_gap:
+                    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                    if name in self.stamps:
+                        self.max_gap[name] = max(self.max_gap[name], stamp - self.stamps[name])
+                    self.stamps[name] = stamp
                 if name == 'imu':
                     self.ksp_time = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             return callback
@@ -234,14 +255,21 @@ class Flight:
     input stops for longer than its timeouts, e.g. on a machine too busy to keep up) and so
     refuses the setpoints, the demo does what a user must: it sends MODE_IDLE again and
     goes on (``rearmed`` lists why it had to).
+
+    With ``slew_every`` (KSP s) the hold does not end the flight: once the slew has settled
+    and ``slew_every`` passed since it started, the next one starts, ``SLEW_DEG`` the other
+    way about body +Z from the previous target; ``settle_times`` has each slew's settling
+    time (None while it has not settled), ``settled_s`` the current slew's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, slew_every: float | None = None) -> None:
         """Start before the lease."""
         self.phase = 'starting'
+        self.slew_every = slew_every
         self.target = self.error = self.settled_s = None
         self.detumble_at = self.slew_at = self.below_since = None
         self.rearmed: list[str] = []
+        self.settle_times: list[float | None] = []
         self._refusals_seen = 0
 
     def step(self, pilot: Pilot) -> None:
@@ -260,6 +288,9 @@ class Flight:
         elif self.phase == 'detumble':
             self._detumble(pilot, now)
         elif self.phase == 'slew/hold':
+            if self._next_slew_due(now):
+                self._slew(pilot.attitude() if self.target is None else self.target,
+                           -SLEW_DEG if len(self.settle_times) % 2 else SLEW_DEG, now)
             pilot.send(pilot.Setpoint.MODE_ATTITUDE_HOLD, self.target)
             self.error = math.degrees(rotations.angle_between(pilot.attitude(), self.target))
             self._note_settling(now)
@@ -283,9 +314,20 @@ class Flight:
         rate = pilot.body_rate()
         calm = rate is not None and rate < DETUMBLE_DONE_RAD_S
         if pilot.attitude() and (calm or now - self.detumble_at > DETUMBLE_MAX_SEC):
-            turn = rotations.from_axis_angle((0, 0, 1), math.radians(SLEW_DEG))
-            self.target = tuple(rotations.multiply(pilot.attitude(), turn).tolist())
-            self.phase, self.slew_at = 'slew/hold', now
+            self._slew(pilot.attitude(), SLEW_DEG, now)
+            self.phase = 'slew/hold'
+
+    def _slew(self, start, degrees: float, now: float) -> None:
+        """Aim ``degrees`` about body +Z from the attitude ``start``; the slew starts now."""
+        turn = rotations.from_axis_angle((0, 0, 1), math.radians(degrees))
+        self.target = tuple(rotations.multiply(start, turn).tolist())
+        self.slew_at, self.below_since, self.settled_s = now, None, None
+        self.settle_times.append(None)
+
+    def _next_slew_due(self, now: float) -> bool:
+        """Tell whether ``slew_every`` asks for the next slew: the current one settled."""
+        return self.slew_every is not None and self.settled_s is not None and \
+            now - self.slew_at >= self.slew_every
 
     def _note_settling(self, now: float) -> None:
         if self.error >= SETTLED_DEG:
@@ -294,6 +336,8 @@ class Flight:
             self.below_since = now
         elif self.settled_s is None and now - self.below_since >= SETTLED_HOLD_SEC:
             self.settled_s = self.below_since - self.slew_at
+            if self.settle_times[-1] is None:
+                self.settle_times[-1] = self.settled_s
 
 
 def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: str) -> None:
@@ -316,21 +360,39 @@ def _summary(pilot: Pilot, flight: Flight, procs: Processes, started: float,
             'phase': flight.phase, 'settled_s': rounded(flight.settled_s, 2),
             'rearmed': flight.rearmed,
             'final_attitude_error_deg': rounded(flight.error, 4),
-            'processes_exited': procs.dead(), 'logs': str(log_dir)}
+            'processes_exited': procs.dead(), 'logs': str(log_dir),
+            **_soak_figures(pilot, flight)}
+
+
+def _soak_figures(pilot: Pilot, flight: Flight) -> dict:
+    """Return the summary's figures of a long run: lease losses, stamp gaps, the slews."""
+    settled = [t for t in flight.settle_times if t is not None]
+    out = {'lease_losses': len(pilot.lease_lost_at),
+           'lease_lost_at_s': [round(t, 1) for t in pilot.lease_lost_at],
+           'max_stamp_gap_s': {k: round(v, 3) for k, v in pilot.max_gap.items()}}
+    if flight.slew_every is not None:
+        out.update({'slew_every_s': flight.slew_every, 'slews': len(flight.settle_times),
+                    'slews_settled': len(settled),
+                    'settle_s': [None if t is None else round(t, 2)
+                                 for t in flight.settle_times],
+                    'max_settle_s': round(max(settled), 2) if settled else None})
+    return out
 
 
 def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
-        until_settled: bool = False, record: str = '', plot_dir: str = '') -> int:
+        until_settled: bool = False, record: str = '', plot_dir: str = '',
+        slew_every: float | None = None, until_slews: int | None = None) -> int:
     """Start the processes, fly, print; return the exit status.
 
     Stops after ``seconds`` (wall clock; None: until Ctrl-C) or, with ``until_settled``, as
-    soon as the slew has settled. With ``record`` the recorder writes everything there;
-    with ``plot_dir`` ``pylon_plot`` draws it there at the end.
+    soon as the slew has settled (with ``until_slews``, once that many slews have). With
+    ``record`` the recorder writes everything there; with ``plot_dir`` ``pylon_plot`` draws
+    it there at the end. ``slew_every``: see ``Flight``.
     """
     procs = Processes(log_dir)
     print(f'demo: logs in {log_dir}', flush=True)
     _start(procs, overlays, scenario, ports, record)
-    pilot, flight = Pilot(), Flight()
+    pilot, flight = Pilot(), Flight(slew_every)
     started = last_print = time.monotonic()
     last_counts = dict(pilot.counts)
     stopping = []
@@ -338,7 +400,7 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     status = 0
     try:
-        while not stopping and not (until_settled and flight.settled_s is not None):
+        while not stopping and not (until_settled and done(flight, until_slews)):
             if seconds is not None and time.monotonic() - started >= seconds:
                 break
             dead = procs.dead()
@@ -360,12 +422,19 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
         pilot.close()
         procs.stop()
     if status == 0 and (pilot.first_active is None or pilot.first_owned is None or
-                        (until_settled and flight.settled_s is None)):
+                        (until_settled and not done(flight, until_slews))):
         status = 1
     print(f'\ndemo summary: {json.dumps(summary)}', flush=True)
     if record and not recorded(record, plot_dir):
         status = status or 1
     return status
+
+
+def done(flight: Flight, slews: int | None) -> bool:
+    """Tell whether the slew has settled (with ``slews``: that many slews have)."""
+    if slews is None:
+        return flight.settled_s is not None
+    return sum(t is not None for t in flight.settle_times) >= slews
 
 
 def recorded(record: str, plot_dir: str) -> bool:
@@ -398,7 +467,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--until-settled', action='store_true',
                         help='stop once the slew has settled (error below 0.1 degree for 3 s '
                              'of KSP time); DEMO_SECONDS still bounds the run')
+    parser.add_argument('--slew-every', type=float, metavar='SECONDS',
+                        help='after the first slew has settled, slew SLEW_DEG back and forth '
+                             'every SECONDS of KSP time (each once the previous settled); '
+                             'the summary counts slews, settling, lease losses, stamp gaps')
+    parser.add_argument('--until-slews', type=int, metavar='N',
+                        help='stop once N slews have settled (--until-settled for N slews)')
     args = parser.parse_args(argv)
+    if args.slew_every is not None and args.slew_every <= 0:
+        parser.error('--slew-every must be positive')
+    if args.until_slews is not None and args.slew_every is None:
+        parser.error('--until-slews needs --slew-every')
+    until_settled = args.until_settled or args.until_slews is not None
     ports = tuple(int(p) for p in args.ports.split(',')) if args.ports else None
     overlays = pc.split_list(os.environ.get('DEMO_OVERLAYS', ''))
     vehicles = mission_demo.vehicles_from_env()
@@ -419,11 +499,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f'demo: DEMO_RECORD={record} exists; the recorder never overwrites a recording',
               file=sys.stderr)
         return 2
+    if vehicles and args.slew_every is not None:
+        print('demo: --slew-every flies one vehicle; unset DEMO_VEHICLES', file=sys.stderr)
+        return 2
     if vehicles:
         return mission_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
                                 Processes(log_dir), record)
-    return run(seconds, overlays, scenario, ports, log_dir, args.until_settled, record,
-               plot_dir)
+    return run(seconds, overlays, scenario, ports, log_dir, until_settled, record,
+               plot_dir, args.slew_every, args.until_slews)
 
 
 if __name__ == '__main__':

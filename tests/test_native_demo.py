@@ -70,3 +70,29 @@ def check_recording(record: Path, plots: Path, stdout: str) -> None:
     assert rates.magnitude_deg_s.max() <= rates.limit_deg_s * 1.05
     labels = [event.label for event in plot.events(recording, names)]
     assert 'lease: setpoint_controller' in labels and any('active' in x for x in labels)
+
+
+def test_native_demo_slews_every_period(free_udp_port, tmp_path):
+    """``--slew-every``: after the first slew, another one back, each settled, the lease kept.
+
+    The run ends once two slews have settled (``--until-slews 2``, KSP time); DEMO_SECONDS
+    only bounds a broken run.
+    """
+    ports = ','.join(str(free_udp_port()) for _ in range(3))
+    env = dict(os.environ, DEMO_SECONDS='240', DEMO_LOG_DIR=str(tmp_path),
+               DEMO_OVERLAYS='fast_slew', DEMO_VIEWER_PORT=str(free_udp_port()))
+    result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
+                             '--ports', ports, '--slew-every', '12', '--until-slews', '2'],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    summary = json.loads(next(line for line in lines
+                              if line.startswith('demo summary: '))[len('demo summary: '):])
+    assert summary['slew_every_s'] == 12.0 and summary['slews'] == 2, summary
+    assert summary['slews_settled'] == 2 and None not in summary['settle_s'], summary
+    # 30 degrees at fast_slew's 10 deg/s, each way: rate-limited time plus margin
+    assert summary['max_settle_s'] < 30.0 / 10.0 * 1.2 + 10.0, summary
+    assert summary['final_attitude_error_deg'] < 0.1, summary
+    assert summary['lease_losses'] == 0 and summary['processes_exited'] == [], summary
+    assert summary['max_stamp_gap_s']['imu'] > 0.0, summary       # both topics were seen
+    assert summary['max_stamp_gap_s']['odometry'] > 0.0, summary
