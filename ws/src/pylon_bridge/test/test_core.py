@@ -387,6 +387,12 @@ def test_motor_and_wrench_diagnostics():
     values = {kv.key: kv.value for kv in status.values}
     assert status.level == status.WARN and values['allocationResidual.force_norm'] == '5'
     assert values['saturation_ratio'] == '0.5' and status.message == 'magnitude_limit'
+    huge = {'force': [1e200, 1.7e308, 0.0], 'torque': [1.7e308, 1.7e308, 1.7e308]}
+    status = diagnostics.wrench_status({'accepted': False, 'allocationResidual': huge,
+                                        'trackingResidual': huge})
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['allocationResidual.force_norm'] == '1.7e+308'
+    assert values['allocationResidual.torque_norm'] == 'inf'
 
 
 # -- star tracker -------------------------------------------------------------------------
