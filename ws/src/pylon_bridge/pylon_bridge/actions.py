@@ -6,7 +6,9 @@ ground-truth ROS domain (``--ground-truth-domain``). ``Stats`` counts everything
 reports (received, accepted, dropped by reason, ignored, routed, published per topic,
 commands).
 ``TopicLifetimes`` remembers when each topic last had data, so that a topic whose source
-fell silent for ``--topic-timeout-sec`` is removed; latched state topics never are.
+fell silent for ``--topic-timeout-sec`` is removed; latched state topics never are. It
+also admits the ids that name topics of their own (sensors, docking ports, servos): at
+most ``MAX_IDS_PER_KIND`` distinct ids of each kind in a runtime session.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ KEPT_KEYS = LATCHED_KEYS | {'clock'}
 """Never removed for silence: state, and /clock (silent while the game is paused)."""
 
 RECENT_DROPS = 32
+MAX_IDS_PER_KIND = 32
+"""Distinct ids of one kind (star tracker, LiDAR 2D, camera, docking port, servo, ...) a
+runtime session may name; a datagram with one more is dropped (``too_many_topics``).
+
+An id is a topic of its own (or, for a servo, a joint state entry), created on its first
+sample. The ids of a session are remembered until it ends, also after their topics fell
+silent and were removed: a session whose datagrams name ever new ids (a hostile or broken
+sender; a vessel has a fixed set of parts) cannot make the bridge create and destroy
+publishers and keep per-id state without end. The fuzz bench showed the cost: the
+bridge's RSS grew with the number of distinct ids it had published.
+"""
 
 
 @dataclass(frozen=True)
@@ -107,10 +120,34 @@ def topic_segment(topic_id: str) -> str:
 class TopicLifetimes:
     """When each (topic key, id) last had data; publishing goes through here."""
 
-    def __init__(self, stats: Stats) -> None:
-        """Count publications in ``stats``."""
+    def __init__(self, stats: Stats, max_ids: int = MAX_IDS_PER_KIND) -> None:
+        """Count publications in ``stats``; admit ``max_ids`` ids of each kind a session."""
         self.stats = stats
+        self.max_ids = max_ids
         self.last_seen: dict[tuple[str, str], float] = {}
+        self.ids: dict[str, set[str]] = {}      # kind -> the ids the session named
+
+    def new_session(self) -> None:
+        """Forget the ids of the previous session (its topics still expire as usual)."""
+        self.ids.clear()
+
+    def admit(self, kind: str, topic_id: str, what: str) -> bool:
+        """Return whether ``topic_id`` of ``kind`` may have its topic in this session.
+
+        An id already named in the session always may; a new one while the session has
+        named ``max_ids`` of that kind may not: counted as dropped (``too_many_topics``,
+        ``what`` in the detail), which the node logs throttled.
+        """
+        known = self.ids.setdefault(kind, set())
+        segment = topic_segment(topic_id)
+        if segment in known:
+            return True
+        if len(known) >= self.max_ids:
+            self.stats.drop('too_many_topics', f'{what} {segment[:40]!r}: the session already '
+                            f'named {self.max_ids} {kind} ids')
+            return False
+        known.add(segment)
+        return True
 
     def publish(self, key: str, msg: Any, now: float, topic_id: str = '',
                 serialized: bytes | None = None) -> Publish:

@@ -109,6 +109,8 @@ class Actuation:
     def motor(self, packet: dict, now: float, ros_now: float) -> list:
         """Publish a servo's state, every servo's joint state and the moved joints on /tf."""
         s = self.s
+        if not s.topics.admit('servo', packet['name'], 'pylon_motor_state'):
+            return []               # (a joint state entry each: the message would grow)
         self.motors[packet['name']] = packet
         stamp = s.stamp(packet, ros_now)
         return [s.topics.publish('joint_states',
@@ -119,6 +121,8 @@ class Actuation:
 
     def docking_state(self, packet: dict, now: float, ros_now: float) -> list:
         """Publish a docking port's state on its own topic (stamped on receipt)."""
+        if not self.s.topics.admit('docking_port', packet['name'], 'pylon_docking_port_state'):
+            return []
         msg = convert.docking_port_state(packet, ros_now, self.s.config.body_frame)
         return [self.s.topics.publish('docking_port/state', msg, now, topic_id=packet['name'])]
 

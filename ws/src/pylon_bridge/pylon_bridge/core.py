@@ -338,6 +338,7 @@ class BridgeCore:
         """Forget everything that belonged to the previous runtime session."""
         self.shared.time.new_session()
         self.shared.transforms.new_session()
+        self.shared.topics.new_session()
         for collaborator in (self.measurements, self.sensors, self.actuation):
             collaborator.new_session()
 

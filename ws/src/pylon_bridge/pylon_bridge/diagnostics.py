@@ -40,7 +40,9 @@ def motor_statuses(motors: Iterable[Mapping]) -> list[DiagnosticStatus]:
 
 
 def _norm(wrench: Mapping, part: str) -> float:
-    return math.sqrt(sum(float(v) ** 2 for v in wrench[part]))
+    # hypot, not sqrt(sum(v ** 2)): a finite 1e200 squared raises OverflowError (the fuzz
+    # bench's huge numbers stopped the diagnostics timer, and the bridge, with it)
+    return math.hypot(*(float(v) for v in wrench[part]))
 
 
 def wrench_status(packet: Mapping | None) -> DiagnosticStatus:

@@ -83,6 +83,8 @@ class SensorStreams:
     def star_tracker(self, packet: dict, now: float, ros_now: float) -> list:
         """Publish a star tracker sample: state, and attitude when valid."""
         sensor = packet['sensorId']
+        if not self.s.topics.admit('star_tracker', sensor, 'pylon_star_tracker'):
+            return []
         known = self.star_trackers.get(sensor)
         if known is not None and known.session_id == packet['sessionId'] \
                 and packet['sequence'] <= known.sequence:
@@ -126,6 +128,8 @@ class SensorStreams:
         """Publish a 2D scan or a 3D cloud, after its /tf and its mount."""
         s = self.s
         mode, sensor = packet['mode'], packet['sensorId']
+        if not s.topics.admit(LIDAR_KEYS[mode], sensor, 'pylon_lidar_scan'):
+            return []
         if self._stale(LIDAR_KEYS[mode], sensor, packet.get('universalTime'), 'stale_scan'):
             return []
         stamp = s.stamp(packet, ros_now)
@@ -152,6 +156,8 @@ class SensorStreams:
         """Publish a relative-navigation sample (after the /tf covering its stamp)."""
         s = self.s
         sensor = packet['sensorId']
+        if not s.topics.admit('relative_nav', sensor, 'pylon_relative_nav'):
+            return []
         if self._stale('relative_nav', sensor, packet['universalTime'], 'stale_relative_nav'):
             return []
         stamp = s.stamp(packet, ros_now)
@@ -170,6 +176,9 @@ class SensorStreams:
             return s.stats.drop(f'camera_{exc.reason}', f'pylon_camera_frame_chunk: {exc}')
         if frame is None:
             return []
+        image_key, info_key = CAMERA_KEYS[frame.source]
+        if not s.topics.admit(image_key, frame.sensor_id, 'pylon_camera_frame_chunk'):
+            return []
         stamp = s.stamp({'universalTime': frame.universal_time}, ros_now)
         base = sensor_messages.sensor_frame(s.vessel_id(), frame.sensor_id, frame.source,
                                            s.config.frame_prefix)
@@ -179,7 +188,6 @@ class SensorStreams:
             (base, frame.part_flight_id, frame.frame_position, frame.frame_rotation),
             (optical, frame.part_flight_id, frame.frame_position, frame.optical_rotation)],
             ros_now)
-        image_key, info_key = CAMERA_KEYS[frame.source]
         out.append(s.topics.publish(info_key, sensor_messages.camera_info(frame, stamp, optical),
                                     now, topic_id=frame.sensor_id))
         out.append(s.topics.publish(image_key, sensor_messages.image(frame, stamp, optical),

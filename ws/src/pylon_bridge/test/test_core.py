@@ -387,6 +387,12 @@ def test_motor_and_wrench_diagnostics():
     values = {kv.key: kv.value for kv in status.values}
     assert status.level == status.WARN and values['allocationResidual.force_norm'] == '5'
     assert values['saturation_ratio'] == '0.5' and status.message == 'magnitude_limit'
+    huge = {'force': [1e200, 1.7e308, 0.0], 'torque': [1.7e308, 1.7e308, 1.7e308]}
+    status = diagnostics.wrench_status({'accepted': False, 'allocationResidual': huge,
+                                        'trackingResidual': huge})
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['allocationResidual.force_norm'] == '1.7e+308'
+    assert values['allocationResidual.torque_norm'] == 'inf'
 
 
 # -- star tracker -------------------------------------------------------------------------
@@ -542,6 +548,32 @@ def test_lidar_scans_out_of_order_are_dropped_and_inactive_removes_the_topic():
                         vessel='Rover', partFlightId=4002)
     removed = [a for a in driver.feed(inactive) if isinstance(a, Destroy)]
     assert [(a.key, a.topic_id) for a in removed] == [('lidar_2d', 'lidar_2d_front')]
+
+
+def test_a_session_names_at_most_max_ids_per_kind():
+    from pylon_bridge.actions import MAX_IDS_PER_KIND
+    driver = started()
+    ids = [f'lidar_{i}' for i in range(MAX_IDS_PER_KIND + 1)]
+    for i, sensor in enumerate(ids):
+        driver.feed(d.lidar_2d(ut=d.UT + 0.1 + i * 0.01, sensor=sensor))
+    published = {a.topic_id for a in driver.out if isinstance(a, Publish) and a.key == 'lidar_2d'}
+    assert published == set(ids[:-1])                   # the one id too many: no topic
+    assert driver.core.stats.dropped['too_many_topics'] == 1
+    assert 'lidar_2d ids' in driver.core.stats.recent_drops[-1][1]
+    assert ('lidar_2d', ids[-1]) not in driver.core.sensors.last_ut   # nor any state
+    # a known id goes on, also after its topic fell silent and was removed
+    driver.feed(d.session(ut=d.UT + 2.0, sequence=2), dt=2.0)
+    assert Destroy('lidar_2d', ids[0]) in driver.tick(1.5)
+    assert driver.published('lidar_2d', driver.feed(d.lidar_2d(ut=d.UT + 5.0, sensor=ids[0])))
+    assert driver.core.stats.dropped['too_many_topics'] == 1
+    # another kind has ids of its own: servos (one joint state entry each) and LiDAR 3D
+    driver.feed(*(d.motor(f'hinge_{i}') for i in range(MAX_IDS_PER_KIND + 1)))
+    assert driver.core.stats.dropped['too_many_topics'] == 2
+    assert len(driver.core.actuation.motors) == MAX_IDS_PER_KIND
+    # a new runtime session of the mod may name its own
+    driver.feed(d.session(env=d.envelope(instance='d00dfeed' * 4)))
+    assert driver.published('lidar_2d', driver.feed(
+        d.lidar_2d(ut=d.UT + 6.0, env=d.envelope(instance='d00dfeed' * 4), sensor=ids[-1])))
 
 
 def test_sensor_mounts_go_to_tf_static_under_the_part_link_with_the_proxy_joints():
