@@ -116,10 +116,11 @@ def test_clock_drives_a_sim_time_node(sim_stack, ros_node, lean_scenario, rate):
     start = len(fired)
     first = stamp_of(rec.last('clock').clock)
     rec.until(lambda: stamp_of(rec.last('clock').clock) >= first + 2.0, '2 s of game time')
-    ticks = len(fired) - start
-    # a 10 Hz timer over 2 s of game time: 20 ticks, at most one more; fewer only when the
-    # test process falls behind the clock and rcl skips the periods it missed
-    assert 10 <= ticks <= 21, ticks
+    # a 10 Hz timer over 2 s of game time: 20 ticks, at most one more (never faster than the
+    # game clock); fewer when the test process falls behind the clock and rcl skips the
+    # periods it missed, so the lower side is a condition: it keeps firing
+    assert len(fired) - start <= 21, len(fired) - start
+    rec.until(lambda: len(fired) - start >= 10, 'ten ticks of the timer')
     clocks = [stamp_of(m.clock) for m in rec.messages('clock')]
     assert clocks == sorted(clocks)
     # /clock is the stamps' time: a flight state's stamp is never ahead of the clock after it
@@ -138,5 +139,5 @@ def test_clock_drives_a_sim_time_node(sim_stack, ros_node, lean_scenario, rate):
     assert all(t * 1e-9 <= held + 1e-6 for t in fired)
     held_ticks = len(fired)
     stack.admin('resume')
-    rec.until(lambda: stamp_of(rec.last('clock').clock) > held + 0.5, 'time again')
-    assert len(fired) > held_ticks + 2
+    rec.until(lambda: len(fired) > held_ticks + 2, 'the timer again after the resume')
+    assert fired[-1] * 1e-9 > held
