@@ -41,18 +41,22 @@ bridge's RSS grew with the number of distinct ids it had published.
 """
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Publish:
     """Publish ``msg`` on the topic with ``key`` (and ``topic_id`` for per-sensor topics).
 
-    ``serialized``: ``msg`` already serialized (CDR bytes), which the node then publishes
-    instead of ``msg``; not part of the action's equality or repr.
+    ``serialized``: the message as CDR bytes, which the node publishes instead of ``msg``;
+    ``msg`` is then None when the core did not build it, and ``msg_type`` names its type
+    (for the publisher the first one creates). Neither is part of the action's equality or
+    repr. Slotted and not frozen: one is made per datagram, and a frozen dataclass costs
+    four times as much to make; nothing changes an action after it is made.
     """
 
     key: str
     msg: Any
     topic_id: str = ''
     serialized: bytes | None = field(default=None, compare=False, repr=False)
+    msg_type: type | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ class TopicLifetimes:
         return True
 
     def publish(self, key: str, msg: Any, now: float, topic_id: str = '',
-                serialized: bytes | None = None) -> Publish:
+                serialized: bytes | None = None, msg_type: type | None = None) -> Publish:
         """Return the action publishing ``msg`` and note the topic alive at ``now``.
 
         A ``topic_id`` (a sensor's or docking port's id from a datagram) names a topic: it
@@ -159,7 +163,7 @@ class TopicLifetimes:
         topic_id = topic_segment(topic_id)
         self.last_seen[key, topic_id] = now
         self.stats.published[key] += 1
-        return Publish(key, msg, topic_id, serialized)
+        return Publish(key, msg, topic_id, serialized, msg_type)
 
     def remove(self, keys: tuple[str, ...], topic_id: str) -> list:
         """Return the removal of each of ``keys`` (of ``topic_id``) that exists."""

@@ -33,7 +33,7 @@ class CoreConfig:
     world_frame: str = frames.GROUND_TRUTH_ENU
     body_frame: str = frames.BASE_LINK
     reuse_messages: bool = False   # refill one IMU message (the node publishes at once)
-    serialize_imu: bool = False    # also hand the node the IMU's CDR bytes (Publish.serialized)
+    serialize_imu: bool = False    # hand the node the IMU's CDR bytes, no message (Publish)
     publish_clock: bool = False    # publish /clock from the UT-mapped time
     frame_prefix: str = 'pylon'    # first word of sensor frame names
 

@@ -14,6 +14,8 @@ The pause and ground-truth gates are the core's; these see admitted datagrams.
 
 from __future__ import annotations
 
+from sensor_msgs.msg import Imu
+
 from pylon_bridge import convert, vessel_session
 from pylon_bridge.context import Shared
 
@@ -41,11 +43,15 @@ class Measurements:
         self.last_imu_ut = ut
         out = s.transforms.cover(stamp, now, s.description.model)
         config = s.config
-        msg = convert.imu(packet, stamp, config.body_frame, into=self._imu_msg)
-        if config.reuse_messages:
-            self._imu_msg = msg
-        out.append(s.topics.publish('imu', msg, now, '', convert.imu_serialized(
-            packet, stamp, config.body_frame) if config.serialize_imu else None))
+        data = convert.imu_serialized(packet, stamp, config.body_frame) \
+            if config.serialize_imu else None
+        if data is not None:                    # the bytes alone: no message is built
+            out.append(s.topics.publish('imu', None, now, '', data, Imu))
+        else:
+            msg = convert.imu(packet, stamp, config.body_frame, into=self._imu_msg)
+            if config.reuse_messages:
+                self._imu_msg = msg
+            out.append(s.topics.publish('imu', msg, now))
         if not s.config.ground_truth_here:
             out += vessel_session.changed(s.vessel.measured(), ros_now, status=True)
         return out

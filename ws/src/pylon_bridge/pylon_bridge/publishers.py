@@ -48,7 +48,7 @@ class Publishers:
         created = publisher is None
         if created:
             publisher = self.by_key[topic] = self.node.create_publisher(
-                type(action.msg), self.name(action.key, action.topic_id),
+                action.msg_type or type(action.msg), self.name(action.key, action.topic_id),
                 bridge_qos.qos_for(action.key, self.qos_overrides))
         serialized = action.serialized
         publisher.publish(action.msg if serialized is None else serialized)
