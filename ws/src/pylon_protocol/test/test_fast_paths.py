@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pylon_protocol import packets, schema, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
+from pylon_testing import mod_datagrams
 import pytest
 
 FAST = settings(derandomize=True, max_examples=300, deadline=None, database=None)
@@ -244,3 +245,107 @@ def test_imu_validation_keeps_its_output():
                       'angularVelocity': [1.0, -0.0, float(2**60)],
                       'linearAcceleration': [0.0, 0.0, 9.81]})
     assert packet['linearAcceleration'] == (0, 0, 9.81)       # the input is not changed
+
+
+# -- packets.decode_state: the typed IMU decoder -----------------------------------------
+IMU = json.loads(mod_datagrams.imu(rate=(0.1, -0.2, 0.3), accel=(0.0, 0.0, 9.81)))
+
+
+def state_reference(data: bytes, max_bytes: int = wire.MAX_DATAGRAM_BYTES) -> dict:
+    """``decode_state`` without the typed IMU decoder: the reference decoder and schemas."""
+    if len(data) > max_bytes:
+        raise ProtocolError('too_large', str(len(data)))
+    return packets.validate_state(reference(data))
+
+
+def assert_state_same_as_reference(data: bytes, max_bytes=wire.MAX_DATAGRAM_BYTES) -> None:
+    fast = outcome(lambda d: packets.decode_state(d, max_bytes), data)
+    slow = outcome(lambda d: state_reference(d, max_bytes), data)
+    assert fast[0] == slow[0], (data[:300], fast, slow)
+    if fast[0] == 'ok':                              # same values and types, any key order
+        assert same(dict(sorted(fast[1].items())), dict(sorted(slow[1].items()))), \
+            (data[:300], fast, slow)
+    else:
+        assert fast[1] == slow[1], (data[:300], fast, slow)
+
+
+def imu_text(**changes) -> bytes:
+    return json.dumps({**IMU, **changes}, separators=(',', ':')).encode()
+
+
+IMU_VARIANTS = [
+    mod_datagrams.imu(), mod_datagrams.imu(rate=(-0.0, 0, 1), accel=(0, 0, 0)),
+    imu_text(), imu_text(universalTime=12345), imu_text(universalTime=-0.0),
+    imu_text(angularVelocity=[1, -0, 2**53 + 1]),
+    imu_text(angularVelocity=[2**64, -2**63 - 1, 10**30]),
+    imu_text(linearAcceleration=[1.7976931348623157e308, 5e-324, -1e-300]),
+    imu_text(universalTime=None), imu_text(universalTime='1'), imu_text(universalTime=True),
+    imu_text(angularVelocity=[1, 2]), imu_text(angularVelocity=[1, 2, 3, 4]),
+    imu_text(angularVelocity=[1, 2, True]), imu_text(angularVelocity=[1, 2, '3']),
+    imu_text(angularVelocity=[1, 2, [3]]), imu_text(angularVelocity={'x': 1}),
+    imu_text(angularVelocity=None), imu_text(linearAcceleration=[]),
+    imu_text(vesselId=IMU['vesselId'].upper()), imu_text(vesselId=IMU['vesselId'] + '\n'),
+    imu_text(vesselId=IMU['vesselId'][:-1]), imu_text(vesselId=''), imu_text(vesselId=5),
+    imu_text(version=True), imu_text(version=1.0), imu_text(version=2), imu_text(version='1'),
+    imu_text(type='pylon_imu2'), imu_text(type='pylon_ground_truth'), imu_text(type=None),
+    imu_text(runtimeGeneration=0), imu_text(runtimeGeneration=-1),
+    imu_text(runtimeGeneration=2**63 - 1), imu_text(runtimeGeneration=2**63),
+    imu_text(runtimeGeneration=2**64 - 1), imu_text(runtimeGeneration=2**64),
+    imu_text(runtimeGeneration=True), imu_text(runtimeGeneration=3.0),
+    imu_text(runtimeInstance=''), imu_text(runtimeInstance=7), imu_text(runtimeEpoch=''),
+    imu_text(runtimeVesselId=''), imu_text(runtimeVesselId=None),
+    imu_text(extra=1), imu_text(observationSequence=4),
+    json.dumps({k: v for k, v in IMU.items() if k != 'universalTime'}).encode(),
+    json.dumps({k: v for k, v in IMU.items() if k != 'runtimeEpoch'}).encode(),
+    json.dumps(dict(reversed(list(IMU.items())))).encode(),           # any key order
+    imu_text().replace(b'"pylon_imu"', b'"\\u0070ylon_imu"'),          # an escape
+    imu_text().replace(b'[0.1,', b'[NaN,'), imu_text().replace(b'[0.1,', b'[Infinity,'),
+    imu_text().replace(b'[0.1,', b'[-Infinity,'), imu_text().replace(b'[0.1,', b'[1e999,'),
+    imu_text().replace(b'[0.1,', b'[1' + b'0' * 320 + b','),
+    imu_text()[:-1] + b',"universalTime":7}',                         # a duplicate, last wins
+    imu_text()[:-1] + b',"universalTime":NaN}', imu_text()[:-1] + b',"type":"pylon_x"}',
+    imu_text()[:-1] + b',"angularVelocity":[1,2,3]}', imu_text()[:-1] + b',"version":1}',
+    imu_text().replace(b',', b' ,\n\t'), b'\xef\xbb\xbf' + imu_text(), imu_text() + b'x',
+    imu_text()[:-1], imu_text().replace(b'"v', b'"\xff'), b'[' + imu_text() + b']',
+]
+
+
+@pytest.mark.parametrize('data', IMU_VARIANTS)
+def test_decode_state_takes_the_reference_path_for_all_but_a_plain_imu(data):
+    assert_state_same_as_reference(data)
+    assert_state_same_as_reference(data, max_bytes=len(data) - 1)      # too large: refused
+
+
+def test_decode_state_decodes_a_plain_imu_in_one_call(monkeypatch):
+    pytest.importorskip('msgspec')
+    data = mod_datagrams.imu(rate=(0.1, -0.2, 0.3))
+
+    def refuse(obj):
+        raise AssertionError('the reference validation ran')
+    expected = state_reference(data)
+    monkeypatch.setattr(packets, 'validate_state', refuse)
+    assert packets.decode_state(data) == expected
+    with pytest.raises(AssertionError):             # anything else: the reference path
+        packets.decode_state(mod_datagrams.ground_truth())
+
+
+def test_decode_state_without_msgspec_is_the_reference_path(monkeypatch):
+    monkeypatch.setattr(packets, '_decode_imu', None)
+    for data in IMU_VARIANTS:
+        assert_state_same_as_reference(data)
+
+
+imu_values = (json_leaves | st.lists(json_leaves, min_size=2, max_size=4)
+              | st.lists(st.integers(-2**70, 2**70) | st.floats(), min_size=3, max_size=3))
+
+
+@FAST
+@given(st.dictionaries(st.sampled_from(sorted(IMU)), imu_values, max_size=4),
+       st.sets(st.sampled_from(sorted(IMU)), max_size=2),
+       st.dictionaries(st.sampled_from(['extra', 'vesselId', 'type']), imu_values, max_size=1))
+def test_decode_state_matches_the_reference_on_generated_imu(changes, missing, appended):
+    obj = {k: v for k, v in {**IMU, **changes}.items() if k not in missing}
+    data = wire.encode_state(obj, allow_nan=True)
+    if appended:                                    # a key written again after the object
+        data = data[:-1] + b',' + wire.encode_state(appended, allow_nan=True)[1:]
+    assert_state_same_as_reference(data)
