@@ -27,15 +27,17 @@ from pylon_interfaces.msg import (
     FlightControlCommand,
     MotorCommand,
     RcsCommand,
+    RcsState,
     SeparationCommand,
     WheelCommand,
 )
 from pylon_testing.fuzz_stack import BridgeFuzz, passed, RSS_GROWTH_LIMIT_MB, tracebacks
-from pylon_testing.pilot import acquire, COMMAND, Pilot, SAT
+from pylon_testing.pilot import acquire, COMMAND, Pilot, SAT, send_authority
 from pylon_testing.recorder import TopicRecorder
 from pylon_testing.stack import start_stack
 from pylon_testing.wait import spin_until
 import pytest
+from rclpy.qos import qos_profile_sensor_data
 
 pytestmark = pytest.mark.integration
 
@@ -261,3 +263,74 @@ def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_gam
     assert control['owner'] == ['owner', 'owned']
     assert control['unbacked_steps'] == 0
     assert control['applied_torque'] == [0.0, 0.0, 0.0]
+
+
+
+ENGINE, RCS = 'engine_1100004_0', 'rcs_1100005_0'      # parts of the orbit scenario's vessel
+
+
+def _replayable() -> dict:
+    """Command key: a harmless command of the lease owner ``owner``/``owned`` (zero output)."""
+    owner = {'controller': 'owner', 'lease': 'owned'}
+
+    def who(sequence):
+        return _identity(**owner, sequence=sequence)
+    return {
+        'control/wrench_command': lambda s: _wrench(**owner, sequence=s),
+        'control/flight_command': lambda s: _flight(**who(s), pitch=0.0),
+        'control/batch': lambda s: _batch(**who(s), flight=_flight(**who(s), pitch=0.0)),
+        'actuators/propulsion/command': lambda s: _engine(**who(s), id=ENGINE, enabled=False,
+                                                          target_thrust=0.0),
+        'actuators/rcs/command': lambda s: RcsCommand(**who(s), id=RCS, enabled=False),
+        'actuators/wheel/command': lambda s: WheelCommand(**who(s), id='wheel_1', brake=1.0),
+        'actuators/servo/command': lambda s: MotorCommand(
+            **who(s), id='servo_1', mode=MotorCommand.MODE_VELOCITY),
+        'actuators/separation/command': lambda s: SeparationCommand(
+            **who(s), id='decoupler_1', separate=False),
+        'docking_port/command': lambda s: DockingPortCommand(
+            **who(s), action=DockingPortCommand.ACTION_SELECT_CAMERA),
+    }
+
+
+def test_a_replayed_command_on_every_topic_is_stale_in_the_game(sim_stack, ros_node):
+    """The game keeps one sequence counter per identity: the same command twice is stale."""
+    stack = sim_stack()
+    pilot = Pilot(ros_node)
+    pilot.ready()
+    ports = []
+    pilot.until(lambda: ports.extend(
+        name.split('/')[-2] for name, _ in ros_node.get_topic_names_and_types()
+        if name.startswith(topics.name('docking_port/state', id='X')[:-len('X/state')])
+        and name.endswith('/state')) or ports, "a docking port's state topic")
+    replayable = _replayable()
+    # every command topic but the authority one, whose replay test_control_with_sim covers
+    assert set(replayable) == set(TYPES) - {'control/authority/command'}
+    publishers = {key: ros_node.create_publisher(TYPES[key], topics.name(key, id=ports[0]),
+                                                 COMMAND) for key in replayable}
+    rcs = TopicRecorder(ros_node).add('rcs', topics.name('actuators/rcs/state'), RcsState,
+                                      qos_profile_sensor_data)
+    rcs.wait_for('rcs', lambda m: m.id == RCS)     # the bridge knows the module's nozzles
+    pilot.until(lambda: all(p.get_subscription_count() > 0 for p in publishers.values()),
+                "the bridge's subscriptions to every command topic")
+    owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
+    assert owner.reason == 'lease_acquired'
+
+    def received() -> int:
+        return sum(stack.status()['commands'].values())
+
+    def stale() -> int:
+        return sum(v for k, v in stack.control()['refused'].items()
+                   if k.endswith(':stale_sequence'))
+    for key, build in replayable.items():     # one at a time: topics do not keep order
+        since = send_authority(pilot, A.ACTION_RENEW, 'owner', 'owned', duration=10.0)
+        pilot.answer(since, lambda m: m.reason == 'lease_renewed', 'the lease renewed')
+        sequence = pilot.next_sequence('owner', 'owned')
+        before, stale_before = received(), stale()
+        publishers[key].publish(build(sequence))
+        pilot.until(lambda b=before: received() > b, f'the game receiving {key}')
+        assert stale() == stale_before, key                              # fresh: not stale
+        publishers[key].publish(build(sequence))                         # the replay
+        pilot.until(lambda b=stale_before: stale() > b,
+                    f'the game refusing the replayed {key} as stale')
+        assert stale() == stale_before + 1, key
+    assert stack.control()['owner'] == ['owner', 'owned']    # a replay changes nothing else
