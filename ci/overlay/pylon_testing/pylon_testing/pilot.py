@@ -24,7 +24,7 @@ from pylon_interfaces.msg import (
     WrenchFeedback,
 )
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from pylon_testing.recorder import Mark, TopicRecorder
 
@@ -34,6 +34,9 @@ COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # depth 10 on the reading side: no state change is lost between two spins
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# a Best Effort stream read deep: a test process that falls behind for seconds on a busy
+# machine still finds every sample the bridge sent (the sensor-data profile keeps 5)
+STREAM = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
 A = ControlAuthorityCommand
 
 
@@ -48,7 +51,7 @@ class Pilot(TopicRecorder):
                 ('authority', 'control/authority/state', ControlAuthorityState, LATCHED),
                 ('feedback', 'control/wrench_feedback', WrenchFeedback, COMMAND),
                 ('life', 'lifecycle', VesselLifecycle, LATCHED),
-                ('twist', 'ground_truth/twist_body', TwistStamped, qos_profile_sensor_data),
+                ('twist', 'ground_truth/twist_body', TwistStamped, STREAM),
                 ('diag', 'diagnostics', DiagnosticArray, COMMAND)):
             self.add(name, topics.name(key, prefix), msg_type, qos)
         self.authority_pub = node.create_publisher(

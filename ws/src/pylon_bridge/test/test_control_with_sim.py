@@ -17,7 +17,9 @@ def test_lease_flow_wrench_feedback_and_sas(sim_stack, ros_node):
     stack = sim_stack()
     pilot = Pilot(ros_node)
     life = pilot.ready()
-    state, _ = acquire(pilot, duration=1.0)
+    # a 5 s lease: renewed after every fifth round trip, which may take seconds on a busy
+    # machine (the lease runs on the simulator's wall clock)
+    state, _ = acquire(pilot, duration=5.0)
     assert (state.state, state.reason) == (ControlAuthorityState.STATE_OWNED, 'lease_acquired')
     assert (state.controller_id, state.lease_id, state.vessel_id) == ('ctl', 'lease-1', SAT)
     assert state.sas_suppressed and state.generation == life.generation
@@ -28,7 +30,7 @@ def test_lease_flow_wrench_feedback_and_sas(sim_stack, ros_node):
     sent = 0
     while not flown():
         if sent % 5 == 0:
-            send_authority(pilot, A.ACTION_RENEW, 'ctl', 'lease-1', duration=1.0,
+            send_authority(pilot, A.ACTION_RENEW, 'ctl', 'lease-1', duration=5.0,
                            suppress_sas=True)
         mark = pilot.mark()
         msg = pilot.wrench(torque_z=40.0)

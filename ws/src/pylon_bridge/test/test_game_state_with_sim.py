@@ -76,9 +76,8 @@ def test_simulator_state_through_pause(sim_stack, ros_node, lean_scenario):
     assert paused.paused and paused.seconds_since_progress == 0.0
     # heartbeats keep coming while paused: more PAUSED states, UT standing still
     more = rec.mark()
-    rec.until(stack.clock_reached(1.0), 'one second of pause')
-    held = list(rec.messages('state', more))
-    assert len(held) >= 5 and {m.state for m in held} == {S.STATE_PAUSED}
+    held = rec.wait_count('state', 5, more)
+    assert {m.state for m in held} == {S.STATE_PAUSED}
     assert len({m.universal_time for m in held}) == 1
     assert rec.last('ut').data == held[-1].universal_time
     since = rec.mark()

@@ -22,11 +22,11 @@ from pylon_interfaces.msg import (
     VehicleHealth,
 )
 from pylon_interfaces.srv import GetSeparationResult
-from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT
+from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT, STREAM
 from pylon_testing.recorder import stamp_of
 from pylon_testing.wait import spin_until
 import pytest
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +44,10 @@ class Flyer(Pilot):
     def __init__(self, node):
         super().__init__(node)
         self.add('flight', '/ksp_vessel/ground_truth/flight', FlightState,
-                 qos_profile_sensor_data)
+                 STREAM)
         self.add('snapshot', '/ksp_vessel/control/snapshot', ControlSnapshot, RELIABLE)
         self.add('rates', '/ksp_vessel/ground_truth/twist_body', TwistStamped,
-                 qos_profile_sensor_data)
+                 STREAM)
         self.flight_pub = node.create_publisher(
             FlightControlCommand, '/ksp_vessel/control/flight_command', COMMAND)
         self.batch_pub = node.create_publisher(ControlBatch, '/ksp_vessel/control/batch',
@@ -137,7 +137,7 @@ def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, lean_scen
         'body': 'Kerbin', 'altitude': 100000, 'true_anomaly': 72.0}}}), sim_args=['--rate', '4'])
     pilot = Pilot(ros_node)
     pilot.add('power', '/ksp_vessel/health/power', VehicleHealth, HEALTH)
-    pilot.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, qos_profile_sensor_data)
+    pilot.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, STREAM)
     night = pilot.wait_for('power', lambda m: m.net_charge_rate_valid and
                            m.net_charge_rate_estimate < 0.0, what='discharging in eclipse')
     assert night.vessel_id == SAT and night.electric_capacity == 150.0
