@@ -53,6 +53,7 @@ RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
 ANCILLARY_BYTES = 64
 SOL_SOCKET = socket.SOL_SOCKET
+MSG_TRUNC = socket.MSG_TRUNC
 _TIMESPEC = struct.Struct('qq')
 LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth',
                 'ground_truth/flight': 'flight_state'}
@@ -250,13 +251,12 @@ class UdpBridge(Node):
                     self.options.max_datagram_bytes, ANCILLARY_BYTES)
             except BlockingIOError:
                 return None
-        arrived = None
-        for level, kind, payload in ancillary:
+        if ancillary:                      # the one item asked for: the kernel's timestamp
+            level, kind, payload = ancillary[0]
             if level == SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
                 seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
-                arrived = seconds + nanoseconds * 1e-9
-        return data, source, time.time() if arrived is None else arrived, \
-            bool(flags & socket.MSG_TRUNC)
+                return data, source, seconds + nanoseconds * 1e-9, flags & MSG_TRUNC != 0
+        return data, source, time.time(), flags & MSG_TRUNC != 0
 
     def _receive_loop(self) -> None:
         logger = self.get_logger()

@@ -7,11 +7,14 @@ port and listens on the command port for what the bridge sends.
 import json
 import socket
 
+from diagnostic_msgs.msg import DiagnosticArray
+from pylon_common import topics
 from pylon_interfaces.msg import DockingPortCommand, DockingPortState
 from pylon_testing import mod_datagrams as d
-from pylon_testing.pilot import COMMAND
+from pylon_testing.pilot import COMMAND, STREAM
 from pylon_testing.recorder import TopicRecorder
 import pytest
+from sensor_msgs.msg import Imu
 
 pytestmark = pytest.mark.integration
 
@@ -105,5 +108,38 @@ def test_a_docking_port_that_comes_back_sends_each_command_once(ros_process, fre
         assert len(sent(7)) == 1 and len(sent(8)) == 1, mod.received
         assert sent(7)[0]['name'] == PORT_ID
         assert ros_node.count_subscribers(topic) == 1
+    finally:
+        mod.close()
+
+
+def test_a_datagram_longer_than_the_buffer_is_dropped_and_the_next_one_read(
+        ros_process, free_udp_port, ros_node):
+    state_port, command_port = free_udp_port(), free_udp_port()
+    mod = Mod(state_port, command_port)
+    ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
+                 '--command-port', str(command_port), '--max-datagram-bytes', '600'],
+                name='bridge')
+    rec = TopicRecorder(ros_node)
+    rec.add('diag', topics.name('diagnostics'), DiagnosticArray, COMMAND)
+    rec.add('imu', topics.name('imu'), Imu, STREAM)
+
+    def datagrams() -> dict:
+        report = rec.last('diag')
+        return {} if report is None else {
+            kv.key: kv.value for s in report.status if s.name == 'pylon_bridge: datagrams'
+            for kv in s.values}
+    try:
+        long = d.imu(ut=d.UT + 1.0, rate=(0.125, 0.0, 0.0))[:-1] + b',"pad":"' + b'x' * 700 \
+            + b'"}'
+        assert len(long) > 600 and len(d.imu(ut=d.UT + 2.0)) < 600
+        rec.until(lambda: mod.heartbeat() or datagrams().get('accepted', '0') != '0',
+                  'the bridge accepting heartbeats')
+        # the first IMU of a session only primes it (the mod's rule); then the long one
+        mod.send(d.imu(ut=d.UT + 0.5), long, d.imu(ut=d.UT + 2.0, rate=(0.25, 0.0, 0.0)))
+        rec.wait_for('imu', lambda m: m.angular_velocity.x == 0.25,
+                     what='the IMU after the long datagram')
+        assert all(m.angular_velocity.x != 0.125 for m in rec.got['imu'])   # never read
+        rec.until(lambda: datagrams().get('dropped.datagram_too_large') == '1',
+                  'the long datagram counted as datagram_too_large')
     finally:
         mod.close()
