@@ -101,19 +101,23 @@ def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK,
 
 
 _CDR_LE = b'\x00\x01\x00\x00'          # the encapsulation header: plain CDR, little endian
-_CDR_STAMP = struct.Struct('<4siI')     # encapsulation, header.stamp.sec, .nanosec
-_CDR_VECTOR3 = struct.Struct('<3d')
 _CDR_COVARIANCE = struct.pack('<9d', *UNKNOWN_COVARIANCE)
 _INT32_MAX = 2**31 - 1
 
 
 @functools.lru_cache(maxsize=16)
-def _imu_cdr_after_stamp(body_frame: str) -> bytes:
-    """Return the CDR of an ``imu`` message from its frame id to its angular velocity."""
+def _imu_cdr(body_frame: str) -> tuple[struct.Struct, bytes]:
+    """Return the layout of an ``imu`` message's CDR and its constant middle part.
+
+    The layout: encapsulation, stamp (sec, nanosec), the middle (frame id, orientation and
+    its covariance), angular velocity, its covariance, linear acceleration, its covariance.
+    """
     name = body_frame.encode('utf-8') + b'\x00'
     fixed = 12 + len(name)              # sec, nanosec, string length and text
-    return (struct.pack('<I', len(name)) + name + bytes(-fixed % 8)       # doubles: 8-aligned
-            + struct.pack('<4d9d', 0.0, 0.0, 0.0, 0.0, *NO_ORIENTATION_COVARIANCE))
+    middle = (struct.pack('<I', len(name)) + name + bytes(-fixed % 8)       # doubles: 8-aligned
+              + struct.pack('<4d9d', 0.0, 0.0, 0.0, 0.0, *NO_ORIENTATION_COVARIANCE))
+    size = len(_CDR_COVARIANCE)
+    return struct.Struct(f'<4siI{len(middle)}s3d{size}s3d{size}s'), middle
 
 
 def imu_serialized(packet: Mapping, stamp: float,
@@ -121,17 +125,17 @@ def imu_serialized(packet: Mapping, stamp: float,
     """Return ``imu(packet, stamp, body_frame)`` serialized: the CDR bytes rclpy would send.
 
     The bytes ``rclpy.serialization.serialize_message`` gives for that message (the tests
-    compare them, padding aside, and deserialise them), built by packing the stamp and the
-    two vectors around constant parts: a publisher given them skips converting and
-    serialising the message. The vectors must be the validated packet's floats. None when
-    the stamp's seconds do not fit the message's int32 (publish the message itself).
+    compare them, padding aside, and deserialise them), packed in one call around constant
+    parts: a publisher given them skips converting and serialising the message. The vectors
+    must be the validated packet's floats. None when the stamp's seconds do not fit the
+    message's int32 (publish the message itself).
     """
     sec, nanosec = divmod(to_nanoseconds(stamp), 1_000_000_000)
     if sec > _INT32_MAX:
         return None
-    return b''.join((_CDR_STAMP.pack(_CDR_LE, sec, nanosec), _imu_cdr_after_stamp(body_frame),
-                     _CDR_VECTOR3.pack(*packet['angularVelocity']), _CDR_COVARIANCE,
-                     _CDR_VECTOR3.pack(*packet['linearAcceleration']), _CDR_COVARIANCE))
+    layout, middle = _imu_cdr(body_frame)
+    return layout.pack(_CDR_LE, sec, nanosec, middle, *packet['angularVelocity'],
+                       _CDR_COVARIANCE, *packet['linearAcceleration'], _CDR_COVARIANCE)
 
 
 @dataclass(frozen=True)

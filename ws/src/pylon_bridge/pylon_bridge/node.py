@@ -220,14 +220,14 @@ class UdpBridge(Node):
     # -- applying the core's actions -------------------------------------------------------
     def _apply(self, actions: list) -> None:
         for action in actions:
-            if isinstance(action, Relayed):
-                self.ground_truth_domain.apply(action.action)
-            elif isinstance(action, Publish):
+            if type(action) is Publish:                        # the common case first
                 if self.topic_publishers.publish(action) and action.key == 'docking_port/state':
                     self._subscribe_command(                   # the port's command topic
                         'docking_port/command', DockingPortCommand,
                         lambda msg, port=action.topic_id: commands.docking_command(msg, port),
                         action.topic_id)
+            elif isinstance(action, Relayed):
+                self.ground_truth_domain.apply(action.action)
             elif isinstance(action, Destroy):
                 removed = self.topic_publishers.destroy(action)
                 if removed:
@@ -260,9 +260,10 @@ class UdpBridge(Node):
 
     def _receive_loop(self) -> None:
         logger = self.get_logger()
+        receive, handle = self._receive, self.handle_datagram
         while self.running:
             try:
-                received = self._receive()
+                received = receive()
             except OSError:
                 if self.running:
                     logger.error('state socket failed', throttle_duration_sec=LOG_THROTTLE_SEC)
@@ -271,7 +272,7 @@ class UdpBridge(Node):
             if received is None:
                 continue
             try:
-                self.handle_datagram(*received)
+                handle(*received)
             except Exception as error:         # a datagram never stops the receiver
                 with self.lock:
                     self.core.stats.drop('internal_error', f'{type(error).__name__}: {error}')
