@@ -805,6 +805,9 @@ class Simulator:
             'sent': dict(self.stats.sent), 'commands': dict(self.stats.commands),
             'command_rejected': dict(self.stats.command_rejected),
             'control': self.control.status(),
+            # process CPU s spent sampling each sensor kind (its cost follows what is in
+            # view: the camera's planet pixels); the soak subtracts it from the CPU it judges
+            'sensing_cpu_s': {kind: round(s, 4) for kind, s in self.sensing.cost.items()},
         }
 
     # -- loop -----------------------------------------------------------------------------

@@ -277,6 +277,12 @@ def test_status_is_json_ready():
     status = sim.admin({'cmd': 'status'})
     json.dumps(status)
     assert status['active'] == 'sat' and status['available']
+    # the CPU each sensor kind took, growing as the simulator runs (the soak subtracts it)
+    first = status['sensing_cpu_s']
+    assert {'camera', 'star_tracker'} <= set(first) and all(v >= 0.0 for v in first.values())
+    sim.run(rate=0, duration=0.5)
+    later = sim.admin({'cmd': 'status'})['sensing_cpu_s']
+    assert sum(later.values()) > sum(first.values())
 
 
 RESETS = {'switch': [{'cmd': 'switch', 'vessel': 'target'}], 'unpack': [{'cmd': 'unpack'}],
