@@ -141,10 +141,12 @@ class Relay:
             while self._queue and self._queue[0][0] <= now:
                 due.append(heapq.heappop(self._queue))
         for _, _, data, direction in due:
+            # counted before it leaves: whoever received it finds it counted
+            self.stats[f'{direction}.forwarded'] += 1
             try:
                 self.out.sendto(data, self.targets[direction])
-                self.stats[f'{direction}.forwarded'] += 1
             except OSError:              # nobody listening (a process is down): lost
+                self.stats[f'{direction}.forwarded'] -= 1
                 self.stats[f'{direction}.unreachable'] += 1
 
     def _loop(self) -> None:

@@ -1,6 +1,7 @@
 """The fault relay breaks the network as asked, reproducibly, in both directions."""
 
 import socket
+import time
 
 from pylon_testing.faults import COMMAND, Faults, Relay, STATE
 import pytest
@@ -47,6 +48,21 @@ def receive(sock: socket.socket, expected: int | None = None) -> list[int]:
     return got
 
 
+def decided(relay: Relay, direction: str, count: int, timeout: float = 30.0) -> None:
+    """Wait until the relay has judged ``count`` datagrams of ``direction`` (a condition).
+
+    Judged: forwarded, dropped, partitioned or unreachable. A relay thread that a busy
+    machine stalls is then still waited for, and what it forwarded is in the receiver's
+    socket.
+    """
+    outcomes = ('forwarded', 'dropped', 'partitioned', 'unreachable')
+    deadline = time.monotonic() + timeout
+    while sum(relay.stats[f'{direction}.{k}'] for k in outcomes) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f'the relay judged only part of {count} {direction} datagrams')
+        time.sleep(0.005)                       # the relay thread runs meanwhile
+
+
 def test_without_faults_everything_arrives_in_order_both_ways(ends):
     make, bridge, sim = ends
     relay = make()
@@ -64,7 +80,8 @@ def test_loss_is_seeded_and_reproducible(ends):
         relay = make(seed=7)
         relay.set(Faults(loss=0.3), STATE)
         send(relay, STATE, 1000)
-        runs.append(receive(bridge))
+        decided(relay, STATE, 1000)
+        runs.append(receive(bridge, relay.stats['state.forwarded']))
         assert relay.stats['state.received'] == 1000
         assert relay.stats['state.dropped'] + len(runs[-1]) == 1000
     assert runs[0] == runs[1] and 600 < len(runs[0]) < 800
@@ -89,6 +106,8 @@ def test_a_partition_drops_both_ways_until_it_ends(ends):
     relay.partition(60.0)
     send(relay, STATE, 10)
     send(relay, COMMAND, 10)
+    decided(relay, STATE, 10)
+    decided(relay, COMMAND, 10)
     assert receive(bridge) == [] and receive(sim) == []
     assert relay.stats['state.partitioned'] == 10 and relay.stats['command.partitioned'] == 10
     relay.heal()
