@@ -51,6 +51,10 @@ def management_view(node) -> TopicRecorder:
                                        topics.qos('admin/start'))
     view.reset = node.create_publisher(Empty, topics.name('admin/reset'),
                                        topics.qos('admin/reset'))
+    # a request published before the manager's subscription matched would be lost: discovery
+    # of a new node takes longer on a busy machine
+    view.until(lambda: view.start.get_subscription_count() > 0 and
+               view.reset.get_subscription_count() > 0, 'the manager subscribed to start/reset')
     return view
 
 
