@@ -23,6 +23,9 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# the mission runs at real time: a machine too busy to keep it stretches it in wall time, so
+# the demo's own bound (DEMO_SECONDS) ends it before the subprocess and pytest bounds do
+@pytest.mark.timeout(660)
 def test_a_two_vehicle_demo_runs_to_its_score(free_udp_port, free_udp_port_series,
                                               ros_domain_block, tmp_path):
     scenario = write_scenario(tmp_path, 'rendezvous', lean=False, changes={
@@ -31,12 +34,12 @@ def test_a_two_vehicle_demo_runs_to_its_score(free_udp_port, free_udp_port_serie
     ports = [free_udp_port_series(2, management.PORT_STRIDE) for _ in range(2)]
     ports += [0, free_udp_port()]
     logs = tmp_path / 'logs'
-    env = dict(os.environ, DEMO_VEHICLES='2', DEMO_SECONDS='300', DEMO_LOG_DIR=str(logs),
+    env = dict(os.environ, DEMO_VEHICLES='2', DEMO_SECONDS='480', DEMO_LOG_DIR=str(logs),
                DEMO_SCENARIO=scenario, DEMO_OVERLAYS='fast_rendezvous',
                DEMO_DOMAIN_BASE=str(base))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ','.join(map(str, ports))], env=env,
-                            capture_output=True, text=True, timeout=400)
+                            capture_output=True, text=True, timeout=600)
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     assert f'management domain {base}, vehicles in {base + 1}, {base + 2}' in out
