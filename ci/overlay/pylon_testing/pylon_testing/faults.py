@@ -9,7 +9,8 @@ uniform ``jitter``), and reorders (holds a datagram back by ``reorder_delay``, s
 ones overtake it). ``partition(seconds)`` drops everything in both directions for that long
 (of wall time: it stands for the network, which runs on the wall clock). Every decision
 comes from one random generator seeded by ``seed`` in the order the datagrams arrive, so a
-run is reproducible up to the timing of the processes. ``stats`` counts what happened.
+run is reproducible up to the timing of the processes. ``stats`` counts what happened;
+``wait_for`` waits (on a condition the relay notifies, no polling) until the counts say so.
 
 It runs in a thread of the test process; ``close()`` stops it. Nothing here is ROS.
 """
@@ -68,6 +69,7 @@ class Relay:
         self._queue: list[tuple[float, int, bytes, str]] = []
         self._order = 0
         self._lock = threading.Lock()
+        self._counted = threading.Condition()       # notified on every change of ``stats``
         self._running = True
         self._thread = threading.Thread(target=self._loop, name='pylon_fault_relay',
                                         daemon=True)
@@ -82,6 +84,17 @@ class Relay:
     def command_port(self) -> int:
         """Return the port the bridge must send its commands to."""
         return self.sockets[COMMAND].getsockname()[1]
+
+    def wait_for(self, predicate, timeout: float, what: str = 'the counts') -> None:
+        """Wait until ``predicate(stats)`` holds; TimeoutError after ``timeout`` seconds."""
+        with self._counted:
+            if not self._counted.wait_for(lambda: predicate(self.stats), timeout):
+                raise TimeoutError(f'{what} did not hold within {timeout} s: {dict(self.stats)}')
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._counted:
+            self.stats[key] += amount
+            self._counted.notify_all()
 
     def set(self, faults: Faults, direction: str | None = None) -> None:
         """Put ``faults`` in force for one direction (``STATE``, ``COMMAND``) or both."""
@@ -112,26 +125,26 @@ class Relay:
                 data = sock.recv(65535)
             except OSError:
                 return
-            self.stats[f'{direction}.received'] += 1
+            self._count(f'{direction}.received')
             with self._lock:
                 self._decide(direction, data, now)
 
     def _decide(self, direction: str, data: bytes, now: float) -> None:
         faults, rng = self.faults[direction], self.rng
         if now < self.partitioned_until:
-            self.stats[f'{direction}.partitioned'] += 1
+            self._count(f'{direction}.partitioned')
             return
         if rng.random() < faults.loss:
-            self.stats[f'{direction}.dropped'] += 1
+            self._count(f'{direction}.dropped')
             return
         copies = 2 if rng.random() < faults.duplicate else 1
-        self.stats[f'{direction}.duplicated'] += copies - 1
+        self._count(f'{direction}.duplicated', copies - 1)
         for _ in range(copies):
             wait = faults.delay + (rng.uniform(-faults.jitter, faults.jitter)
                                    if faults.jitter else 0.0)
             if rng.random() < faults.reorder:
                 wait += faults.reorder_delay
-                self.stats[f'{direction}.held_back'] += 1
+                self._count(f'{direction}.held_back')
             self._order += 1
             heapq.heappush(self._queue, (now + max(0.0, wait), self._order, data, direction))
 
@@ -141,13 +154,11 @@ class Relay:
             while self._queue and self._queue[0][0] <= now:
                 due.append(heapq.heappop(self._queue))
         for _, _, data, direction in due:
-            # counted before it leaves: whoever received it finds it counted
-            self.stats[f'{direction}.forwarded'] += 1
             try:
                 self.out.sendto(data, self.targets[direction])
+                self._count(f'{direction}.forwarded')
             except OSError:              # nobody listening (a process is down): lost
-                self.stats[f'{direction}.forwarded'] -= 1
-                self.stats[f'{direction}.unreachable'] += 1
+                self._count(f'{direction}.unreachable')
 
     def _loop(self) -> None:
         sockets = {sock: direction for direction, sock in self.sockets.items()}
