@@ -205,13 +205,11 @@ def _counts(pilot, prefix):
     return {k[len(prefix):]: int(v) for k, v in values.items() if k.startswith(prefix)}
 
 
-def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_game(
-        sim_stack, ros_node):
-    assert set(HOSTILE) == set(TYPES) == {     # every topic the bridge takes commands on
-        t.key for t in topics.BRIDGE_TOPICS if t.direction == topics.SUBSCRIBES}
-    stack = sim_stack()
-    pilot = Pilot(ros_node)
-    pilot.ready()
+def _command_publishers(pilot, ros_node, keys) -> dict:
+    """Return a publisher per command key, once the bridge subscribed to each.
+
+    ``docking_port/command`` is the first docking port's, found from its state topic.
+    """
     ports = []
 
     def docking_port() -> bool:
@@ -220,11 +218,21 @@ def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_gam
                     and name.endswith('/state')]
         return bool(ports)
     pilot.until(docking_port, "a docking port's state topic")
-    port_id = ports[0]
     publishers = {key: ros_node.create_publisher(
-        TYPES[key], topics.name(key, id=port_id), COMMAND) for key in HOSTILE}
+        TYPES[key], topics.name(key, id=ports[0]), COMMAND) for key in keys}
     pilot.until(lambda: all(p.get_subscription_count() > 0 for p in publishers.values()),
                 "the bridge's subscriptions to every command topic")
+    return publishers
+
+
+def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_game(
+        sim_stack, ros_node):
+    assert set(HOSTILE) == set(TYPES) == {     # every topic the bridge takes commands on
+        t.key for t in topics.BRIDGE_TOPICS if t.direction == topics.SUBSCRIBES}
+    stack = sim_stack()
+    pilot = Pilot(ros_node)
+    pilot.ready()
+    publishers = _command_publishers(pilot, ros_node, HOSTILE)
     # the owner holds a lease throughout: a foreign command is refused for its identity
     owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
     assert owner.reason == 'lease_acquired'
@@ -297,21 +305,13 @@ def test_a_replayed_command_on_every_topic_is_stale_in_the_game(sim_stack, ros_n
     stack = sim_stack()
     pilot = Pilot(ros_node)
     pilot.ready()
-    ports = []
-    pilot.until(lambda: ports.extend(
-        name.split('/')[-2] for name, _ in ros_node.get_topic_names_and_types()
-        if name.startswith(topics.name('docking_port/state', id='X')[:-len('X/state')])
-        and name.endswith('/state')) or ports, "a docking port's state topic")
     replayable = _replayable()
     # every command topic but the authority one, whose replay test_control_with_sim covers
     assert set(replayable) == set(TYPES) - {'control/authority/command'}
-    publishers = {key: ros_node.create_publisher(TYPES[key], topics.name(key, id=ports[0]),
-                                                 COMMAND) for key in replayable}
     rcs = TopicRecorder(ros_node).add('rcs', topics.name('actuators/rcs/state'), RcsState,
                                       qos_profile_sensor_data)
     rcs.wait_for('rcs', lambda m: m.id == RCS)     # the bridge knows the module's nozzles
-    pilot.until(lambda: all(p.get_subscription_count() > 0 for p in publishers.values()),
-                "the bridge's subscriptions to every command topic")
+    publishers = _command_publishers(pilot, ros_node, replayable)
     owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
     assert owner.reason == 'lease_acquired'
 
