@@ -19,11 +19,18 @@ import tempfile
 
 LOCK_DIR = Path(tempfile.gettempdir()) / 'pylon-test-locks'
 
-# Fast DDS maps domain d to UDP ports 7400 + 250 d (+ offsets); 232 is the highest valid id.
-# Domain 0 is the ROS default, left to whatever else runs on the host.
-DOMAIN_IDS = range(1, 233)
+# Fast DDS binds domain d's UDP ports at 7400 + 250 d + offsets below 250 (RTPS well-known
+# ports: discovery, then 10 + 2 i and 11 + 2 i for participant i). Domain 0 is the ROS
+# default, left to whatever else runs on the host. Tests use the domains whose ports all lie
+# below the kernel's ephemeral range (Linux: 32768-60999), so that a port handed to a test
+# can never be one a DDS participant of a test domain binds later (domain 168's participant
+# 4 binds 49418, a port the kernel may hand out).
+DDS_PORT_BASE, DDS_DOMAIN_GAIN = 7400, 250
+DOMAIN_IDS = range(1, 101)
+DDS_PORT_CEILING = DDS_PORT_BASE + DDS_DOMAIN_GAIN * DOMAIN_IDS.stop
+"""No DDS participant of a test domain binds a UDP port at or above this one."""
 
-# UDP ports handed to tests come from the kernel's ephemeral range, never from DDS's.
+# UDP ports handed to tests come from the kernel's ephemeral range, above DDS_PORT_CEILING.
 PORT_ATTEMPTS = 200
 
 
@@ -93,6 +100,8 @@ def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.bind((host, 0))
             port = sock.getsockname()[1]
+        if port < DDS_PORT_CEILING:
+            continue                                 # a host whose ephemeral range is low
         try:
             return port, Claim(f'udp-{port}')
         except BlockingIOError:

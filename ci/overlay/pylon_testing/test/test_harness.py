@@ -7,7 +7,15 @@ import subprocess
 import sys
 import textwrap
 
-from pylon_testing.isolation import Claim, claim_domain_block, claim_domain_id, claim_udp_port
+from pylon_testing.isolation import (
+    Claim,
+    claim_domain_block,
+    claim_domain_id,
+    claim_udp_port,
+    claim_udp_port_series,
+    DDS_PORT_CEILING,
+    DOMAIN_IDS,
+)
 from pylon_testing.processes import group_alive, ProcessError, ProcessGroup
 import pytest
 
@@ -123,6 +131,19 @@ def test_domain_and_port_claims_are_exclusive():
             Claim(f'udp-{port}')
     finally:
         port_claim.release()
+
+
+def test_no_port_handed_out_is_one_a_test_domain_binds_for_dds():
+    # RTPS well-known ports of domain d: 7400 + 250 d + (0, 1, 10 + 2 i, 11 + 2 i)
+    highest_dds = 7400 + 250 * max(DOMAIN_IDS) + 249
+    assert highest_dds < DDS_PORT_CEILING
+    first, claims = claim_udp_port_series(4, 10)
+    try:
+        assert first >= DDS_PORT_CEILING
+        assert all(first + 10 * k > highest_dds for k in range(4))
+    finally:
+        for claim in claims:
+            claim.release()
 
 
 def test_session_environment_is_isolated(ros_domain_id):
