@@ -160,7 +160,8 @@ class TopicLifetimes:
         A ``topic_id`` (a sensor's or docking port's id from a datagram) names a topic: it
         is used sanitised (``topic_segment``), which the mod's ids are already.
         """
-        topic_id = topic_segment(topic_id)
+        if topic_id:
+            topic_id = topic_segment(topic_id)
         self.last_seen[key, topic_id] = now
         self.stats.published[key] += 1
         return Publish(key, msg, topic_id, serialized, msg_type)

@@ -67,7 +67,7 @@ class Shared:
     def stamp(self, packet: dict, ros_now: float) -> float:
         """Return the ROS stamp of a datagram: its KSP time mapped, else ``ros_now``."""
         ut = packet.get('universalTime')
-        stamp = self.time.stamp(ut, ros_now)        # ProtocolError: no stamp holds ``ut``
+        stamp = self.time.mapped.stamp(ut, ros_now)  # ProtocolError: no stamp holds ``ut``
         if ut is not None:
             self.vessel.note_ut(ut)
         return stamp

@@ -182,8 +182,10 @@ class BridgeCore:
         if kind == 'pylon_session':
             return self._heartbeat(packet, now, ros_now)
         try:
-            gated, while_unavailable = _gated_fields(packet)
-            self.shared.time.admit(gated, while_unavailable)
+            if kind == 'pylon_star_tracker':
+                self.shared.time.admit(*_gated_fields(packet))
+            else:
+                self.shared.time.admit(packet)
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
         handler = self._handlers.get(kind)
@@ -200,7 +202,8 @@ class BridgeCore:
         try:
             if kind == 'pylon_vessel_urdf_chunk':    # the one datagram whose sender matters
                 return self._model_chunk(packet, source, now, ros_now)
-            return handler(packet, now, ros_now) + self._clock()
+            out = handler(packet, now, ros_now)
+            return out + self._clock() if self.config.publish_clock else out
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
 

@@ -289,7 +289,8 @@ class UdpBridge(Node):
                                  f'--max-datagram-bytes {self.options.max_datagram_bytes}')
                 actions = []
             else:
-                actions = self.core.handle(data, source, time.monotonic(), self._ros_now())
+                actions = self.core.handle(data, source, time.monotonic(),
+                                           self._ros_now() if self.sim_time else time.time())
             self._apply(actions)
             self._note_latency(actions, arrived)
             if self.core.stats.drop_count != dropped:

@@ -330,6 +330,9 @@ class UtClock:
 
     def stamp(self, ut: object, receipt_time: float) -> float:
         """Return the receiver time for a sample of universal time ``ut``."""
+        offset = self._offset
+        if offset is not None and type(ut) is float and ut - ut == 0.0:   # finite: the rule
+            return ut + offset
         if not _finite(ut):
             return float(receipt_time)
         if self._offset is None:
