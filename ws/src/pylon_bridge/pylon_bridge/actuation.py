@@ -13,6 +13,9 @@ count: the state's ``nozzleCount`` where the game sends it (pylon_sim does), els
 ``round(maxThrust / thruster power)`` with the power taken as the largest per-nozzle
 limit the module ever reported: the stock limiter starts at 100 %, and where it never was,
 the estimate has too many nozzles and a command limits more than asked, never less.
+A session's table holds at most ``MAX_RCS_MODULES`` modules (datagrams naming more are
+hostile or a vessel no game flies): a module beyond them is not learned, its state shows a
+limit of 0 and a command to it is refused (``rcs_module_unknown``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from pylon_bridge.context import Shared
 ACTUATOR_STATE_KEYS = {'wheel': 'actuators/wheel/state', 'engine': 'actuators/propulsion/state',
                        'rcs': 'actuators/rcs/state', 'separation': 'actuators/separation/state'}
 """The wire's actuator kinds and the topic keys of their state."""
+MAX_RCS_MODULES = 1024
+"""RCS modules a session's nozzle table learns at most (bounds the memory a sender costs)."""
 KSP_TIME_STAMPED = frozenset({'actuators/wheel/state'})
 """Actuator states stamped with their KSP time (their message says so); others on receipt."""
 
@@ -37,14 +42,18 @@ KSP_TIME_STAMPED = frozenset({'actuators/wheel/state'})
 class RcsModules:
     """The nozzle count of each RCS module, from its states, for the unit conversion."""
 
-    def __init__(self) -> None:
-        """Know no module."""
+    def __init__(self, max_modules: int = MAX_RCS_MODULES) -> None:
+        """Know no module; learn ``max_modules`` at most."""
+        self.max_modules = max_modules
         self.nozzles: dict[str, int] = {}
         self.power: dict[str, float] = {}        # largest per-nozzle limit seen (N)
 
     def observe(self, packet: dict) -> int | None:
         """Note a module's state; return its nozzle count (None while it cannot be told)."""
         name = packet['name']
+        if (name not in self.power and name not in self.nozzles
+                and max(len(self.power), len(self.nozzles)) >= self.max_modules):
+            return None                 # the table is full: a module beyond it stays unknown
         given = packet.get('nozzleCount')
         if given is not None:
             self.nozzles[name] = given

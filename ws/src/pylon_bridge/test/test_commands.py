@@ -307,3 +307,19 @@ def test_rcs_nozzles_are_estimated_safely_without_the_extension():
     packet = json.loads(low.command(commands.rcs_command(
         RcsCommand(**IDENTITY, id='rcs_1_0', enabled=True, thrust_limit=2000.0), 0.5), 0.1))
     assert packet['thrustLimit'] == 250.0   # limits more than asked (8 nozzles), never less
+
+
+def test_the_rcs_nozzle_table_stops_learning_at_its_bound():
+    core = opened_core()
+    core.actuation.rcs.max_modules = 3
+    for k in range(5):
+        core.handle(rcs_state(name=f'rcs_{k}_0', limit=500.0, nozzleCount=4),
+                    ('127.0.0.1', 1), 0.1, 100.1)
+    assert sorted(core.actuation.rcs.nozzles) == ['rcs_0_0', 'rcs_1_0', 'rcs_2_0']
+    core.handle(rcs_state(name='rcs_1_0', limit=500.0, nozzleCount=2), ('127.0.0.1', 1),
+                0.1, 100.1)
+    assert core.actuation.rcs.nozzles['rcs_1_0'] == 2          # a known module still updates
+    with pytest.raises(CommandError) as info:
+        core.command(commands.rcs_command(RcsCommand(
+            **IDENTITY, id='rcs_4_0', enabled=True, thrust_limit=2000.0), 0.5), 0.1)
+    assert info.value.reason == 'rcs_module_unknown'
