@@ -52,8 +52,8 @@ from pylon_bridge.publishers import GroundTruthDomain, Publishers
 RECV_TIMEOUT_SEC = 0.05
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)   # Linux: kernel receive time
 ANCILLARY_BYTES = 64
-SOL_SOCKET = socket.SOL_SOCKET
-MSG_TRUNC = socket.MSG_TRUNC
+SOL_SOCKET = int(socket.SOL_SOCKET)
+MSG_TRUNC = int(socket.MSG_TRUNC)        # an int: ``flags & socket.MSG_TRUNC`` costs 0.6 us
 _TIMESPEC = struct.Struct('qq')
 LATENCY_KEYS = {'imu': 'imu', 'ground_truth/pose': 'ground_truth',
                 'ground_truth/flight': 'flight_state'}
@@ -103,7 +103,8 @@ class UdpBridge(Node):
             self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         except OSError:
             pass                                  # arrival then = when recvmsg returns
-        self.latency: dict[str, deque] = {}
+        self.latency = {kind: deque(maxlen=LATENCY_WINDOW) for kind in LATENCY_KEYS.values()}
+        self._latency_of = {key: self.latency[kind] for key, kind in LATENCY_KEYS.items()}
         self.sock.bind((o.host, o.port))
         # non-blocking: a datagram already queued costs one recvmsg, no poll before it
         self.sock.setblocking(False)
@@ -303,11 +304,8 @@ class UdpBridge(Node):
     def _note_latency(self, actions: list, arrived: float) -> None:
         """Record arrival → publish-returned latency of IMU, ground-truth and flight datagrams."""
         for action in actions:
-            kind = LATENCY_KEYS.get(getattr(action, 'key', None))
-            if kind is not None:
-                samples = self.latency.get(kind)
-                if samples is None:
-                    samples = self.latency[kind] = deque(maxlen=LATENCY_WINDOW)
+            samples = self._latency_of.get(getattr(action, 'key', None))
+            if samples is not None:
                 samples.append((time.time() - arrived) * 1e3)
                 return
 
