@@ -183,6 +183,17 @@ def test_qos_compatibility_and_mismatch_detection(sim_stack, ros_node):
              for status in diagnostics.status}
     assert int(names['pylon_bridge: datagrams']['received']) > 0
     assert names['pylon_bridge: session']['state'] in ('ACTIVE', 'CHANGED')
+
+    def latency(message):
+        return {kv.key: float(kv.value) for status in message.status
+                if status.name == 'pylon_bridge: latency' for kv in status.values}
+    # arrival -> publish latency of the IMU and ground-truth datagrams of the last period
+    report = latency(rec.wait_for('diagnostics', lambda m: all(
+        latency(m).get(f'{kind}.count', 0) > 0 for kind in ('imu', 'ground_truth'))))
+    for kind in ('imu', 'ground_truth'):
+        p50, p99, top = (report[f'{kind}.{k}'] for k in ('p50_ms', 'p99_ms', 'max_ms'))
+        assert 0.0 <= p50 <= p99 <= top < 10_000.0, report
+        assert report[f'{kind}.count'] == int(report[f'{kind}.count'])
     ready = rec.wait_for('life', lambda m: m.model_ready)
     assert len(ready.model_id) == 64
 
