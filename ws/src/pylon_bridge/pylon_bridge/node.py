@@ -61,6 +61,16 @@ LATENCY_WINDOW = 4096
 LOG_THROTTLE_SEC = 5.0
 
 
+def _arrival(ancillary: list) -> float:
+    """Return a datagram's kernel receive time (``SO_TIMESTAMPNS``), else the time now."""
+    if ancillary:                          # the one item asked for: the kernel's timestamp
+        level, kind, payload = ancillary[0]
+        if level == SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
+            return seconds + nanoseconds * 1e-9
+    return time.time()
+
+
 def core_config(o: bridge_config.BridgeConfig) -> CoreConfig:
     """Return what the core needs of the bridge's options."""
     return CoreConfig(
@@ -239,41 +249,24 @@ class UdpBridge(Node):
                     if subscription is not None:
                         self.destroy_subscription(subscription)
 
-    def _receive(self) -> tuple[bytes, object, float, bool] | None:
-        """Return (data, source, arrival wall time, truncated) or None on timeout."""
-        try:
-            data, ancillary, flags, source = self.sock.recvmsg(self.options.max_datagram_bytes,
-                                                               ANCILLARY_BYTES)
-        except BlockingIOError:                 # nothing queued: wait for RECV_TIMEOUT_SEC
-            if not self._readable.poll(RECV_TIMEOUT_SEC * 1e3):
-                return None
-            try:
-                data, ancillary, flags, source = self.sock.recvmsg(
-                    self.options.max_datagram_bytes, ANCILLARY_BYTES)
-            except BlockingIOError:
-                return None
-        if ancillary:                      # the one item asked for: the kernel's timestamp
-            level, kind, payload = ancillary[0]
-            if level == SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
-                seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
-                return data, source, seconds + nanoseconds * 1e-9, flags & MSG_TRUNC != 0
-        return data, source, time.time(), flags & MSG_TRUNC != 0
-
     def _receive_loop(self) -> None:
+        """Receive and handle datagrams until ``close``; a queued datagram costs one recvmsg."""
         logger = self.get_logger()
-        receive, handle = self._receive, self.handle_datagram
+        recvmsg, handle = self.sock.recvmsg, self.handle_datagram
+        size = self.options.max_datagram_bytes
         while self.running:
             try:
-                received = receive()
+                data, ancillary, flags, source = recvmsg(size, ANCILLARY_BYTES)
+            except BlockingIOError:             # nothing queued: wait up to RECV_TIMEOUT_SEC
+                self._readable.poll(RECV_TIMEOUT_SEC * 1e3)
+                continue
             except OSError:
                 if self.running:
                     logger.error('state socket failed', throttle_duration_sec=LOG_THROTTLE_SEC)
                     continue
                 return
-            if received is None:
-                continue
             try:
-                handle(*received)
+                handle(data, source, _arrival(ancillary), flags & MSG_TRUNC != 0)
             except Exception as error:         # a datagram never stops the receiver
                 with self.lock:
                     self.core.stats.drop('internal_error', f'{type(error).__name__}: {error}')
