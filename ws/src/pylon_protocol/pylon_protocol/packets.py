@@ -314,7 +314,9 @@ def _imu_fast_decoder():
     ``wire.decode_json`` + ``validate_state`` do for the datagram the mod writes: exactly
     the envelope, ``type``, ``version`` and the four ``IMU`` fields, every check of theirs
     expressed as a type or a constraint (a runtime generation beyond int64, which msgspec
-    cannot bound, is left to the reference path). It returns the same dict (values, types;
+    cannot bound, is left to the reference path), but for ``vesselId``'s hex digits, which
+    one ``str.strip`` checks after the length (a msgspec pattern calls the regex engine,
+    a third of the decode's time). It returns the same dict (values, types;
     the key order is the declaration's) or raises for anything else: any other type, an
     unknown or missing field, NaN tokens, a value the schema refuses. ``decode_state``
     then takes the reference path, which gives the result or the error. ``IMU`` stays the
@@ -335,13 +337,20 @@ def _imu_fast_decoder():
         (_envelope.VESSEL_ID_KEY, str),
         ('type', Literal['pylon_imu']),
         ('version', Literal[PROTOCOL_VERSION]),
-        ('vesselId', Annotated[str, msgspec.Meta(pattern=rf'\A{_HEX32_PATTERN}\Z')]),
+        ('vesselId', Annotated[str, msgspec.Meta(min_length=32, max_length=32)]),
         ('universalTime', finite),
         ('angularVelocity', vec3),
         ('linearAcceleration', vec3),
     ], forbid_unknown_fields=True)
     decode, asdict = msgspec.json.Decoder(imu).decode, msgspec.structs.asdict
-    return lambda data: asdict(decode(data))
+    hex_digits = '0123456789abcdef'             # what _HEX32_PATTERN allows
+
+    def decode_imu(data: bytes) -> dict:
+        packet = asdict(decode(data))
+        if packet['vesselId'].strip(hex_digits):        # a character beyond [0-9a-f]
+            raise ValueError('vesselId: not 32 hexadecimal digits')
+        return packet
+    return decode_imu
 
 
 _decode_imu = _imu_fast_decoder()
