@@ -48,7 +48,7 @@ import tempfile
 import time
 
 from pylon_bridge.vessel_session import ACTIVE, CHANGED, STATE_NAMES
-from pylon_common import mission, topics
+from pylon_common import mission, stamps, topics
 from pylon_interfaces.msg import ControlAuthorityState
 from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
@@ -176,12 +176,12 @@ class Pilot:
                 if attr:
                     setattr(self, attr, msg)
                 if name in self.max_gap:
-                    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                    stamp = stamps.to_seconds(msg)
                     if name in self.stamps:
                         self.max_gap[name] = max(self.max_gap[name], stamp - self.stamps[name])
                     self.stamps[name] = stamp
                 if name == 'imu':
-                    self.ksp_time = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                    self.ksp_time = stamps.to_seconds(msg)
             return callback
         self.subs = [
             self.node.create_subscription(topics.message_class(key),
