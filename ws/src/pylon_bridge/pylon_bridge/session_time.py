@@ -54,7 +54,7 @@ class MappedTime:
 
 
 class SessionTime:
-    """The runtime session, the UT -> ROS clock, and whether the game is paused."""
+    """The runtime session, the UT -> ROS clock (``mapped.stamp``), and whether it is paused."""
 
     def __init__(self, mapped: MappedTime | None = None) -> None:
         """Start with no session; stamp on ``mapped`` (owned by another) if given."""
@@ -86,10 +86,6 @@ class SessionTime:
     def expire(self, now: float, timeout: float) -> bool:
         """Return whether the session just timed out (no heartbeat for ``timeout``)."""
         return self.tracker.expire(now, timeout)
-
-    def stamp(self, ut: Any, ros_now: float) -> float:
-        """Return the ROS time of KSP time ``ut`` (``ros_now`` when there is none)."""
-        return self.mapped.stamp(ut, ros_now)
 
     def new_session(self) -> None:
         """Forget the clock's offset: the next sample of the new session sets it.
