@@ -19,19 +19,37 @@ import tempfile
 
 LOCK_DIR = Path(tempfile.gettempdir()) / 'pylon-test-locks'
 
-# Fast DDS binds domain d's UDP ports at 7400 + 250 d + offsets below 250 (RTPS well-known
-# ports: discovery, then 10 + 2 i and 11 + 2 i for participant i). Domain 0 is the ROS
-# default, left to whatever else runs on the host. Tests use the domains whose ports all lie
-# below the kernel's ephemeral range (Linux: 32768-60999), so that a port handed to a test
-# can never be one a DDS participant of a test domain binds later (domain 168's participant
-# 4 binds 49418, a port the kernel may hand out).
+# A port handed to a test must stay free until the process it is for binds it, which may be
+# seconds later. Two kinds of binds could take it first:
+# - Fast DDS binds domain d's UDP ports at 7400 + 250 d + offsets below 250 (RTPS well-known
+#   ports: discovery, then 10 + 2 i and 11 + 2 i for participant i). Tests use domains
+#   1-100 (domain 0 is the ROS default, left to whatever else runs on the host), whose
+#   ports all lie below DDS_PORT_CEILING;
+# - every bind to port 0 (a DDS participant's sending sockets, a simulator's or a bridge's
+#   own sockets) gets a port of the kernel's ephemeral range (Linux: 32768-60999).
+# So test ports come from above DDS_PORT_CEILING and outside the ephemeral range
+# (61000-65535 on a default Linux host). CI once lost a simulator's command port to each.
 DDS_PORT_BASE, DDS_DOMAIN_GAIN = 7400, 250
 DOMAIN_IDS = range(1, 101)
 DDS_PORT_CEILING = DDS_PORT_BASE + DDS_DOMAIN_GAIN * DOMAIN_IDS.stop
 """No DDS participant of a test domain binds a UDP port at or above this one."""
-
-# UDP ports handed to tests come from the kernel's ephemeral range, above DDS_PORT_CEILING.
+EPHEMERAL_RANGE_FILE = Path('/proc/sys/net/ipv4/ip_local_port_range')
 PORT_ATTEMPTS = 200
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """Return the kernel's ephemeral port range (first, last), Linux's default if unreadable."""
+    try:
+        first, last = (int(word) for word in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return first, last
+
+
+def usable_ports() -> list[int]:
+    """Return the UDP ports tests may be handed: above DDS's, outside the ephemeral range."""
+    first, last = ephemeral_range()
+    return [port for port in range(DDS_PORT_CEILING, 65536) if not first <= port <= last]
 
 
 class Claim:
@@ -94,44 +112,57 @@ def claim_domain_block(count: int, rng: random.Random | None = None
     raise RuntimeError(f'no {count} consecutive ROS domain ids are free')
 
 
-def claim_udp_port(host: str = '127.0.0.1') -> tuple[int, Claim]:
-    """Claim a UDP port that is free now and that no other live session was given."""
-    for _ in range(PORT_ATTEMPTS):
+def _claim_free(port: int, host: str) -> Claim | None:
+    """Claim ``port`` if no other session holds it and nothing has it bound now."""
+    try:
+        claim = Claim(f'udp-{port}')
+    except BlockingIOError:
+        return None
+    try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            sock.bind((host, 0))
-            port = sock.getsockname()[1]
-        if port < DDS_PORT_CEILING:
-            continue                                 # a host whose ephemeral range is low
-        try:
-            return port, Claim(f'udp-{port}')
-        except BlockingIOError:
-            continue
-    raise RuntimeError(f'no free UDP port after {PORT_ATTEMPTS} attempts')
+            sock.bind((host, port))                  # free now (OSError: taken)
+    except OSError:
+        claim.release()
+        return None
+    return claim
 
 
-def claim_udp_port_series(count: int, stride: int, host: str = '127.0.0.1'
-                          ) -> tuple[int, list[Claim]]:
+def claim_udp_port(host: str = '127.0.0.1', rng: random.Random | None = None
+                   ) -> tuple[int, Claim]:
+    """Claim a UDP port of ``usable_ports()`` that is free now and no other live session holds."""
+    first, claims = claim_udp_port_series(1, 1, host, rng)
+    return first, claims[0]
+
+
+def claim_udp_port_series(count: int, stride: int, host: str = '127.0.0.1',
+                          rng: random.Random | None = None) -> tuple[int, list[Claim]]:
     """Claim ``count`` UDP ports ``first + k * stride`` (k < count), all free now; return first.
 
-    For a simulator that serves several vehicles on ports a stride apart.
+    For a simulator that serves several vehicles on ports a stride apart. Every port is one
+    of ``usable_ports()``, so no bind to port 0 and no DDS participant of a test domain can
+    take it before the process it is for binds it.
     """
-    for _ in range(PORT_ATTEMPTS):
-        first, claim = claim_udp_port(host)
-        claims = [claim]
-        try:
-            for k in range(1, count):
-                port = first + k * stride
-                if port > 65535:
-                    raise BlockingIOError
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-                    sock.bind((host, port))          # free now (OSError: taken)
-                claims.append(Claim(f'udp-{port}'))
-        except (BlockingIOError, OSError):
-            for taken in claims:
-                taken.release()
-            continue
-        return first, claims
-    raise RuntimeError(f'no series of {count} free UDP ports {stride} apart')
+    pool = usable_ports()
+    allowed = set(pool)
+    starts = [port for port in pool
+              if all(port + k * stride in allowed for k in range(1, count))]
+    if not starts:
+        raise RuntimeError(f'no series of {count} test ports {stride} apart: the ephemeral '
+                           f'range {ephemeral_range()} leaves too few above {DDS_PORT_CEILING}')
+    rng = rng or random.Random()
+    for first in rng.sample(starts, min(PORT_ATTEMPTS, len(starts))):
+        claims: list[Claim] = []
+        for k in range(count):
+            claim = _claim_free(first + k * stride, host)
+            if claim is None:
+                break
+            claims.append(claim)
+        if len(claims) == count:
+            return first, claims
+        for taken in claims:
+            taken.release()
+    raise RuntimeError(f'no series of {count} free UDP ports {stride} apart '
+                       f'after {PORT_ATTEMPTS} attempts')
 
 
 def isolate(domain_id: int, log_dir: Path) -> None:
