@@ -77,20 +77,20 @@ PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state'
 """Measurements: none is published while the game is paused."""
 
 
-def _gated_fields(packet: dict) -> tuple[dict, bool]:
-    """Return what the session gate checks of a datagram, and whether it may pass unavailable.
+def _star_tracker_gated_fields(packet: dict) -> tuple[dict, bool]:
+    """Return what the session gate checks of a star tracker datagram; may it pass unavailable.
+
+    Every other datagram is checked whole, and never while the session is unavailable.
 
     Star tracker notices (seed 003): ``inactive`` comes when its vessel stops being the
     active one, under the new session's envelope with the old vessel's id, so the gate
     checks its envelope but not its ``vesselId``; ``packed`` comes while the vessel is on
     rails, when the session is not available, so it passes while unavailable.
     """
-    if packet['type'] == 'pylon_star_tracker':
-        reason = packet.get('reason')
-        if reason == 'inactive':
-            return {key: value for key, value in packet.items() if key != 'vesselId'}, False
-        return packet, reason == 'packed'
-    return packet, False
+    reason = packet.get('reason')
+    if reason == 'inactive':
+        return {key: value for key, value in packet.items() if key != 'vesselId'}, False
+    return packet, reason == 'packed'
 
 
 class BridgeCore:
@@ -183,7 +183,7 @@ class BridgeCore:
             return self._heartbeat(packet, now, ros_now)
         try:
             if kind == 'pylon_star_tracker':
-                self.shared.time.admit(*_gated_fields(packet))
+                self.shared.time.admit(*_star_tracker_gated_fields(packet))
             else:
                 self.shared.time.admit(packet)
         except ProtocolError as exc:
