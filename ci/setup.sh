@@ -70,6 +70,9 @@ if [ "$(cat "$req_stamp" 2>/dev/null)" != "$req_hash" ]; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r "$ROOT/ci/requirements.txt" -c "$ROOT/ci/constraints.txt" 2>&1 \
     | grep -v "^WARNING: Location '.*' is ignored" || true
+  # colcon-core declares pytest-rerunfailures (for `colcon test`, which this workspace does
+  # not use); a retry plugin has no place beside the suite: a test that fails once failed
+  "$VENV/bin/python" -m pip uninstall --quiet --yes pytest-rerunfailures >/dev/null 2>&1 || true
   # pip's exit status is lost in the pipe above: check the result instead.
   "$VENV/bin/python" -c 'import rclpy, numpy, scipy, colcon_core, xacro, pytest, hypothesis' \
     || die 'the package install failed (see pip output above).'

@@ -13,7 +13,9 @@ from pylon_protocol.bundle import build_bundle
 from pylon_protocol.errors import ProtocolError
 import pytest
 
-FAST = settings(derandomize=True, max_examples=40, deadline=None,
+from pylon_testing.properties import examples
+
+FAST = settings(max_examples=examples(40), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 VID = '0123456789abcdef' * 2

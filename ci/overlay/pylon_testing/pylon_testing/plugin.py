@@ -18,9 +18,10 @@ Fixtures:
   domain; each call makes a node of its own, ended at teardown.
 - ``sim_stack``: call it to start ``pylon_sim`` and ``udp_bridge`` on ports of their own
   (``pylon_testing.stack.start_stack``); it returns the ``SimStack`` (admin, simulator clock).
-- ``module_ros_process`` and ``module_ros_node``: the same as ``ros_process`` and
-  ``ros_node`` for a module-scoped fixture that several tests share (one bridge fed once,
-  checked by a test per message family); the logs go with every failing test of the module.
+- ``module_ros_process``, ``module_ros_node`` and ``module_sim_stack``: the same as
+  ``ros_process``, ``ros_node`` and ``sim_stack`` for a module-scoped fixture that several
+  tests share (one bridge fed once, checked by a test per message family); the logs go with
+  every failing test of the module, and the module's tests run in one parallel worker.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import itertools
+import json
 import os
 from pathlib import Path
 import tempfile
@@ -35,6 +37,7 @@ import tempfile
 from pylon_protocol.threads import limit_threads
 import pytest
 
+from pylon_testing import schedule
 from pylon_testing.isolation import (
     Claim,
     claim_domain_block,
@@ -49,10 +52,24 @@ from pylon_testing.stack import SimStack, start_stack
 _PROCESSES = pytest.StashKey[list]()
 _SESSION = pytest.StashKey[dict]()
 _counter = itertools.count()
+DURATIONS_FILE = 'ci/test_durations.json'
+"""Recorded seconds per slow test (from the root): the order parallel workers get work in."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--record-durations PATH``: write every test's seconds there at the end."""
+    parser.addoption('--record-durations', default='', metavar='PATH',
+                     help='write the seconds of every test slower than '
+                          f'{schedule.MIN_RECORDED_SEC} s to PATH (JSON) at the end')
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Claim the session's ROS domain and set the environment every process inherits."""
+    config.addinivalue_line('markers', 'xdist_group(name): run in one worker (pytest-xdist)')
+    path = config.getoption('record_durations')
+    if path and not hasattr(config, 'workerinput'):
+        config.pluginmanager.register(DurationRecorder(path), 'pylon-durations')
+    _load_hypothesis_profile(config)
     limit_threads()       # this process and, through the environment, every process it starts
     domain_id, claim = claim_domain_id()
     log_dir = Path(tempfile.mkdtemp(prefix=f'pylon-test-{os.getpid()}-'))
@@ -154,6 +171,67 @@ def module_ros_process(request: pytest.FixtureRequest,
         yield group.start
 
 
+def _load_hypothesis_profile(config: pytest.Config) -> None:
+    """Register the property tests' profiles and load ``ci`` unless one was asked for.
+
+    ``ci`` (``make test``): derandomized, so a run is repeatable and a failure is the code's;
+    ``fuzz`` (``make fuzz``): random seeds, every example found kept in ``.hypothesis/``.
+    """
+    from hypothesis import settings
+
+    settings.register_profile('ci', derandomize=True, database=None, deadline=None)
+    settings.register_profile('fuzz', derandomize=False, deadline=None, print_blob=True)
+    if not config.getoption('hypothesis_profile', None):
+        settings.load_profile('ci')
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the integration tests, group modules that share a stack, heaviest work first.
+
+    ``pylon_testing.schedule`` says why; this runs before pytest-xdist names the groups.
+    """
+    durations = schedule.load_durations(config.rootpath / DURATIONS_FILE)
+    units = []
+    for item in items:
+        fixtures = set(item.fixturenames)
+        integration = bool(fixtures & schedule.PROCESS_FIXTURES) or \
+            item.get_closest_marker('integration') is not None
+        if integration and item.get_closest_marker('integration') is None:
+            item.add_marker(pytest.mark.integration)
+        unit = item.nodeid
+        if fixtures & schedule.MODULE_FIXTURES:
+            unit = schedule.module_of(item.nodeid)
+            item.add_marker(pytest.mark.xdist_group(unit))
+        units.append((item.nodeid, unit, schedule.weight(item.nodeid, integration, durations)))
+    rank = {nodeid: i for i, nodeid in enumerate(schedule.order(units))}
+    items.sort(key=lambda item: rank[item.nodeid])
+
+
+class DurationRecorder:
+    """Add up each test's setup, call and teardown seconds; write them at the end.
+
+    Registered in the controlling process only (with pytest-xdist it gets every worker's
+    reports), when ``--record-durations PATH`` is given.
+    """
+
+    def __init__(self, path: str) -> None:
+        """Write to ``path`` at the end of the session."""
+        self.path = Path(path)
+        self.totals: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Add the report's seconds to its test's total."""
+        nodeid = report.nodeid.split('@', 1)[0]         # pytest-xdist's group suffix
+        self.totals[nodeid] = self.totals.get(nodeid, 0.0) + (report.duration or 0.0)
+
+    def pytest_sessionfinish(self) -> None:
+        """Write the slow tests' seconds (``schedule.record``)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(schedule.record(self.totals), indent=0) + '\n',
+                             encoding='utf-8')
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     """Attach the log of every process the test started to a failed report."""
@@ -214,6 +292,22 @@ def sim_stack(ros_process: Callable[..., RosProcess],
     def start(scenario: str = 'orbit', bridge_args: Sequence[str] = (),
               sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
         return start_stack(ros_process, free_udp_port, scenario, bridge_args, sim_args, bridge)
+    return start
+
+
+@pytest.fixture(scope='module')
+def module_sim_stack(module_ros_process: Callable[..., RosProcess],
+                     free_udp_port: Callable[[], int]) -> Callable[..., SimStack]:
+    """Return ``sim_stack``'s starter for a module-scoped fixture: one stack for the module.
+
+    The tests that share it start each from a fresh runtime session where they need one
+    (``SimStack.admin('restart')``), with lease ids of their own, and check generations
+    relative to what they found.
+    """
+    def start(scenario: str = 'orbit', bridge_args: Sequence[str] = (),
+              sim_args: Sequence[str] = (), bridge: bool = True) -> SimStack:
+        return start_stack(module_ros_process, free_udp_port, scenario, bridge_args, sim_args,
+                           bridge)
     return start
 
 

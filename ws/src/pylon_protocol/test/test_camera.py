@@ -12,9 +12,10 @@ from pylon_protocol.camera import chunk_frame, FrameAssembler
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
 from pylon_testing.model_samples import json_values
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=60, deadline=None,
+FAST = settings(max_examples=examples(60), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 SESSION = '0123456789abcdef' * 2

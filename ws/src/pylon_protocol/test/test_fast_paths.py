@@ -17,9 +17,10 @@ from pylon_protocol import packets, schema, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
 from pylon_testing import mod_datagrams
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=300, deadline=None, database=None)
+FAST = settings(max_examples=examples(300), deadline=None)
 
 
 def same(a, b) -> bool:

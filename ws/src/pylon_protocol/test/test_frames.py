@@ -8,9 +8,10 @@ import numpy as np
 from pylon_protocol import frames as fr
 from pylon_protocol import rotations
 from pylon_protocol.errors import ProtocolError
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=120, deadline=None)
+FAST = settings(max_examples=examples(120), deadline=None)
 TOL = 1e-9
 
 coord = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)

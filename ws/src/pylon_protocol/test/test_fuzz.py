@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from pylon_protocol import packets, wire
 from pylon_protocol.errors import ProtocolError
 from pylon_testing import packet_samples as samples
+from pylon_testing.properties import examples
 
-FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=250,
+FUZZ = settings(deadline=None, max_examples=examples(250),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 DEEP = '__deep_nesting__'
 HEADER = ('type', 'version', 'runtimeInstance', 'runtimeGeneration', 'runtimeEpoch',
@@ -133,7 +134,7 @@ def apply(packet: dict, path: tuple, mutation: tuple) -> dict:
     return out
 
 
-@settings(FUZZ, max_examples=600)
+@settings(FUZZ, max_examples=examples(600))
 @given(st.sampled_from(ALL_CASES), st.lists(st.tuples(st.integers(0, 10**6), mutations),
                                             min_size=1, max_size=3))
 def test_mutated_valid_packets(case, steps):

@@ -18,9 +18,10 @@ from pylon_protocol.names import (
     sensor_id,
     vessel_id_hex,
 )
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=150, deadline=None)
+FAST = settings(max_examples=examples(150), deadline=None)
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 from pylon_protocol import rotations as rot
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=150, deadline=None)
+FAST = settings(max_examples=examples(150), deadline=None)
 
 unit = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
 quaternions = st.tuples(unit, unit, unit, unit).filter(

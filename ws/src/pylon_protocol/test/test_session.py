@@ -14,9 +14,10 @@ from pylon_protocol.session import (
     SessionTracker,
     UtClock,
 )
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=80, deadline=None)
+FAST = settings(max_examples=examples(80), deadline=None)
 
 INST_A = 'a' * 32
 INST_B = 'b' * 32

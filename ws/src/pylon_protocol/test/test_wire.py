@@ -11,9 +11,10 @@ from pylon_protocol import packets, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.errors import ProtocolError
 from pylon_testing.cost import cpu_seconds
+from pylon_testing.properties import examples
 import pytest
 
-FAST = settings(derandomize=True, max_examples=200, deadline=None, database=None)
+FAST = settings(max_examples=examples(200), deadline=None)
 ENVELOPE = Envelope('a' * 32, 1, 'b' * 32, 'c' * 32)
 
 
