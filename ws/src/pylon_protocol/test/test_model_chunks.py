@@ -245,6 +245,11 @@ def test_compressed_size_cap():
     assert assembler.pending_count == 0
 
 
+def _gz(data: bytes) -> bytes:
+    """Return ``data`` gzipped with a fixed header time, so test ids are the same in every run."""
+    return gzip.compress(data, mtime=0)
+
+
 def test_decompressed_size_cap_is_bounded():
     bomb = gzip.compress(bytes(9 * 1024 * 1024), compresslevel=9)
     chunks = chunks_for(bomb, piece=len(bomb))
@@ -263,17 +268,19 @@ def test_decompressed_size_cap_is_bounded():
     ('payload', 'reason'),
     [
         (b'not gzip at all', 'bad_gzip'),
-        (gzip.compress(b'{}')[:-3], 'bad_gzip'),  # truncated
-        (gzip.compress(b'{}') + b'junk', 'bad_gzip'),
-        (gzip.compress(b'{}') + gzip.compress(b'{}'), 'bad_gzip'),  # two members
-        (gzip.compress(b'\xff\xfe{}'), 'bad_bundle'),  # not UTF-8
-        (gzip.compress(b'{"a":'), 'bad_bundle'),
-        (gzip.compress(b'[1, 2]'), 'bad_bundle'),
-        (gzip.compress(b'[' * 100000 + b']' * 100000), 'bad_bundle'),
-        (gzip.compress(json.dumps(raw_bundle(sessionId=OTHER_SESSION)).encode()),
+        (_gz(b'{}')[:-3], 'bad_gzip'),  # truncated
+        (_gz(b'{}') + b'junk', 'bad_gzip'),
+        (_gz(b'{}') + _gz(b'{}'), 'bad_gzip'),  # two members
+        (_gz(b'\xff\xfe{}'), 'bad_bundle'),  # not UTF-8
+        (_gz(b'{"a":'), 'bad_bundle'),
+        (_gz(b'[1, 2]'), 'bad_bundle'),
+        (_gz(b'[' * 100000 + b']' * 100000), 'bad_bundle'),
+        (_gz(json.dumps(raw_bundle(sessionId=OTHER_SESSION)).encode()),
          'bundle_mismatch'),
-        (gzip.compress(json.dumps(raw_bundle(modelId='e' * 64)).encode()), 'bundle_mismatch'),
+        (_gz(json.dumps(raw_bundle(modelId='e' * 64)).encode()), 'bundle_mismatch'),
     ],
+    ids=['not_gzip', 'truncated', 'trailing_junk', 'two_members', 'not_utf8', 'cut_json',
+         'not_an_object', 'deep_nesting', 'other_session', 'other_model'],
 )
 def test_completed_payload_errors(payload, reason):
     assembler = ModelAssembler()
