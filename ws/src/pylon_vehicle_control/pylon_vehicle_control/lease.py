@@ -30,6 +30,20 @@ Loss and re-acquisition
   A lifecycle generation change while the same vessel stays active keeps the lease (the
   KSP side does not end it) but is reported as ``generation_changed`` so the supervisor
   discards its targets.
+
+Clocks
+  ``now`` is whatever clock the caller keeps: the steady clock, or game time (ROS time on
+  ``/clock``). On game time two things differ, because the KSP side times its leases by
+  the game computer's wall clock, which runs on while the game is paused:
+
+  - ``acquire_on_tick``: an acquisition after a loss (or for a new vessel) goes out with
+    the next ``tick`` rather than at once, so while game time stands still (ticks stop)
+    the client does not acquire a lease it could never renew, only to lose it again.
+  - ``tick(now, wall)``: a tick more than the lease after the previous one on the wall
+    clock (the steady clock, given beside game time) finds the lease run out on the KSP
+    side, even though game time says it still runs (``lapse``: lost as ``clock_stopped``,
+    acquired again at once). This holds as long as the KSP side's clock does not run
+    slower than the wall clock: KSP itself, and pylon_sim at ``--rate`` 1 or more.
 """
 
 from __future__ import annotations
@@ -98,8 +112,12 @@ class LeaseClient:
     def __init__(self, controller_id: str, *, priority: int = 0,
                  lease_duration_sec: float = 1.0, suppress_sas: bool = True,
                  retry_sec: float | None = None,
-                 lease_id_factory: Callable[[str], str] = default_lease_id) -> None:
-        """Start waiting for a vessel; ``retry_sec`` defaults to lease_duration_sec / 2."""
+                 lease_id_factory: Callable[[str], str] = default_lease_id,
+                 acquire_on_tick: bool = False) -> None:
+        """Start waiting for a vessel; ``retry_sec`` defaults to lease_duration_sec / 2.
+
+        ``acquire_on_tick``: (re)acquire with the next ``tick``, not at once (game time).
+        """
         if not controller_id.strip() or len(controller_id) > MAX_ID_CHARS:
             raise ValueError('controller_id must be 1 to 64 characters, not blank')
         if not 0.1 <= lease_duration_sec <= 10.0:
@@ -111,6 +129,7 @@ class LeaseClient:
         self.renew_period_sec = self.lease_duration_sec / 4.0
         self.retry_sec = self.lease_duration_sec / 2.0 if retry_sec is None else retry_sec
         self._new_lease_id = lease_id_factory
+        self.acquire_on_tick = bool(acquire_on_tick)
         self.phase = WAITING
         self.vessel_id = ''
         self.generation: int | None = None
@@ -119,6 +138,7 @@ class LeaseClient:
         self._last_sequence = 0
         self._last_send: float | None = None
         self._expires_at = 0.0
+        self._last_wall: float | None = None
         self._sent: list[tuple[int, float]] = []   # (sequence, send time) of acquire/renew
         self.last_reason = ''
 
@@ -200,17 +220,41 @@ class LeaseClient:
             self._start_acquire(update, now)
         return update
 
-    def tick(self, now: float) -> LeaseUpdate:
-        """Send what is due at ``now``: acquire retries, renewals; notice a run-out lease."""
+    def tick(self, now: float, wall: float | None = None) -> LeaseUpdate:
+        """Send what is due at ``now``: acquire retries, renewals; notice a run-out lease.
+
+        ``wall`` (steady clock, s), when ``now`` is game time: a tick more than
+        ``lease_duration_sec`` of wall time after the previous one finds the lease run out
+        on the KSP side (``lapse``, reason ``clock_stopped``), whatever game time says.
+        """
+        previous, self._last_wall = self._last_wall, wall
+        if wall is not None and previous is not None and \
+                wall - previous > self.lease_duration_sec:
+            update = self.lapse(now, 'clock_stopped')
+            if update.events:
+                return update
         update = LeaseUpdate()
         if self.phase == OWNED and now >= self._expires_at:
             self._lose(update, 'lease_expired', ACQUIRING)
-            self._start_acquire(update, now)
+            self._start_acquire(update, now, at_once=True)
             return update
         if self.phase == ACQUIRING and self._due(now, self.retry_sec):
             update.commands.append(self._command(ACTION_ACQUIRE, now))
         elif self.phase == OWNED and self._due(now, self.renew_period_sec):
             update.commands.append(self._command(ACTION_RENEW, now))
+        return update
+
+    def lapse(self, now: float, reason: str) -> LeaseUpdate:
+        """Lose an owned lease that ran out by a clock the client does not keep; re-acquire.
+
+        For a caller on game time that saw the wall clock run on for longer than the lease
+        while game time stood still (a paused game): the KSP side has ended the lease.
+        Nothing happens unless the lease is owned.
+        """
+        update = LeaseUpdate()
+        if self.phase == OWNED:
+            self._lose(update, reason, ACQUIRING)
+            self._start_acquire(update, now, at_once=True)
         return update
 
     def shutdown(self, now: float) -> LeaseUpdate:
@@ -227,7 +271,8 @@ class LeaseClient:
     def _due(self, now: float, period: float) -> bool:
         return self._last_send is None or now - self._last_send >= period - 1e-9
 
-    def _start_acquire(self, update: LeaseUpdate, now: float) -> None:
+    def _start_acquire(self, update: LeaseUpdate, now: float, at_once: bool = False) -> None:
+        """Start acquiring a new lease: the ACQUIRE now, or with the next tick."""
         self.lease_id = self._new_lease_id(self.controller_id)
         if not self.lease_id or len(self.lease_id) > MAX_ID_CHARS:
             raise ValueError(f'lease_id must be 1 to 64 characters: {self.lease_id!r}')
@@ -236,7 +281,10 @@ class LeaseClient:
         self._sent = []
         self._expires_at = 0.0
         self.phase = ACQUIRING
-        update.commands.append(self._command(ACTION_ACQUIRE, now))
+        if at_once or not self.acquire_on_tick:
+            update.commands.append(self._command(ACTION_ACQUIRE, now))
+        else:
+            self._last_send = None             # due at the next tick
 
     def _lose(self, update: LeaseUpdate, reason: str, phase: str) -> None:
         if self.phase == OWNED:

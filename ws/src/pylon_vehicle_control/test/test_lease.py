@@ -161,3 +161,71 @@ def test_bad_construction():
     with pytest.raises(RuntimeError):
         LeaseClient('ctl').next_sequence()
     assert len(ls.default_lease_id('x' * 64)) <= 64
+
+
+# -- on game time (use_sim_time): acquire with a tick, and a wall clock beside game time -------
+
+def test_on_game_time_a_loss_acquires_again_only_when_a_tick_comes():
+    """While game time stands still (no ticks) a lost lease is not acquired again."""
+    c = make_client(lease_duration_sec=1.0, acquire_on_tick=True)
+    assert c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 10.0).commands == []
+    assert c.phase == ls.ACQUIRING
+    [acq] = c.tick(10.05).commands
+    assert (acq.action, acq.lease_id, acq.sequence) == (ls.ACTION_ACQUIRE, 'lease-1', 1)
+    c.on_authority(1, 'ctl', 'lease-1', VESSEL, 'lease_acquired', 10.05, 1)
+    assert c.owns(10.05)
+    # paused at 10.2: the mod's lease runs out on its wall clock and it says so
+    up = c.on_authority(0, '', '', VESSEL, 'lease_expired', 10.2)
+    assert up.events == ['lost:lease_expired'] and up.commands == []
+    assert c.on_authority(0, '', '', VESSEL, 'lease_expired', 10.2).commands == []
+    assert c.phase == ls.ACQUIRING and not c.owns(10.2)
+    # game time moves again: the next tick acquires a new lease, once
+    [acq] = c.tick(10.25).commands
+    assert (acq.action, acq.lease_id, acq.sequence) == (ls.ACTION_ACQUIRE, 'lease-2', 1)
+    assert c.tick(10.3).commands == []
+
+
+def test_acquire_on_tick_keeps_the_steady_clock_behaviour_of_tick():
+    """A lease that ran out by its own clock is acquired again in the same tick either way."""
+    for on_tick in (False, True):
+        c = make_client(lease_duration_sec=1.0, acquire_on_tick=on_tick)
+        c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 0.0)
+        c.tick(0.0)
+        c.on_authority(1, 'ctl', 'lease-1', VESSEL, 'lease_acquired', 0.0, 1)
+        up = c.tick(1.0)
+        assert up.events == ['lost:lease_expired']
+        assert [(m.action, m.lease_id) for m in up.commands] == [(ls.ACTION_ACQUIRE, 'lease-2')]
+
+
+def test_a_tick_a_lease_after_the_previous_on_the_wall_clock_finds_the_lease_lapsed():
+    """Game time stood still (paused) while the wall clock ran on: the mod ended the lease."""
+    auth, c = ControlAuthority(), make_client(lease_duration_sec=1.0, acquire_on_tick=True)
+
+    def send(cmds, game, wall):                     # the mod judges on its wall clock
+        for cmd in cmds:
+            assert auth.command(to_payload(cmd), VESSEL, wall).accepted
+            owner = auth.owner or ('', '')
+            c.on_authority(int(auth.owned), *owner, VESSEL, 'ok', game,
+                           auth.last_sequence(owner))
+    c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 5.0)
+    wall = 100.0
+    send(c.tick(5.0, wall).commands, 5.0, wall)
+    assert c.owns(5.0)
+    for k in range(1, 5):                         # game time and wall time side by side
+        send(c.tick(5.0 + 0.05 * k, wall + 0.05 * k).commands, 5.0 + 0.05 * k,
+             wall + 0.05 * k)
+    assert c.owns(5.2) and auth.remaining(wall + 0.2) > 0.0
+    # 1.5 s of wall time without a tick, 0.05 s of game time: the lease ran out on the mod
+    wall += 0.2 + 1.5
+    assert auth.remaining(wall) == 0.0 and c.owns(5.25)
+    up = c.tick(5.25, wall)
+    assert up.events == ['lost:clock_stopped']
+    [acq] = up.commands
+    assert (acq.action, acq.lease_id) == (ls.ACTION_ACQUIRE, 'lease-2')
+    send(up.commands, 5.25, wall)
+    assert c.owns(5.25) and auth.owner == ('ctl', 'lease-2')
+    # a tick exactly a lease after the previous one is not a stall; without wall, none
+    assert c.tick(5.3, wall + 1.0).events == []
+    assert c.tick(5.35).events == [] and c.tick(5.4, wall + 5.0).events == []
+    assert c.lapse(5.4, 'clock_stopped').events == ['lost:clock_stopped']
+    assert c.lapse(5.4, 'clock_stopped').events == []          # not owned: nothing
