@@ -11,8 +11,16 @@ by reason. The simulator must stay alive, refuse every admin request of the fuzz
 push without a live lease and a command in force (its audit, ``unbacked_steps``). A command
 the bridge refuses (non-finite, out of range, a wrong frame) never reaches the simulator,
 and the bridge says why; one of a foreign identity reaches it and is refused there.
+
+The fuzzed bridge has a stack of its own in a ROS domain of its own (its valid stream must
+be the only one it sees). The fuzzed simulator and the hostile ROS commands share one
+simulator and bridge (the module's ``shared`` stack); each of those tests starts from the
+scenario's start in a new runtime session (a revert and a restart), with a lease of its own.
 """
 
+from collections.abc import Iterator
+import contextlib
+from dataclasses import dataclass
 import json
 import math
 import sys
@@ -29,14 +37,17 @@ from pylon_interfaces.msg import (
     RcsCommand,
     RcsState,
     SeparationCommand,
+    VesselLifecycle,
     WheelCommand,
 )
 from pylon_testing.fuzz_stack import BridgeFuzz, passed, RSS_GROWTH_LIMIT_MB, tracebacks
 from pylon_testing.pilot import acquire, COMMAND, Pilot, SAT, send_authority
+from pylon_testing.processes import RosProcess
 from pylon_testing.recorder import TopicRecorder
-from pylon_testing.stack import start_stack
+from pylon_testing.stack import SimStack, start_stack
 from pylon_testing.wait import spin_until
 import pytest
+from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 pytestmark = pytest.mark.integration
@@ -48,9 +59,66 @@ TIMEOUT_SEC = 60.0
 SENDER_TIMEOUT_SEC = 240.0      # the sender builds its corpus, then waits on the receiver
 
 
+@dataclass
+class Shared:
+    """The module's simulator (its packets checked) and bridge, and the test node."""
+
+    stack: SimStack
+    sim: RosProcess
+    node: Node
+
+    def fresh(self) -> None:
+        """Go back to the scenario's start in a new runtime session; wait until it is ACTIVE.
+
+        A revert (what an earlier test changed in the world goes) and a restart (a new KSP
+        process: no lease, no sequence, no refusal of an earlier test is left in the game).
+        """
+        self.stack.admin('revert')
+        instance = self.stack.admin('restart')['runtimeInstance']
+        rec = TopicRecorder(self.node).add('life', topics.name('lifecycle'), VesselLifecycle,
+                                           topics.qos('lifecycle', reader=True))
+        try:
+            rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE and
+                         m.runtime_instance == instance, what='the new runtime session ACTIVE')
+        finally:
+            rec.close()
+
+    @contextlib.contextmanager
+    def pilot(self) -> Iterator[Pilot]:
+        """Yield a Pilot in a fresh session; remove every endpoint the test made after it."""
+        self.fresh()
+        publishers, subscriptions = set(self.node.publishers), set(self.node.subscriptions)
+        try:
+            yield Pilot(self.node)
+        finally:
+            for publisher in set(self.node.publishers) - publishers:
+                self.node.destroy_publisher(publisher)
+            for subscription in set(self.node.subscriptions) - subscriptions:
+                self.node.destroy_subscription(subscription)
+
+
+@pytest.fixture(scope='module')
+def shared(module_ros_process, free_udp_port, module_ros_node) -> Shared:
+    """Start the simulator (packets checked) and the bridge the module's tests share."""
+    processes = {}
+
+    def keep(cmd, name=None, **kwargs):
+        processes[name] = module_ros_process(cmd, name=name, **kwargs)
+        return processes[name]
+    stack = start_stack(keep, free_udp_port)
+    _sim_ready(stack, module_ros_node)
+    return Shared(stack, processes['sim'], module_ros_node)
+
+
 def test_a_fuzzed_bridge_keeps_publishing_the_valid_stream(ros_process, free_udp_port,
-                                                           ros_node):
-    fuzz = BridgeFuzz(ros_process, free_udp_port, TopicRecorder(ros_node))
+                                                           ros_domain_block, ros_node_in):
+    # a domain of its own: the shared stack's bridge publishes the same topics in the
+    # session's domain while this module runs
+    domain = ros_domain_block(1)
+
+    def start(cmd, **kwargs):
+        return ros_process(cmd, env={'ROS_DOMAIN_ID': str(domain)}, **kwargs)
+    fuzz = BridgeFuzz(start, free_udp_port, TopicRecorder(ros_node_in(domain)))
     result = fuzz.run(BRIDGE_DATAGRAMS, SEED)
     checks = passed(result, RSS_GROWTH_LIMIT_MB)
     assert all(checks.values()), (checks, result)
@@ -73,22 +141,17 @@ def _sim_ready(stack, node):
     spin_until(node, answers, TIMEOUT_SEC, what='pylon_sim answering on its admin port')
 
 
-def test_a_fuzzed_simulator_refuses_it_all_and_never_pushes_unbacked(ros_process,
-                                                                    free_udp_port, ros_node):
-    processes = {}
-
-    def keep(cmd, name=None, **kwargs):
-        processes[name] = ros_process(cmd, name=name, **kwargs)
-        return processes[name]
-    stack = start_stack(keep, free_udp_port, bridge=False)
-    _sim_ready(stack, ros_node)
+def test_a_fuzzed_simulator_refuses_it_all_and_never_pushes_unbacked(shared, ros_process):
+    shared.fresh()
+    stack = shared.stack
+    rejected_before = sum(stack.status()['command_rejected'].values())
     sender = ros_process([sys.executable, '-m', 'pylon_testing.fuzz', 'sim', '--command-port',
                           str(stack.command_port), '--admin-port', str(stack.admin_port),
                           '--count', str(SIM_DATAGRAMS), '--seed', str(SEED)],
                          name='fuzz_sender', pipes=True)
     line = sender.wait_for_line('^done ', SENDER_TIMEOUT_SEC)
     result = json.loads(line[len('done '):])
-    processes['sim'].check()
+    shared.sim.check()
     status = stack.status()                 # after every datagram: admin is answered in turn
     assert result['sent'] == SIM_DATAGRAMS - sum(result['send_errors'].values())
     assert result['admin_sent'] > 0
@@ -98,10 +161,10 @@ def test_a_fuzzed_simulator_refuses_it_all_and_never_pushes_unbacked(ros_process
     assert result['kernel_drops']['command'] <= SIM_DATAGRAMS // 1000, result['kernel_drops']
     assert result['admin_replies'] == {'refused': result['admin_sent']}, result
     control = status['control']
-    assert control['unbacked_steps'] == 0, control
-    assert sum(status['command_rejected'].values()) > SIM_DATAGRAMS // 4
+    assert control['unbacked_steps'] == 0, control         # the restart's game: this fuzz
+    assert sum(status['command_rejected'].values()) - rejected_before > SIM_DATAGRAMS // 4
     assert control['refused'], control
-    assert not tracebacks(processes['sim'].log())
+    assert not tracebacks(shared.sim.log())
 
 
 # -- hostile ROS commands on every command topic ----------------------------------------------
@@ -225,18 +288,24 @@ def _command_publishers(pilot, ros_node, keys) -> dict:
     return publishers
 
 
-def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_game(
-        sim_stack, ros_node):
+def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_game(shared):
     assert set(HOSTILE) == set(TYPES) == {     # every topic the bridge takes commands on
         t.key for t in topics.BRIDGE_TOPICS if t.direction == topics.SUBSCRIBES}
-    stack = sim_stack()
-    pilot = Pilot(ros_node)
+    with shared.pilot() as pilot:
+        _hostile_commands(shared.stack, pilot, shared.node)
+
+
+def _hostile_commands(stack, pilot, ros_node):
     pilot.ready()
     publishers = _command_publishers(pilot, ros_node, HOSTILE)
+    # the bridge's counters go on from earlier tests: the acquire is counted after these
+    pilot.until(lambda: pilot.last('diag') is not None, "the bridge's diagnostics")
+    acquires = _counts(pilot, 'sent.').get('pylon_control_authority_command', 0)
     # the owner holds a lease throughout: a foreign command is refused for its identity
-    owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
+    owner, _ = acquire(pilot, controller='owner', lease='owned-hostile', duration=10.0)
     assert owner.reason == 'lease_acquired'
-    pilot.until(lambda: _counts(pilot, 'sent.').get('pylon_control_authority_command', 0),
+    pilot.until(lambda: _counts(pilot, 'sent.').get('pylon_control_authority_command',
+                                                    0) > acquires,
                 "the bridge's diagnostics counting the acquire")
     refused_before, sent_before = _counts(pilot, 'refused.'), _counts(pilot, 'sent.')
     sim_before = stack.status()['commands']
@@ -268,7 +337,7 @@ def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_gam
     control = stack.control()
     new = {k for k in control['refused'] if control['refused'][k] != before.get(k)}
     assert all(k.endswith(':lease_not_owned') for k in new), control['refused']
-    assert control['owner'] == ['owner', 'owned']
+    assert control['owner'] == ['owner', 'owned-hostile']
     assert control['unbacked_steps'] == 0
     assert control['applied_torque'] == [0.0, 0.0, 0.0]
 
@@ -277,9 +346,9 @@ def test_hostile_ros_commands_on_every_topic_are_refused_and_never_reach_the_gam
 ENGINE, RCS = 'engine_1100004_0', 'rcs_1100005_0'      # parts of the orbit scenario's vessel
 
 
-def _replayable() -> dict:
-    """Command key: a harmless command of the lease owner ``owner``/``owned`` (zero output)."""
-    owner = {'controller': 'owner', 'lease': 'owned'}
+def _replayable(lease: str) -> dict:
+    """Command key: a harmless command of the lease owner ``owner``/``lease`` (zero output)."""
+    owner = {'controller': 'owner', 'lease': lease}
 
     def who(sequence):
         return _identity(**owner, sequence=sequence)
@@ -300,19 +369,23 @@ def _replayable() -> dict:
     }
 
 
-def test_a_replayed_command_on_every_topic_is_stale_in_the_game(sim_stack, ros_node):
+def test_a_replayed_command_on_every_topic_is_stale_in_the_game(shared):
     """The game keeps one sequence counter per identity: the same command twice is stale."""
-    stack = sim_stack()
-    pilot = Pilot(ros_node)
+    with shared.pilot() as pilot:
+        _replayed_commands(shared.stack, pilot, shared.node)
+
+
+def _replayed_commands(stack, pilot, ros_node):
     pilot.ready()
-    replayable = _replayable()
+    lease = 'owned-replay'
+    replayable = _replayable(lease)
     # every command topic but the authority one, whose replay test_control_with_sim covers
     assert set(replayable) == set(TYPES) - {'control/authority/command'}
     rcs = TopicRecorder(ros_node).add('rcs', topics.name('actuators/rcs/state'), RcsState,
                                       qos_profile_sensor_data)
     rcs.wait_for('rcs', lambda m: m.id == RCS)     # the bridge knows the module's nozzles
     publishers = _command_publishers(pilot, ros_node, replayable)
-    owner, _ = acquire(pilot, controller='owner', lease='owned', duration=10.0)
+    owner, _ = acquire(pilot, controller='owner', lease=lease, duration=10.0)
     assert owner.reason == 'lease_acquired'
 
     def received() -> int:
@@ -322,9 +395,9 @@ def test_a_replayed_command_on_every_topic_is_stale_in_the_game(sim_stack, ros_n
         return sum(v for k, v in stack.control()['refused'].items()
                    if k.endswith(':stale_sequence'))
     for key, build in replayable.items():     # one at a time: topics do not keep order
-        since = send_authority(pilot, A.ACTION_RENEW, 'owner', 'owned', duration=10.0)
+        since = send_authority(pilot, A.ACTION_RENEW, 'owner', lease, duration=10.0)
         pilot.answer(since, lambda m: m.reason == 'lease_renewed', 'the lease renewed')
-        sequence = pilot.next_sequence('owner', 'owned')
+        sequence = pilot.next_sequence('owner', lease)
         before, stale_before = received(), stale()
         publishers[key].publish(build(sequence))
         pilot.until(lambda b=before: received() > b, f'the game receiving {key}')
@@ -333,4 +406,4 @@ def test_a_replayed_command_on_every_topic_is_stale_in_the_game(sim_stack, ros_n
         pilot.until(lambda b=stale_before: stale() > b,
                     f'the game refusing the replayed {key} as stale')
         assert stale() == stale_before + 1, key
-    assert stack.control()['owner'] == ['owner', 'owned']    # a replay changes nothing else
+    assert stack.control()['owner'] == ['owner', lease]      # a replay changes nothing else
