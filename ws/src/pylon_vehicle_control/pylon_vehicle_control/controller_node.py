@@ -20,6 +20,17 @@ wires them to topics and a timer of ``command_period_sec``:
 A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
 frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
 ``kerbol_inertial``'s); another frame is refused (``unsupported_frame``).
+
+Clocks (``use_sim_time``, read once at start). Without it everything is timed on the
+steady clock, as the mod times leases and command timeouts on the game computer's wall
+clock. With it (``udp_bridge --publish-clock``: ``/clock`` is KSP time) the loop, the
+diagnostics, the lease's renewals and expiry and the setpoint and input timeouts run on
+the node's ROS clock, i.e. game time: the controller commands every ``command_period_sec``
+of game time, whatever pace the game (or pylon_sim's ``--rate``) keeps. While game time
+stands still (a paused game) nothing goes out; the mod's lease runs out on its wall clock
+meanwhile, which the controller learns from the authority state (or, lacking that, from
+a tick that comes more than a lease after the previous one on the steady clock): the lease
+is lost (target discarded, MODE_IDLE re-arms) and acquired again once game time moves.
 """
 
 from __future__ import annotations
@@ -67,9 +78,14 @@ class ControllerNode(Node):
         self.params = p = declare(self, controller_params.PARAMETERS, controller_params.RETIRED)
         self.law = control_law.SetpointControlLaw(control_law.ControlParams.from_values(p))
         self.state = self.law.initial_state()
+        # game time (use_sim_time): the ROS clock; else the steady clock, as the mod's
+        self.game_time = bool(self.get_parameter('use_sim_time').value)
+        self.clock = self.get_clock() if self.game_time else \
+            Clock(clock_type=ClockType.STEADY_TIME)
         self.lease = lease.LeaseClient(p['controller_id'], priority=p['priority'],
                                        lease_duration_sec=p['lease_duration_sec'],
-                                       suppress_sas=p['suppress_sas'])
+                                       suppress_sas=p['suppress_sas'],
+                                       acquire_on_tick=self.game_time)
         self.supervisor = supervisor.Supervisor(p['setpoint_timeout_sec'],
                                                 p['input_timeout_sec'])
         self.estimate: Odometry | None = None
@@ -84,12 +100,15 @@ class ControllerNode(Node):
         self.last_period: float | None = None
         self.periods: list[float] = []
         self._wire(p['topic_prefix'])
-        # the loop runs on the steady clock even with use_sim_time: the mod's leases and
-        # command timeouts run on the game computer's wall clock, paused game or not
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.timer = self.create_timer(p['command_period_sec'], self._tick, clock=steady)
+        self.timer = self.create_timer(p['command_period_sec'], self._tick, clock=self.clock)
         self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics,
-                                            clock=steady)
+                                            clock=self.clock)
+
+    def now(self) -> float:
+        """Return the time of the lease, the timeouts and the loop (s): see the module doc."""
+        if not self.game_time:
+            return time.monotonic()
+        return self.clock.now().nanoseconds * 1e-9
 
     def _wire(self, prefix: str) -> None:
         """Create the publishers and subscriptions, names and QoS from the topic contract."""
@@ -133,12 +152,12 @@ class ControllerNode(Node):
         if self.supervisor.on_generation(msg.generation):
             self.get_logger().warning('generation changed: target discarded')
         self._send_lease(self.lease.on_lifecycle(msg.state, msg.vessel_id, msg.generation,
-                                                 time.monotonic()))
+                                                 self.now()))
 
     def _on_authority(self, msg: ControlAuthorityState) -> None:
         self._send_lease(self.lease.on_authority(
             msg.state, msg.controller_id, msg.lease_id, msg.vessel_id, msg.reason,
-            time.monotonic(), msg.last_sequence or None))
+            self.now(), msg.last_sequence or None))
 
     def _on_feedback(self, msg: WrenchFeedback) -> None:
         if (msg.controller_id, msg.lease_id) != self.lease.identity:
@@ -153,7 +172,7 @@ class ControllerNode(Node):
             allocated_torque=_xyz(msg.allocated.torque))
 
     def _on_setpoint(self, msg: ControlSetpoint) -> None:
-        now = time.monotonic()
+        now = self.now()
         frame = msg.header.frame_id
         if frame not in INERTIAL_FRAMES and frame != self.estimate_frame:
             sp, reason = None, f'unsupported_frame:{frame}'
@@ -172,13 +191,13 @@ class ControllerNode(Node):
     def _on_state(self, msg: Odometry) -> None:
         self.estimate = msg
         self.estimate_frame = msg.header.frame_id
-        self.supervisor.on_input(time.monotonic())
+        self.supervisor.on_input(self.now())
 
     def _on_imu(self, msg: Imu) -> None:
         self.imu_rate = _xyz(msg.angular_velocity)
         setpoint = self.supervisor.setpoint
         if setpoint is not None and setpoint.mode == control_law.MODE_DETUMBLE:
-            self.supervisor.on_input(time.monotonic())
+            self.supervisor.on_input(self.now())
 
     def _on_model(self, msg: String) -> None:
         if not msg.data:
@@ -192,11 +211,13 @@ class ControllerNode(Node):
 
     # -- the loop ----------------------------------------------------------------------
     def _tick(self) -> None:
-        now = time.monotonic()
+        now = self.now()
         if self.last_period is not None:
             self.periods = (self.periods + [now - self.last_period])[-200:]
         self.last_period = now
-        self._send_lease(self.lease.tick(now))
+        # on game time the steady clock beside it: a paused game stops game time, not the
+        # mod's lease (lease.LeaseClient.tick)
+        self._send_lease(self.lease.tick(now, time.monotonic() if self.game_time else None))
         was_armed = self.supervisor.armed
         setpoint, serial = self.supervisor.active(now)
         if was_armed and not self.supervisor.armed:
@@ -249,6 +270,7 @@ class ControllerNode(Node):
                   'saturation_limited': out.saturation_limited if out else '',
                   'attitude_error_deg': round(float(np.degrees(out.attitude_error_rad)), 4)
                   if out else '', 'last_refusal': self.last_refusal, **self.counts,
+                  'clock': 'game' if self.game_time else 'steady',
                   'rate_limit_deg_s': self.params['attitude_hold_rate_limit_deg_s']}
         if len(self.periods) > 10:
             jitter = np.abs(np.array(self.periods) - self.params['command_period_sec'])
@@ -266,7 +288,7 @@ class ControllerNode(Node):
 
     def release(self) -> None:
         """Send ACTION_RELEASE when a lease is held (on shutdown)."""
-        self._send_lease(self.lease.shutdown(time.monotonic()))
+        self._send_lease(self.lease.shutdown(self.now()))
 
 
 def _release(node: ControllerNode) -> None:
