@@ -2,7 +2,12 @@
 
 The test node plays the user: it sends ControlSetpoint messages and judges the result on
 ground truth (the controller and the estimator never read it). Every time it asserts on is
-KSP time, from the messages' stamps.
+KSP time, from the messages' stamps or the simulator's clock.
+
+The simulator runs at ``RATE`` x real time and the controller and the estimator on its game
+time (``use_sim_time``, the bridge's ``/clock``: ``game_stack``), so the controller's period,
+lease and timeouts are game seconds, as at real time. One detumble still runs the shipped
+configuration (real time, the steady clock); ``tests/test_native_demo.py`` has the canary.
 """
 
 import math
@@ -32,12 +37,25 @@ RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SETPOINT = '/setpoint_controller/setpoint'
-# These tests judge the control law on KSP time. The supervisor's wall-clock timeouts (0.5 s
-# stale input, 1 s old setpoint) are correct for a live craft, but on a machine running two
-# suites at once a process can stall that long; they are tested on a given clock in
+RATE = 3
+"""The simulator's --rate: x real time, with the controller and the estimator on game time."""
+ON_GAME_TIME = ('-p', 'use_sim_time:=true')
+# These tests judge the control law on KSP time. The supervisor's timeouts (0.5 s stale
+# input, 1 s old setpoint) are correct for a live craft, but on a machine running two suites
+# at once a process can stall that long; they are tested on a given clock in
 # test_supervisor.py, and here only given room. The disarm is then still logged and asserted.
-CONTROLLER = ['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
-              '-p', 'setpoint_timeout_sec:=3.0']
+# On game time at RATE a stall of s wall seconds is RATE * s game seconds: the room (and the
+# lease, which a stalled controller cannot renew) is RATE times as long in game seconds.
+ROOM = ('-p', f'input_timeout_sec:={3.0 * RATE}', '-p', f'setpoint_timeout_sec:={3.0 * RATE}',
+        '-p', f'lease_duration_sec:={1.0 * RATE}')
+CONTROLLER = ['setpoint_controller', '--ros-args', *ROOM, *ON_GAME_TIME]
+ESTIMATOR = ['attitude_estimator', '--ros-args', *ON_GAME_TIME]
+
+
+def game_stack(sim_stack, rate=RATE, bridge_args=(), **kwargs):
+    """Start the simulator at ``rate`` x real time and the bridge publishing its game time."""
+    return sim_stack(bridge_args=('--publish-clock', *bridge_args),
+                     sim_args=('--rate', str(rate)), **kwargs)
 
 
 def attitude_of(odom):
@@ -105,8 +123,8 @@ class User(TopicRecorder):
 
 def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
         sim_stack, ros_process, ros_node, tmp_path):
-    sim_stack()
-    ros_process(['attitude_estimator'], name='estimator')
+    game_stack(sim_stack)
+    ros_process(ESTIMATOR, name='estimator')
     evaluator = ros_process(['attitude_evaluator', '--ros-args', '-p',
                              f'output_dir:={tmp_path}', '-p', 'print_period_sec:=1.0'],
                             name='evaluator')
@@ -175,15 +193,20 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
                   m.reason == 'lease_released', what='the lease released on shutdown')
 
 
-@pytest.mark.parametrize('sim_time', [False, True], ids=['system_time', 'use_sim_time'])
+@pytest.mark.parametrize('sim_time', [False, True], ids=['real_time_steady_clock',
+                                                         f'rate_{RATE}_game_time'])
 def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_node,
                                                    lean_scenario, sim_time):
     scenario = lean_scenario(changes={'sat': {'angular_velocity': [0.0, 0.18, -0.24]}})
-    # with use_sim_time the nodes run on the game time the bridge publishes on /clock
-    sim_stack(scenario=scenario, bridge_args=['--publish-clock'] if sim_time else [])
-    on_game_time = ['-p', 'use_sim_time:=true'] if sim_time else []
-    ros_process(['attitude_estimator', '--ros-args', *on_game_time], name='estimator')
-    ros_process([*CONTROLLER, *on_game_time], name='controller')
+    if sim_time:            # the nodes run on the game time the bridge publishes on /clock
+        game_stack(sim_stack, scenario=scenario)
+        ros_process(ESTIMATOR, name='estimator')
+        ros_process(CONTROLLER, name='controller')
+    else:                   # the shipped configuration: real time, the steady clock
+        sim_stack(scenario=scenario)
+        ros_process(['attitude_estimator'], name='estimator')
+        ros_process(['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
+                     '-p', 'setpoint_timeout_sec:=3.0'], name='controller')
     user = User(ros_node)
     user.until(user.owned, 'the controller owning the lease')
     first = user.wait_for('twist', what='ground truth rates')
@@ -198,15 +221,17 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
 
 
 def _contract_subscriptions(node, namespace='/', prefix='/ksp_vessel'):
+    """Return what the contract has ``node`` read, and /clock (use_sim_time: rclpy reads it)."""
     return {topics.resolved(key, node, namespace, prefix, id='star_tracker_main')
-            for key in topics.subscribed_by(node)}
+            for key in (*topics.subscribed_by(node), 'clock')}
 
 
 def test_controller_and_estimator_follow_topic_prefix_as_the_contract_says(
         sim_stack, ros_process, ros_node):
-    sim_stack(bridge_args=('--topic-prefix', '/rover'))
+    game_stack(sim_stack, bridge_args=('--topic-prefix', '/rover'))
     for node in ('setpoint_controller', 'attitude_estimator'):
-        ros_process([node, '--ros-args', '-p', 'topic_prefix:=/rover'], name=node)
+        ros_process([node, '--ros-args', '-p', 'topic_prefix:=/rover', *ON_GAME_TIME],
+                    name=node)
     rec = TopicRecorder(ros_node)
     rec.add('authority', '/rover/control/authority/state', ControlAuthorityState, LATCHED)
     rec.add('odom', '/pylon_estimator/odometry', Odometry, RELIABLE)
@@ -222,10 +247,10 @@ def test_controller_and_estimator_follow_topic_prefix_as_the_contract_says(
 
 def test_a_stack_in_a_namespace_with_relative_prefixes(sim_stack, ros_process, ros_node):
     namespace = '/vehicle_2'
-    sim_stack(bridge_args=('--topic-prefix', 'ksp_vessel', '--bridge-prefix', 'pylon',
-                           '--ros-args', '-r', f'__ns:={namespace}'))
+    game_stack(sim_stack, bridge_args=('--topic-prefix', 'ksp_vessel', '--bridge-prefix',
+                                       'pylon', '--ros-args', '-r', f'__ns:={namespace}'))
     ros_process(['setpoint_controller', '--ros-args', '-r', f'__ns:={namespace}', '-p',
-                 'topic_prefix:=ksp_vessel'], name='controller')
+                 'topic_prefix:=ksp_vessel', *ON_GAME_TIME], name='controller')
     rec = TopicRecorder(ros_node)
     rec.add('authority', f'{namespace}/ksp_vessel/control/authority/state',
             ControlAuthorityState, LATCHED)
@@ -243,8 +268,7 @@ def test_a_stack_in_a_namespace_with_relative_prefixes(sim_stack, ros_process, r
 # -- the target dropped on a generation change and on authority loss, re-armed by MODE_IDLE ---
 
 # one setpoint stays in force (no setpoint timeout): only the fault under test drops it
-HOLDING = ['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
-           '-p', 'setpoint_timeout_sec:=0.0']
+HOLDING = [*CONTROLLER, '-p', 'setpoint_timeout_sec:=0.0']
 SLEW_DEG = 30.0
 
 
@@ -259,8 +283,8 @@ def _diagnostics(user, predicate, since, what):
 
 def _flying(sim_stack, ros_process, ros_node, lean_scenario):
     """Start the stack, arm the controller and slew; return (stack, user, target)."""
-    stack = sim_stack(scenario=lean_scenario())
-    ros_process(['attitude_estimator'], name='estimator')
+    stack = game_stack(sim_stack, scenario=lean_scenario())
+    ros_process(ESTIMATOR, name='estimator')
     ros_process(HOLDING, name='controller')
     user = User(ros_node)
     user.add('life', topics.name('lifecycle'), VesselLifecycle,
@@ -347,3 +371,82 @@ def test_authority_loss_drops_the_target_until_a_mode_idle(
     authority.publish(ControlAuthorityCommand(action=ControlAuthorityCommand.ACTION_RELEASE,
                                               sequence=2, **boss))
     _nothing_flies_until_idle(user, stack, back, target, preempted.reason)
+
+
+# -- game time: the period in game seconds, and a paused game ---------------------------------
+
+WRENCH = 'pylon_body_wrench_command'
+AUTHORITY = 'pylon_control_authority_command'
+
+
+def _counts(status):
+    """Return what the simulator received and refused of the controller's kinds."""
+    refused = status['control']['refused']
+    return {'wrench': status['commands'].get(WRENCH, 0),
+            'authority': status['commands'].get(AUTHORITY, 0),
+            'wrench_refused': sum(n for key, n in refused.items() if key.startswith(WRENCH))}
+
+
+def test_on_game_time_the_controller_commands_every_period_of_game_time(
+        sim_stack, ros_process, ros_node, lean_scenario):
+    """At --rate 4 the simulator gets a wrench command every command_period_sec of its clock.
+
+    On the steady clock it would get one every 4 x command_period_sec of its clock (and the
+    lease, renewed every lease/4 of wall time, would run out as often as it is renewed).
+    """
+    rate, period = 4, 0.05
+    stack = game_stack(sim_stack, rate, scenario=lean_scenario())
+    ros_process(['setpoint_controller', '--ros-args', '-p', f'command_period_sec:={period}',
+                 '-p', f'lease_duration_sec:={1.0 * rate}', *ON_GAME_TIME], name='controller')
+    user = User(ros_node)
+    user.add('wrench', topics.name('control/wrench_command'),
+             topics.message_class('control/wrench_command'), RELIABLE)
+    user.until(user.owned, 'the controller owning the lease')
+    user.wait_for('diag', lambda m: values_of(m)['phase'] == 'owned', what='diagnostics')
+    assert values_of(user.last('diag'))['clock'] == 'game'
+    first = stack.status()
+    since = user.mark()
+    user.until(lambda: stack.clock() >= first['clock'] + 10.0, '10 s of simulator clock')
+    last = stack.status()
+    assert first['control']['owner'] == last['control']['owner'], 'the lease changed hands'
+    sent = _counts(last)['wrench'] - _counts(first)['wrench']
+    measured = (last['clock'] - first['clock']) / sent
+    assert measured == pytest.approx(period, rel=0.1), (measured, sent)
+    # the commands' stamps (the controller's clock: game time) say the same
+    stamps = [stamp_of(m) for m in user.wait_count('wrench', 100, since)]
+    assert (stamps[-1] - stamps[0]) / (len(stamps) - 1) == pytest.approx(period, rel=0.1)
+    assert _counts(last)['wrench_refused'] == 0
+
+
+def test_a_paused_game_lets_the_lease_lapse_and_the_controller_waits_for_game_time(
+        sim_stack, ros_process, ros_node, lean_scenario):
+    """Paused: game time stops, the mod's lease runs out on its clock, the controller is quiet.
+
+    No wrench command and no acquisition goes out while paused (it could not renew one); once
+    the game runs again it acquires a new lease, sends no command on the old one, and stays
+    disarmed (lease_expired) until a MODE_IDLE, after which it flies again.
+    """
+    stack, user, target = _flying(sim_stack, ros_process, ros_node, lean_scenario)
+    lost = int(values_of(user.last('diag'))['leases_lost'])
+    old_lease = next(m.lease_id for m in reversed(user.got['authority'])
+                     if m.state == ControlAuthorityState.STATE_OWNED)
+    before = _counts(stack.status())
+    since = user.mark()
+    stack.admin('pause')
+    user.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_UNOWNED and
+                  m.reason == 'lease_expired', since, 'the lease run out in the paused game')
+    lapsed = stack.status()
+    assert lapsed['paused'] and lapsed['control']['owner'] is None
+    # three leases' worth of simulator clock later (ROOM: a lease is RATE game seconds),
+    # nothing came from the controller
+    user.until(lambda: stack.clock() >= lapsed['clock'] + 3.0 * RATE, 'the pause going on')
+    paused = stack.status()
+    assert _counts(paused) == _counts(lapsed), (_counts(lapsed), _counts(paused))
+    assert paused['control']['owner'] is None and paused['ut'] == lapsed['ut']
+    back = user.mark()
+    stack.admin('resume')
+    _nothing_flies_until_idle(user, stack, back, target, 'lease_expired')
+    values = values_of(user.last('diag'))
+    assert int(values['leases_lost']) == lost + 1                 # one loss, no churn
+    assert user.last('authority').lease_id != old_lease
+    assert _counts(stack.status())['wrench_refused'] == before['wrench_refused']
