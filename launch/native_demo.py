@@ -18,6 +18,11 @@ STATE,COMMAND,ADMIN`` moves the UDP ports. ``DEMO_VEHICLES=N`` runs a mission of
 instead, each in its own ROS domain (``DEMO_DOMAIN_BASE``; see ``mission_demo.py``).
 The live view (``pylon_viewer``) serves Foxglove or Lichtblick on ``ws://127.0.0.1:8765``
 (``DEMO_VIEWER_PORT`` moves it), printed at the start.
+``DEMO_RATE=R`` runs the simulator at R x real time and the control on game time
+(``pylon_components.plan``'s ``sim_rate``: the bridge publishes ``/clock``, the estimator,
+controller and chaser run with ``use_sim_time``; the demo sends its setpoints every
+``SETPOINT_PERIOD_SEC`` of game time); ``DEMO_USE_SIM_TIME=true|false`` asks for game time
+or not at any rate (default: exactly when the rate is not 1).
 ``DEMO_RECORD=path.mcap`` also starts the plan's ``record`` component (``pylon_recorder``)
 writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then runs
 ``pylon_plot`` on it at the end (recording to ``demo.mcap`` in the log directory when
@@ -67,17 +72,19 @@ DETUMBLE_DONE_RAD_S = 0.001
 DETUMBLE_MAX_SEC = 10.0           # KSP time
 SETTLED_DEG = 0.1
 SETTLED_HOLD_SEC = 3.0            # KSP time below SETTLED_DEG that counts as settled
-SETPOINT_PERIOD_SEC = 0.2
+SETPOINT_PERIOD_SEC = 0.2        # KSP time (the demo loop waits SETPOINT_PERIOD_SEC / rate)
 
 
-def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None, record: str = '') -> list:
+def planned(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None, record: str = '',
+            sim_rate: float = 1.0, use_sim_time: bool | None = None) -> list:
     """Return the demo's processes: ``pylon_components.plan`` of ``DEMO_COMPONENTS``.
 
     ``$DEMO_VIEWER_PORT`` sets the live view's port (a fixed parameter after its files);
-    ``record`` (``DEMO_RECORD``, a path) adds the ``record`` component writing there.
+    ``record`` (``DEMO_RECORD``, a path) adds the ``record`` component writing there;
+    ``sim_rate`` (``DEMO_RATE``) and ``use_sim_time`` (``DEMO_USE_SIM_TIME``): game time.
     """
     out = pc.plan(DEMO_COMPONENTS, overlays=overlays, scenario=scenario, ports=ports,
-                  record_output=record)
+                  record_output=record, sim_rate=sim_rate, use_sim_time=use_sim_time)
     port = os.environ.get('DEMO_VIEWER_PORT')
     return [replace(p, parameters=(*p.parameters, ('port', int(port))))
             if port and p.component == 'viewer' else p for p in out]
@@ -90,9 +97,11 @@ def viewer_url() -> str:
 
 
 def command_lines(overlays=(), scenario=pc.DEFAULT_SCENARIO, ports=None,
-                  record: str = '') -> list[list[str]]:
+                  record: str = '', sim_rate: float = 1.0,
+                  use_sim_time: bool | None = None) -> list[list[str]]:
     """Return the command line of every demo process, in start order."""
-    return [pc.command_line(p) for p in planned(overlays, scenario, ports, record)]
+    return [pc.command_line(p)
+            for p in planned(overlays, scenario, ports, record, sim_rate, use_sim_time)]
 
 
 class Processes:
@@ -340,9 +349,14 @@ class Flight:
                 self.settle_times[-1] = self.settled_s
 
 
-def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: str) -> None:
-    for proc, cmd in zip(planned(overlays, scenario, ports, record),
-                         command_lines(overlays, scenario, ports, record)):
+def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: str,
+           sim_rate: float = 1.0, use_sim_time: bool | None = None) -> None:
+    if sim_rate != 1.0 or use_sim_time is not None:
+        game = pc.on_game_time(sim_rate, use_sim_time)
+        print(f'demo: simulator at {sim_rate:g}x real time; control on '
+              f'{"game time (/clock)" if game else "the steady clock"}', flush=True)
+    for proc in planned(overlays, scenario, ports, record, sim_rate, use_sim_time):
+        cmd = pc.command_line(proc)
         print(f'demo: starting {" ".join(cmd)}', flush=True)
         procs.start(proc.executable, cmd)
     if 'viewer' in DEMO_COMPONENTS:
@@ -381,17 +395,19 @@ def _soak_figures(pilot: Pilot, flight: Flight) -> dict:
 
 def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_dir: Path,
         until_settled: bool = False, record: str = '', plot_dir: str = '',
-        slew_every: float | None = None, until_slews: int | None = None) -> int:
+        slew_every: float | None = None, until_slews: int | None = None,
+        sim_rate: float = 1.0, use_sim_time: bool | None = None) -> int:
     """Start the processes, fly, print; return the exit status.
 
     Stops after ``seconds`` (wall clock; None: until Ctrl-C) or, with ``until_settled``, as
     soon as the slew has settled (with ``until_slews``, once that many slews have). With
     ``record`` the recorder writes everything there; with ``plot_dir`` ``pylon_plot`` draws
-    it there at the end. ``slew_every``: see ``Flight``.
+    it there at the end. ``slew_every``: see ``Flight``. ``sim_rate``, ``use_sim_time``:
+    see ``planned``.
     """
     procs = Processes(log_dir)
     print(f'demo: logs in {log_dir}', flush=True)
-    _start(procs, overlays, scenario, ports, record)
+    _start(procs, overlays, scenario, ports, record, sim_rate, use_sim_time)
     pilot, flight = Pilot(), Flight(slew_every)
     started = last_print = time.monotonic()
     last_counts = dict(pilot.counts)
@@ -409,7 +425,7 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
                 status = 1
                 break
             flight.step(pilot)
-            pilot.spin(SETPOINT_PERIOD_SEC)
+            pilot.spin(SETPOINT_PERIOD_SEC / sim_rate)
             if time.monotonic() - last_print >= 1.0:
                 span = time.monotonic() - last_print
                 rates = {k: (pilot.counts[k] - last_counts[k]) / span for k in pilot.counts}
@@ -485,10 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     base = int(os.environ.get('DEMO_DOMAIN_BASE') or mission.DEFAULT_DOMAIN_BASE)
     scenario = os.environ.get('DEMO_SCENARIO', '' if vehicles else pc.DEFAULT_SCENARIO)
     record, plot_dir = os.environ.get('DEMO_RECORD', ''), os.environ.get('DEMO_PLOT', '')
+    sim_rate = pc.sim_rate_of(os.environ.get('DEMO_RATE'))
+    use_sim_time = pc.parse_bool(os.environ.get('DEMO_USE_SIM_TIME'))
     if args.print_commands:
         planned_ = (mission_demo.plan(vehicles, overlays, scenario, ports, base,
-                                      record=record) if vehicles
-                    else planned(overlays, scenario, ports, record))
+                                      record=record, sim_rate=sim_rate,
+                                      use_sim_time=use_sim_time) if vehicles
+                    else planned(overlays, scenario, ports, record, sim_rate, use_sim_time))
         print(json.dumps([pc.command_line(p) for p in planned_]))
         return 0
     seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
@@ -504,9 +523,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if vehicles:
         return mission_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
-                                Processes(log_dir), record)
+                                Processes(log_dir), record, sim_rate=sim_rate,
+                                use_sim_time=use_sim_time)
     return run(seconds, overlays, scenario, ports, log_dir, until_settled, record,
-               plot_dir, args.slew_every, args.until_slews)
+               plot_dir, args.slew_every, args.until_slews, sim_rate, use_sim_time)
 
 
 if __name__ == '__main__':

@@ -10,6 +10,7 @@ of ``config/`` and the overlays of ``config/overlays/`` layered in order::
     ros2 launch launch/pylon.launch.py components:=bridge,rsp,rviz use_real_ksp:=true
     ros2 launch launch/pylon.launch.py overlays:=no_ground_truth,fast_slew
     ros2 launch launch/pylon.launch.py record:=/tmp/run.mcap            # and record it all
+    ros2 launch launch/pylon.launch.py sim_rate:=3                      # 3x real time, game time
 
 ``ros2 launch launch/pylon.launch.py --show-args`` lists the arguments.
 
@@ -80,6 +81,16 @@ ARGUMENTS = (
     ('autostart', 'true', 'with vehicles: start the mission once every vehicle is Ready'),
     ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
     ('exit_on_finish', 'true', 'with vehicles: end launch once the mission ended'),
+    ('sim_rate', '1.0',
+     'pylon_sim runs at this many times real time (--rate, above 0). Not 1: the control runs '
+     'on game time too (see use_sim_time), so it keeps its periods, lease and timeouts in '
+     'game seconds while the game runs faster; not with use_real_ksp'),
+    ('use_sim_time', '',
+     'true|false: game time for the control: the bridge publishes /clock (publish_clock, KSP '
+     'universal time) and the estimator, controller and chaser run with use_sim_time on it '
+     '(their loops, leases and timeouts in game seconds; a paused game stops them and the '
+     'lease lapses). Empty (default): true exactly when sim_rate is not 1. With a real KSP, '
+     'true is what physics warp wants'),
     ('record', '',
      'a file path: also start pylon_recorder (component record), writing every topic to a '
      'rosbag2-compatible MCAP file there (with vehicles: one file per domain, '
@@ -124,13 +135,18 @@ def _mission(arg) -> list:
         overlays=pc.split_list(arg('overlays')), domain_base=int(arg('domain_base')),
         autostart=bool(pc.parse_bool(arg('autostart'))),
         exit_on_finish=bool(pc.parse_bool(arg('exit_on_finish'))),
-        results_path=arg('results_path'), record_output=arg('record'))
+        results_path=arg('results_path'), record_output=arg('record'),
+        sim_rate=pc.sim_rate_of(arg('sim_rate')), use_sim_time=pc.parse_bool(arg('use_sim_time')))
     actions = [LogInfo(msg=f'pylon: mission of {vehicles} vehicles, management domain '
                            f'{arg("domain_base")}')] + _actions(planned)
     referee = next(a for a, p in zip(actions[1:], planned) if p.component == 'referee')
     actions.append(RegisterEventHandler(OnProcessExit(
         target_action=referee, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
     return actions
+
+
+def _game_time(arg) -> bool:
+    return pc.on_game_time(pc.sim_rate_of(arg('sim_rate')), pc.parse_bool(arg('use_sim_time')))
 
 
 def _setup(context):
@@ -147,11 +163,14 @@ def _setup(context):
                       external=external,
                       disable_ground_truth=pc.parse_bool(arg('disable_ground_truth')),
                       use_real_ksp=use_real_ksp, bridge_host=arg('bridge_host'),
-                      ksp_host=arg('ksp_host'), record_output=arg('record'))
+                      ksp_host=arg('ksp_host'), record_output=arg('record'),
+                      sim_rate=pc.sim_rate_of(arg('sim_rate')),
+                      use_sim_time=pc.parse_bool(arg('use_sim_time')))
     components = sorted({p.component for p in planned}, key=list(pc.COMPONENTS).index)
     actions = [LogInfo(msg=f'pylon: components {",".join(components) or "(none)"}; '
                            f'overlays {",".join(overlays) or "(none)"}'
-                           + ('; use_real_ksp: no simulator' if use_real_ksp else ''))]
+                           + ('; use_real_ksp: no simulator' if use_real_ksp else '')
+                           + ('; control on game time (/clock)' if _game_time(arg) else ''))]
     return actions + _actions(planned)
 
 

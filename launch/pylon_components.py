@@ -9,12 +9,19 @@ import), so the native environment and the static tests import it as is.
 Paths are resolved against the workspace root: the directory above ``launch/`` (the
 repository, or ``/ws`` in the Docker image, which keeps the same layout), or
 ``$PYLON_WORKSPACE_ROOT`` when set.
+
+Game time: ``plan(sim_rate=R)`` runs the simulator at ``--rate R`` (R x real time) and,
+unless ``use_sim_time`` says otherwise, the control on game time whenever R is not 1: the
+bridge publishes ``/clock`` (``publish_clock``) and the nodes of ``GAME_TIME_NODES``
+(estimator, controller, chaser) run with ``use_sim_time``. ``use_sim_time=True`` asks for
+it at any rate (a real KSP under physics warp); the default plan is unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+import math
 import os
 from pathlib import Path
 
@@ -258,22 +265,53 @@ def parameter_files(component: str | Component, overlays: Sequence[str] = (),
     return files
 
 
+GAME_TIME_NODES: frozenset[str] = frozenset({
+    topics.ATTITUDE_ESTIMATOR, topics.SETPOINT_CONTROLLER, topics.RENDEZVOUS_CHASER})
+"""The nodes a plan on game time runs with ``use_sim_time``: what times the control."""
+
+
+def sim_rate_of(value: str | float | None) -> float:
+    """Return a simulator rate (x real time): a finite number above 0; ''/None is 1.
+
+    0 (pylon_sim's lock-stepped mode) is refused: it is for runs without ROS nodes.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return 1.0
+    try:
+        rate = float(value)
+    except ValueError:
+        raise ValueError(f'sim_rate: not a number: {value!r}') from None
+    if not (math.isfinite(rate) and rate > 0.0):
+        raise ValueError(f'sim_rate must be a finite number above 0 (x real time), not '
+                         f'{value!r}; 0 (lock-stepped) is for runs without ROS nodes')
+    return rate
+
+
+def on_game_time(sim_rate: float = 1.0, use_sim_time: bool | None = None) -> bool:
+    """Return whether a plan runs its control on game time: as asked, else at a rate not 1."""
+    rate = sim_rate_of(sim_rate)
+    return rate != 1.0 if use_sim_time is None else bool(use_sim_time)
+
+
 def sim_arguments(scenario: str = DEFAULT_SCENARIO, ports: Sequence[int] | None = None,
-                  ) -> list[str]:
+                  sim_rate: float = 1.0) -> list[str]:
     """Return the simulator's command-line arguments after the executable.
 
-    ``ports`` = (state, command, admin) replaces the default ports (tests, a second demo).
+    ``ports`` = (state, command, admin) replaces the default ports (tests, a second demo);
+    ``sim_rate`` other than 1 adds ``--rate``.
     """
     args = list(SIM.processes[0].arguments)
     if ports is not None:
         for flag, port in zip(('--state-port', '--command-port', '--admin-port'), ports):
             args[args.index(flag) + 1] = str(port)
-    return ['--scenario', scenario, *args, '--control-safety', str(CONTROL_SAFETY)]
+    rate = sim_rate_of(sim_rate)
+    return ['--scenario', scenario, *args, '--control-safety', str(CONTROL_SAFETY),
+            *(['--rate', f'{rate:g}'] if rate != 1.0 else [])]
 
 
 def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None = None,
                       use_real_ksp: bool = False, bridge_host: str = '0.0.0.0',
-                      ksp_host: str = LOOPBACK) -> dict[str, object]:
+                      ksp_host: str = LOOPBACK, game_time: bool = False) -> dict[str, object]:
     """Return the bridge parameters the selection fixes, applied after every file.
 
     - ``publish_proxy_static_tf`` is false exactly when robot_state_publisher runs
@@ -281,10 +319,13 @@ def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None
     - ``disable_ground_truth`` only when given (``None`` leaves it to the files).
     - with a real KSP: the bridge binds ``bridge_host`` (every interface by default)
       and sends commands to ``ksp_host``.
+    - ``game_time``: ``publish_clock`` (game time on ``/clock``; absent otherwise).
     """
     params: dict[str, object] = {'publish_proxy_static_tf': 'rsp' not in selected}
     if disable_ground_truth is not None:
         params['disable_ground_truth'] = disable_ground_truth
+    if game_time:
+        params['publish_clock'] = True
     if use_real_ksp:
         params['host'] = bridge_host
         params['command_host'] = ksp_host
@@ -317,19 +358,25 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
          disable_ground_truth: bool | None = None, use_real_ksp: bool = False,
          bridge_host: str = '0.0.0.0', ksp_host: str = LOOPBACK,
          ports: Sequence[int] | None = None,
-         record_output: str = '') -> list[Planned]:
+         record_output: str = '', sim_rate: float = 1.0,
+         use_sim_time: bool | None = None) -> list[Planned]:
     """Return every process of the selected components, in start order, resolved.
 
     ``ports`` = (state, command, admin) replaces the default UDP ports for simulator and
     bridge alike (fixed bridge parameters after its files); None keeps the files' ports.
     ``record_output`` (a path) selects the ``record`` component too, writing there.
+    ``sim_rate`` and ``use_sim_time``: game time (module doc); a rate needs the simulator.
     """
     if record_output:
         components = (*select(components), RECORD.name)
+    if use_real_ksp and sim_rate_of(sim_rate) != 1.0:
+        raise ValueError("sim_rate is the simulator's; with a real KSP use use_sim_time "
+                         '(game time, e.g. under physics warp)')
+    game_time = on_game_time(sim_rate, use_sim_time)
     selected = effective(select(components), use_real_ksp)
     bridge = bridge_parameters((*selected, *external), disable_ground_truth=disable_ground_truth,
                                use_real_ksp=use_real_ksp, bridge_host=bridge_host,
-                               ksp_host=ksp_host)
+                               ksp_host=ksp_host, game_time=game_time)
     if ports is not None:
         bridge.update(port=int(ports[0]), command_port=int(ports[1]))
     out = []
@@ -337,11 +384,13 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
         for proc in COMPONENTS[name].processes:
             if not proc.ros_node:
                 out.append(Planned(name, proc.package, proc.executable, None,
-                                   tuple(sim_arguments(scenario, ports)), (), (), ()))
+                                   tuple(sim_arguments(scenario, ports, sim_rate)), (), (), ()))
                 continue
             fixed = dict(proc.parameters)
             if name == 'bridge':
                 fixed.update(bridge)
+            if game_time and proc.node in GAME_TIME_NODES:
+                fixed['use_sim_time'] = True
             if name == RECORD.name and record_output:
                 fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))
@@ -407,8 +456,15 @@ def _target_vessel_id(scenario: str) -> str:
 
 
 def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
-                        ports: Sequence[int], target: str) -> dict[str, object]:
-    """Return the fixed parameters of vehicle k's process of ``component``."""
+                        ports: Sequence[int], target: str,
+                        game_time: bool = False) -> dict[str, object]:
+    """Return the fixed parameters of vehicle k's process of ``component``.
+
+    On game time the bridge publishes ``/clock`` and the nodes of ``GAME_TIME_NODES`` use it.
+    """
+    if game_time and VEHICLE_COMPONENTS[component].processes[0].node in GAME_TIME_NODES:
+        return {**_vehicle_parameters(component, k, facts, base, ports, target),
+                'use_sim_time': True}
     if component == 'bridge':
         prefix = mission.vehicle_prefix(k)
         return {'port': management.vehicle_port(ports[0], k),
@@ -416,7 +472,8 @@ def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
                 'ground_truth_domain': base,
                 'ground_truth_prefix': topics.name('ground_truth/pose', prefix).rsplit('/', 1)[0],
                 'control_snapshot_topic': topics.name('control/snapshot', prefix),
-                'publish_proxy_static_tf': True}
+                'publish_proxy_static_tf': True,
+                **({'publish_clock': True} if game_time else {})}
     if component == 'estimator' and facts.star_tracker:
         return {'star_tracker_id': facts.star_tracker}
     if component == 'controller':
@@ -432,7 +489,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
                  management_port: int = management.MANAGEMENT_PORT, autostart: bool = True,
                  exit_on_finish: bool = False, results_path: str = '',
                  vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS),
-                 record_output: str = '') -> list[Planned]:
+                 record_output: str = '', sim_rate: float = 1.0,
+                 use_sim_time: bool | None = None) -> list[Planned]:
     """Return every process of a mission of ``vehicles`` vehicles, in start order.
 
     The simulator (``--management-port``; vehicle k on the first ``ports`` plus
@@ -442,7 +500,11 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     ``/vehicle_k``), estimator, controller and, for a vehicle with a task, the chaser.
     ``scenario`` '' picks ``MISSION_SCENARIOS[vehicles]``. ``record_output`` (a path) adds a
     recorder to every domain, each writing its own file (``mission_record_path``).
+    ``sim_rate``/``use_sim_time``: game time as in ``plan``; each vehicle's bridge publishes
+    ``/clock`` in its own domain (the management domain has none: the manager and the
+    referee judge on the simulator's UT and the stamps).
     """
+    game_time = on_game_time(sim_rate, use_sim_time)
     scenario = scenario or MISSION_SCENARIOS.get(vehicles, '')
     if not scenario:
         raise ValueError(f'no shipped scenario has {vehicles} vehicles '
@@ -452,7 +514,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     ports = tuple(ports) if ports is not None else (STATE_PORT, COMMAND_PORT, ADMIN_PORT)
     target = _target_vessel_id(scenario)
     sim = Planned('sim', 'pylon_sim', 'pylon_sim', None,
-                  (*sim_arguments(scenario, ports), '--management-port', str(management_port)),
+                  (*sim_arguments(scenario, ports, sim_rate), '--management-port',
+                   str(management_port)),
                   (), (), (), None)
     fixed = {'manager': {'management_port': management_port, 'vehicles': vehicles,
                          'domain_base': domain_base, 'autostart': autostart,
@@ -464,7 +527,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
         for name in vehicle_components:
             if name == 'chaser' and not (vehicle.scored and vehicle.relative_nav):
                 continue
-            params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target)
+            params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target,
+                                         game_time)
             out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params,
                                 mission.vehicle_domain(domain_base, k), k))
     if record_output:

@@ -176,3 +176,72 @@ def test_launch_and_native_demo_record_a_mission_per_domain(launch_file):
     assert recorders == [('7', {'output': '/tmp/run_management.mcap'}),
                          ('8', {'output': '/tmp/run_vehicle_1.mcap'}),
                          ('9', {'output': '/tmp/run_vehicle_2.mcap'})]
+
+
+def _fixed(cmd):
+    """Return the ``-p name:=value`` parameters of a command line."""
+    return dict(cmd[i + 1].split(':=', 1) for i, arg in enumerate(cmd) if arg == '-p')
+
+
+@pytest.mark.parametrize('rate, use_sim_time, game', [
+    ('3', '', True), ('1.0', 'true', True), ('2.5', 'false', False), ('1.0', '', False)])
+def test_launch_and_native_demo_run_on_game_time_the_same_way(launch_file, rate, use_sim_time,
+                                                              game):
+    """sim_rate:= and DEMO_RATE (use_sim_time:=, DEMO_USE_SIM_TIME) start the same processes.
+
+    Game time: the simulator at --rate, the bridge publishing /clock, the estimator and the
+    controller on it (use_sim_time), the viewer not; at rate 1 by default nothing changes.
+    """
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    actions = launch_file._setup(_context(launch_file, components=','.join(native.DEMO_COMPONENTS),
+                                          sim_rate=rate, use_sim_time=use_sim_time))
+    launched = _as_commands(actions)
+    sim_time = native.pc.parse_bool(use_sim_time)
+    assert launched == native.command_lines(sim_rate=float(rate), use_sim_time=sim_time)
+    sim, bridge, controller, estimator, viewer = launched
+    assert (sim[-2:] == ['--rate', f'{float(rate):g}']) == (float(rate) != 1.0), sim
+    assert '--rate' not in sim[:-2]
+    assert _fixed(bridge).get('publish_clock') == ('true' if game else None)
+    for node in (controller, estimator):
+        assert _fixed(node).get('use_sim_time') == ('true' if game else None), node
+    assert 'use_sim_time' not in _fixed(viewer)
+    if not game and float(rate) == 1.0:                     # the shipped configuration
+        assert launched == native.command_lines()
+
+
+def test_launch_and_native_demo_run_a_mission_on_game_time_the_same_way(launch_file):
+    """Every vehicle's bridge publishes /clock in its domain; its nodes use it."""
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    mission = sys.modules['mission_demo']
+    actions = launch_file._setup(_context(launch_file, vehicles='2', domain_base='7',
+                                          results_path='/tmp/results.json', sim_rate='3'))
+    started = [a for a in actions if 'cmd' in a.kwargs or 'package' in a.kwargs]
+    planned = mission.plan(2, domain_base=7, log_dir=Path('/tmp'), sim_rate=3.0)
+    launched = _as_commands(started)
+    assert launched == [native.pc.command_line(p) for p in planned]
+    sim = launched[0]
+    assert sim[0] == 'pylon_sim' and sim[sim.index('--rate') + 1] == '3'
+    by_node = {}
+    for proc, cmd in zip(planned, launched):
+        by_node.setdefault(proc.executable, []).append((proc.domain, _fixed(cmd)))
+    assert [(d, p.get('publish_clock')) for d, p in by_node['udp_bridge']] == [
+        (8, 'true'), (9, 'true')]
+    for name in ('setpoint_controller', 'attitude_estimator', 'rendezvous_chaser'):
+        assert by_node[name] and all(p.get('use_sim_time') == 'true' for _, p in by_node[name])
+    for name in ('sim_manager', 'referee'):             # management domain: no /clock there
+        assert [p.get('use_sim_time') for _, p in by_node[name]] == [None]
+
+
+def test_a_simulator_rate_is_checked_and_needs_the_simulator():
+    import pylon_components as pc
+    assert pc.sim_rate_of('') == pc.sim_rate_of(None) == 1.0 and pc.sim_rate_of('4') == 4.0
+    for bad in ('0', '-1', 'nan', 'inf', 'fast'):
+        with pytest.raises(ValueError, match='sim_rate'):
+            pc.sim_rate_of(bad)
+    with pytest.raises(ValueError, match='use_sim_time'):
+        pc.plan('bridge,controller', use_real_ksp=True, sim_rate=2.0)
+    # a real KSP under physics warp: game time without a simulator rate
+    real = {p.node: dict(p.parameters) for p in pc.plan('bridge,controller', use_real_ksp=True,
+                                                       use_sim_time=True)}
+    assert real['udp_bridge']['publish_clock'] is True
+    assert real['setpoint_controller']['use_sim_time'] is True
