@@ -33,12 +33,13 @@ STATUS_PERIOD_SEC = 1.0
 
 def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
          domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None,
-         record: str = '') -> list:
+         record: str = '', sim_rate: float = 1.0, use_sim_time: bool | None = None) -> list:
     """Return the demo's processes: the mission plan with autostart and an end.
 
     ``ports``: the first vehicle's state, command and admin ports, and optionally the
     management port. ``record`` (``DEMO_RECORD``): a recorder in every domain, each with a
-    file of its own (``pylon_components.mission_record_path``).
+    file of its own (``pylon_components.mission_record_path``). ``sim_rate`` (``DEMO_RATE``)
+    and ``use_sim_time`` (``DEMO_USE_SIM_TIME``): game time (``pylon_components.plan``).
     """
     extra = {} if ports is None or len(ports) < 4 else {'management_port': ports[3]}
     return pc.mission_plan(vehicles, scenario=scenario, overlays=overlays,
@@ -46,7 +47,8 @@ def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
                            ports=None if ports is None else ports[:3], autostart=True,
                            exit_on_finish=True,
                            results_path=str(log_dir / RESULTS) if log_dir else '',
-                           record_output=record, **extra)
+                           record_output=record, sim_rate=sim_rate,
+                           use_sim_time=use_sim_time, **extra)
 
 
 class Watcher:
@@ -107,13 +109,15 @@ def status_line(watcher: Watcher) -> str:
 
 
 def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str, ports,
-        domain_base: int, log_dir: Path, processes, record: str = '') -> int:
+        domain_base: int, log_dir: Path, processes, record: str = '',
+        sim_rate: float = 1.0, use_sim_time: bool | None = None) -> int:
     """Start the mission, watch it, stop it; print the referee's result; return the status.
 
-    ``processes`` is a ``native_demo.Processes`` (start, dead, stop); ``record``: see
-    ``plan``.
+    ``processes`` is a ``native_demo.Processes`` (start, dead, stop); ``record``,
+    ``sim_rate``, ``use_sim_time``: see ``plan``.
     """
-    planned = plan(vehicles, overlays, scenario, ports, domain_base, log_dir, record)
+    planned = plan(vehicles, overlays, scenario, ports, domain_base, log_dir, record,
+                   sim_rate, use_sim_time)
     domains = [str(mission.vehicle_domain(domain_base, k)) for k in range(1, vehicles + 1)]
     print(f'demo: logs in {log_dir}; management domain {domain_base}, vehicles in '
           f'{", ".join(domains)}', flush=True)
