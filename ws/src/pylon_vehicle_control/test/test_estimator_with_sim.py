@@ -1,4 +1,8 @@
-"""attitude_estimator in the loop: pylon_sim -> udp_bridge -> estimator, judged on truth."""
+"""attitude_estimator in the loop: pylon_sim -> udp_bridge -> estimator, judged on truth.
+
+No controller is in the loop, so the game runs at four times real time (``RATE``): every
+time the test judges is a message stamp (KSP time). No LiDAR or camera: it reads neither.
+"""
 
 from geometry_msgs.msg import PoseStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
@@ -12,11 +16,12 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 pytestmark = pytest.mark.integration
 
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+RATE = 4
 
 
 def test_estimator_tracks_the_true_attitude_and_reads_no_ground_truth(
-        sim_stack, ros_process, ros_node):
-    sim_stack()
+        sim_stack, ros_process, ros_node, lean_scenario):
+    sim_stack(lean_scenario(), sim_args=['--rate', str(RATE)])
     ros_process(['attitude_estimator'], name='estimator')
     rec = TopicRecorder(ros_node)
     rec.add('odom', '/pylon_estimator/odometry', Odometry, RELIABLE)
