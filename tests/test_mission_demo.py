@@ -5,7 +5,10 @@ each vehicle's bridge, estimator, controller and chaser in its own ROS domain); 
 management starts it once both vehicles are Ready, the chaser flies on its own
 relative-navigation sensor only, the referee scores it and the demo ends with the result.
 To take a minute rather than seven, the chaser starts 60 m behind the target (a copy of the
-rendezvous scenario) and the controller closes at up to 2 m/s (``fast_rendezvous``).
+rendezvous scenario) and the controller closes at up to 2 m/s (``fast_rendezvous``), and the
+simulator runs at ``RATE`` x real time with every vehicle's control on its game time
+(``DEMO_RATE``: each bridge publishes ``/clock`` in its domain); the referee's figures are
+game time.
 """
 
 import json
@@ -21,10 +24,25 @@ import pytest
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
+RATE = 3
 
 
-# the mission runs at real time: a machine too busy to keep it stretches it in wall time, so
-# the demo's own bound (DEMO_SECONDS) ends it before the subprocess and pytest bounds do
+def room_for_stalls(tmp_path: Path, rate: float) -> str:
+    """Write an overlay giving the controller's lease and timeouts ``rate`` x their seconds.
+
+    On game time at ``rate`` a stall of s wall seconds is rate x s game seconds: this keeps
+    the room a busy machine has at real time. Return its path (for ``DEMO_OVERLAYS``).
+    """
+    path = tmp_path / 'room_for_stalls.yaml'
+    path.write_text('setpoint_controller:\n  ros__parameters:\n'
+                    f'    lease_duration_sec: {1.0 * rate}\n'
+                    f'    setpoint_timeout_sec: {1.0 * rate}\n'
+                    f'    input_timeout_sec: {0.5 * rate}\n', encoding='utf-8')
+    return str(path)
+
+
+# a machine too busy to keep the simulator's pace stretches the mission in wall time, so the
+# demo's own bound (DEMO_SECONDS) ends it before the subprocess and pytest bounds do
 @pytest.mark.timeout(660)
 def test_a_two_vehicle_demo_runs_to_its_score(free_udp_port, free_udp_port_series,
                                               ros_domain_block, tmp_path):
@@ -35,14 +53,21 @@ def test_a_two_vehicle_demo_runs_to_its_score(free_udp_port, free_udp_port_serie
     ports += [0, free_udp_port()]
     logs = tmp_path / 'logs'
     env = dict(os.environ, DEMO_VEHICLES='2', DEMO_SECONDS='480', DEMO_LOG_DIR=str(logs),
-               DEMO_SCENARIO=scenario, DEMO_OVERLAYS='fast_rendezvous',
-               DEMO_DOMAIN_BASE=str(base))
+               DEMO_SCENARIO=scenario,
+               DEMO_OVERLAYS=f'fast_rendezvous,{room_for_stalls(tmp_path, RATE)}',
+               DEMO_DOMAIN_BASE=str(base), DEMO_RATE=str(RATE))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ','.join(map(str, ports))], env=env,
                             capture_output=True, text=True, timeout=600)
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     assert f'management domain {base}, vehicles in {base + 1}, {base + 2}' in out
+    starting = [line for line in out.splitlines() if line.startswith('demo: starting ')]
+    assert any(f' --rate {RATE}' in line for line in starting if 'pylon_sim' in line)
+    for name in ('udp_bridge', 'setpoint_controller', 'rendezvous_chaser'):
+        mine = [line for line in starting if f'demo: starting {name} ' in line]
+        setting = 'publish_clock:=true' if name == 'udp_bridge' else 'use_sim_time:=true'
+        assert mine and all(setting in line for line in mine), (name, mine)
     line = next(line for line in out.splitlines() if line.startswith('demo result'))
     assert '(mission ended, FinishAll)' in line, line
     ranking = json.loads(line.split('): ', 1)[1])

@@ -1,7 +1,9 @@
 """``make demo`` for real: the native runner flies the orbit sat and exits 0 with a summary.
 
 It runs until the slew has settled (judged on KSP time), not for a fixed number of
-seconds; ``DEMO_SECONDS`` only bounds a broken run.
+seconds; ``DEMO_SECONDS`` only bounds a broken run. The first test is the canary of the
+shipped configuration (real time, every node on its default clock); the second runs the
+simulator at ``RATE`` x real time with the control on game time (``DEMO_RATE``).
 """
 
 import json
@@ -16,9 +18,28 @@ import pytest
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
+RATE = 3
+
+
+def room_for_stalls(tmp_path: Path, rate: float) -> str:
+    """Write an overlay giving the controller's lease and timeouts ``rate`` x their seconds.
+
+    On game time at ``rate`` a stall of s wall seconds is rate x s game seconds: this keeps
+    the room a busy machine has at real time. Return its path (for ``DEMO_OVERLAYS``).
+    """
+    path = tmp_path / 'room_for_stalls.yaml'
+    path.write_text('setpoint_controller:\n  ros__parameters:\n'
+                    f'    lease_duration_sec: {1.0 * rate}\n'
+                    f'    setpoint_timeout_sec: {1.0 * rate}\n'
+                    f'    input_timeout_sec: {0.5 * rate}\n', encoding='utf-8')
+    return str(path)
 
 
 def test_native_demo_flies_and_summarises(free_udp_port, tmp_path):
+    """The canary of the shipped configuration: real time, the controller on its steady clock.
+
+    Every other controller-in-the-loop test runs faster than real time on game time.
+    """
     assert os.environ.get('ROS_DOMAIN_ID'), 'the test session has its own ROS domain'
     ports = ','.join(str(free_udp_port()) for _ in range(3))
     # the fast_slew overlay (10 deg/s): the demo's wiring, overlays included, in less time
@@ -76,16 +97,26 @@ def test_native_demo_slews_every_period(free_udp_port, tmp_path):
     """``--slew-every``: after the first slew, another one back, each settled, the lease kept.
 
     The run ends once two slews have settled (``--until-slews 2``, KSP time); DEMO_SECONDS
-    only bounds a broken run.
+    only bounds a broken run. ``DEMO_RATE``: the simulator at ``RATE`` x real time, the
+    control on game time, every figure asserted in KSP time.
     """
     ports = ','.join(str(free_udp_port()) for _ in range(3))
     env = dict(os.environ, DEMO_SECONDS='240', DEMO_LOG_DIR=str(tmp_path),
-               DEMO_OVERLAYS='fast_slew', DEMO_VIEWER_PORT=str(free_udp_port()))
+               DEMO_OVERLAYS=f'fast_slew,{room_for_stalls(tmp_path, RATE)}',
+               DEMO_VIEWER_PORT=str(free_udp_port()), DEMO_RATE=str(RATE))
     result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
                              '--ports', ports, '--slew-every', '12', '--until-slews', '2'],
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f'demo: simulator at {RATE}x real time; control on game time' in result.stdout
     lines = result.stdout.splitlines()
+    started = [line for line in lines if line.startswith('demo: starting ')]
+    assert any(f' --rate {RATE}' in line and 'pylon_sim' in line for line in started), started
+    for name, setting in (('udp_bridge', 'publish_clock:=true'),
+                          ('attitude_estimator', 'use_sim_time:=true'),
+                          ('setpoint_controller', 'use_sim_time:=true')):
+        assert any(line.startswith(f'demo: starting {name} ') and setting in line
+                   for line in started), (name, started)
     summary = json.loads(next(line for line in lines
                               if line.startswith('demo summary: '))[len('demo summary: '):])
     assert summary['slew_every_s'] == 12.0 and summary['slews'] == 2, summary
