@@ -5,6 +5,11 @@ The recording read back equals what a live subscriber received, message for mess
 bag metadata is rosbag2's; SIGINT leaves a complete file, SIGKILL one readable up to its
 last written chunk; a type without an installed definition is skipped, the rest recorded;
 pylon_plot draws the recording. Waits are conditions on message stamps (KSP time).
+
+One stack serves the module (the ``stack`` fixture), the game at twice real time: the
+controller renews its lease every quarter of the lease's length of wall time, which stays
+well inside the lease at that rate. One test node serves it too (``node``: what a test
+subscribed or advertised on it ends with the test).
 """
 
 import os
@@ -46,15 +51,28 @@ RELIABLE = QoSProfile(depth=DEEP, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RECORDED_SEC = 3.0                          # KSP time the recorders record before they end
+RATE = 2                                    # the game's speed: the controller's lease holds
 
 
 @pytest.fixture(scope='module')
 def stack(module_ros_process, free_udp_port, tmp_path_factory):
     """Start the simulator (orbit, no LiDAR or camera), the bridge, estimator, controller."""
     scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit')
-    start_stack(module_ros_process, free_udp_port, scenario)
+    start_stack(module_ros_process, free_udp_port, scenario, sim_args=('--rate', str(RATE)))
     module_ros_process(['attitude_estimator'], name='estimator')
     module_ros_process(['setpoint_controller'], name='controller')
+
+
+@pytest.fixture
+def node(module_ros_node):
+    """Yield the module's test node; the endpoints a test makes on it end with the test."""
+    subscriptions = set(module_ros_node.subscriptions)
+    publishers = set(module_ros_node.publishers)
+    yield module_ros_node
+    for subscription in set(module_ros_node.subscriptions) - subscriptions:
+        module_ros_node.destroy_subscription(subscription)
+    for publisher in set(module_ros_node.publishers) - publishers:
+        module_ros_node.destroy_publisher(publisher)
 
 
 def live(ros_node) -> TopicRecorder:
@@ -69,10 +87,20 @@ def live(ros_node) -> TopicRecorder:
     return rec
 
 
+def recorder_name(path: Path) -> str:
+    """Return the node name of the recorder writing ``path``.
+
+    A name per recording: a recorder killed by an earlier test stays in the shared test
+    node's graph until its DDS lease ends, and must not pass for the next one.
+    """
+    return f'pylon_recorder_{path.stem}'
+
+
 def start_recorder(ros_process, path: Path, *args: str, env=None):
     """Start pylon_recorder writing to ``path``."""
-    return ros_process(['pylon_recorder', '--ros-args', '-p', f'output:={path}',
-                        *(x for arg in args for x in ('-p', arg))], name='recorder', env=env)
+    return ros_process(['pylon_recorder', '--ros-args', '-r', f'__node:={recorder_name(path)}',
+                        '-p', f'output:={path}', *(x for arg in args for x in ('-p', arg))],
+                       name='recorder', env=env)
 
 
 def record(ros_process, ros_node, path: Path, *args: str, env=None,
@@ -84,7 +112,7 @@ def record(ros_process, ros_node, path: Path, *args: str, env=None,
     rec = live(ros_node)
     recorder = start_recorder(ros_process, path, *args, env=env)
     rec.until(lambda: (recorder.check() or
-                       set(topics) <= subscriptions_of(ros_node, 'pylon_recorder')),
+                       set(topics) <= subscriptions_of(ros_node, recorder_name(path))),
               'the recorder subscribed')
     rec.wait_stamp_span('imu', RECORDED_SEC, rec.mark())
     return rec, recorder
@@ -102,10 +130,9 @@ def same_window(live_messages: list, recorded_messages: list) -> tuple[list, lis
     return mine, [plain(m.ros_msg) for m in recorded_messages]
 
 
-def test_a_recording_holds_what_a_live_subscriber_received(stack, ros_process, ros_node,
-                                                          tmp_path):
+def test_a_recording_holds_what_a_live_subscriber_received(stack, ros_process, node, tmp_path):
     path = tmp_path / 'run.mcap'
-    rec, recorder = record(ros_process, ros_node, path, 'flush_period_sec:=0.5')
+    rec, recorder = record(ros_process, node, path, 'flush_period_sec:=0.5')
     assert recorder.stop() == 0                        # SIGINT: the file is finished
     assert 'wrote ' in recorder.log()
     imu = recorded(path, IMU)
@@ -177,10 +204,10 @@ def check_plots(path: Path, out: Path) -> None:
     assert float(abs(drawn['estimator'].series.angle_arcsec).max()) < 120.0
 
 
-def test_sigkill_leaves_a_file_readable_up_to_its_last_chunk(stack, ros_process, ros_node,
+def test_sigkill_leaves_a_file_readable_up_to_its_last_chunk(stack, ros_process, node,
                                                              tmp_path):
     path = tmp_path / 'killed.mcap'
-    rec, recorder = record(ros_process, ros_node, path, 'flush_period_sec:=0.5')
+    rec, recorder = record(ros_process, node, path, 'flush_period_sec:=0.5')
 
     def flushed() -> list:
         return [m for _, m in read_recording(path, [IMU]).of(IMU)]
@@ -205,13 +232,13 @@ def test_sigkill_leaves_a_file_readable_up_to_its_last_chunk(stack, ros_process,
     assert result.returncode == 0 and 'has no summary' in result.stderr, result.stderr
 
 
-def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, ros_node,
+def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, node,
                                                           tmp_path):
     prefixes = os.environ['AMENT_PREFIX_PATH'].split(os.pathsep)
     kept = [p for p in prefixes if Path(p).name != 'pylon_interfaces']
     assert len(kept) == len(prefixes) - 1
     path = tmp_path / 'partial.mcap'
-    _, recorder = record(ros_process, ros_node, path, topics=(IMU, ODOMETRY),
+    _, recorder = record(ros_process, node, path, topics=(IMU, ODOMETRY),
                          env={'AMENT_PREFIX_PATH': os.pathsep.join(kept)})
     recorder.wait_for_output(f'not recording {LIFECYCLE}: package .pylon_interfaces. is not '
                              'installed', 30.0)
@@ -227,24 +254,24 @@ def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, r
 
 
 def test_a_publisher_the_subscription_cannot_match_makes_it_subscribe_again(
-        ros_process, ros_node, tmp_path):
+        ros_process, node, tmp_path):
     """A topic that appears later is found; a Volatile publisher joining a latched one."""
     topic, path = '/pylon_test/chatter', tmp_path / 'chatter.mcap'
     recorder = start_recorder(ros_process, path, f'topics:={topic}',
                               'discovery_period_sec:=0.2', 'flush_period_sec:=0.2')
     ros_process(['latched_publisher', topic, 'std_msgs/msg/String', '{"data": "latched"}'],
                 name='latched')
-    rec = TopicRecorder(ros_node)
+    rec = TopicRecorder(node)
 
     def in_file(text: str):
         def found() -> bool:
             recorder.check()
             return any(m.data == text for _, m in read_recording(path, [topic]).of(topic))
         return found
-    rec.until(lambda: recorder.check() or topic in subscriptions_of(ros_node, 'pylon_recorder'),
+    rec.until(lambda: recorder.check() or topic in subscriptions_of(node, recorder_name(path)),
               'the recorder subscribed')                  # the file exists from its start
     rec.until(in_file('latched'), 'the latched message in the file')
-    stream = ros_node.create_publisher(String, topic, QoSProfile(
+    stream = node.create_publisher(String, topic, QoSProfile(
         depth=10, reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.VOLATILE))
     rec.until(lambda: stream.get_subscription_count() >= 1,
