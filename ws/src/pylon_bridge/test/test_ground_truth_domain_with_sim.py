@@ -3,6 +3,10 @@
 As a multi-vehicle stack runs it: the bridge (and the vehicle's nodes) in domain base+1,
 its ground truth under ``/vehicle_1`` in domain base (management and referee). A test node
 in each domain checks what that domain's graph holds and what arrives there.
+
+One such stack serves the module (``split_stack``): the lean orbit scenario, the game at
+four times real time (no controller in the loop; times judged are stamps). Each test makes
+its own nodes; the one that pauses the game resumes it before it ends.
 """
 
 import math
@@ -12,6 +16,7 @@ from pylon_bridge import qos as bridge_qos
 from pylon_interfaces.msg import ControlSnapshot, FlightState, NearbyVessels, VesselLifecycle
 from pylon_protocol import frames
 from pylon_testing.recorder import stamp_of, TopicRecorder
+from pylon_testing.scenarios import write_scenario
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import (
@@ -29,6 +34,7 @@ SAT = '5a7e1f0c3b2d4e6f8a9b0c1d2e3f4a5b'
 PREFIX = '/vehicle_1'
 TIMEOUT_SEC = 60.0
 KERBIN_RADIUS_M, ORBIT_ALTITUDE_M = 600000.0, 100000.0          # config/scenarios/orbit.yaml
+RATE = 4
 
 
 def qos(reliability, durability=DurabilityPolicy.VOLATILE, depth=200):
@@ -49,17 +55,25 @@ GROUND_TRUTH_NAMES = ('pose', 'twist', 'twist_body', 'acceleration', 'frame_angu
                       'nearby_vessels', 'flight')
 
 
-@pytest.fixture
-def split_stack(sim_stack, ros_process, ros_domain_block, ros_node_in, lean_scenario):
+@pytest.fixture(scope='module')
+def split_processes(module_sim_stack, module_ros_process, ros_domain_block, tmp_path_factory):
     """Start the simulator and a bridge in domain base+1 with its ground truth in base."""
     base = ros_domain_block(2)
-    stack = sim_stack(scenario=lean_scenario(), bridge=False)
-    ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(stack.state_port),
-                 '--command-port', str(stack.command_port), '--topic-timeout-sec', '1.0',
-                 '--ground-truth-domain', str(base),
-                 '--ground-truth-prefix', f'{PREFIX}/ground_truth',
-                 '--control-snapshot-topic', f'{PREFIX}/control/snapshot'],
-                name='bridge', env={'ROS_DOMAIN_ID': str(base + 1)})
+    scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit')
+    stack = module_sim_stack(scenario=scenario, bridge=False, sim_args=['--rate', str(RATE)])
+    module_ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(stack.state_port),
+                        '--command-port', str(stack.command_port), '--topic-timeout-sec',
+                        '1.0', '--ground-truth-domain', str(base),
+                        '--ground-truth-prefix', f'{PREFIX}/ground_truth',
+                        '--control-snapshot-topic', f'{PREFIX}/control/snapshot'],
+                       name='bridge', env={'ROS_DOMAIN_ID': str(base + 1)})
+    return stack, base
+
+
+@pytest.fixture
+def split_stack(split_processes, ros_node_in):
+    """Return the module's stack, a test node in the vehicle domain and one in the truth's."""
+    stack, base = split_processes
     return stack, ros_node_in(base + 1), ros_node_in(base)
 
 
@@ -118,8 +132,11 @@ def test_ground_truth_only_in_its_own_domain_with_the_vehicle_stamps(split_stack
     assert nearby.observer_vessel_id == SAT and nearby.vessels
 
     # the vehicle domain: its own topics, no ground truth, no truth name, no world TF
+    own = ('/ksp_vessel/imu/data_raw', '/ksp_vessel/lifecycle', '/pylon/diagnostics')
+    vehicle.until(lambda: set(own) <= set(graph(vehicle_node)),    # the first diagnostics
+                  f'{own} in the vehicle graph')                   # come after a period
     names = graph(vehicle_node)
-    for topic in ('/ksp_vessel/imu/data_raw', '/ksp_vessel/lifecycle', '/pylon/diagnostics'):
+    for topic in own:
         assert topic in names, topic
     assert not [n for n in names if 'ground_truth' in n or n.startswith(PREFIX)
                 or n.endswith('/control/snapshot')]
@@ -127,6 +144,8 @@ def test_ground_truth_only_in_its_own_domain_with_the_vehicle_stamps(split_stack
         t for m in vehicle.messages('tf') for t in m.transforms
         if frames.GROUND_TRUTH_ENU in (t.header.frame_id, t.child_frame_id)]
     # the truth domain: the relayed topics with the contract's types and QoS, nothing else
+    relayed = {f'{PREFIX}/ground_truth/{suffix}' for suffix in GROUND_TRUTH_NAMES}
+    truth.until(lambda: relayed <= set(graph(truth_node)), 'every relayed topic in the graph')
     names = graph(truth_node)
     for suffix in GROUND_TRUTH_NAMES:
         assert f'{PREFIX}/ground_truth/{suffix}' in names, suffix
@@ -148,10 +167,12 @@ def test_ground_truth_topics_go_after_the_timeout_and_come_back(split_stack):
     truth = TopicRecorder(truth_node).add('pose', TRUTH['pose'][0], PoseStamped, BEST_EFFORT)
     truth.wait_count('pose', 1)
     stack.admin('pause')            # heartbeats go on, measurements stop: topics time out
-    spin_until(truth_node, lambda: truth_node.count_publishers(TRUTH['pose'][0]) == 0,
-               TIMEOUT_SEC, what='the pose topic removed in the truth domain')
-    paused_at = truth.mark()
-    stack.admin('resume')
+    try:
+        spin_until(truth_node, lambda: truth_node.count_publishers(TRUTH['pose'][0]) == 0,
+                   TIMEOUT_SEC, what='the pose topic removed in the truth domain')
+        paused_at = truth.mark()
+    finally:
+        stack.admin('resume')       # the module's next test finds the game running
     resumed = truth.wait_count('pose', 1, paused_at)[0]
     assert stamp_of(resumed) > stamp_of(truth.messages('pose')[0])
     spin_until(truth_node, lambda: truth_node.count_publishers(TRUTH['pose'][0]) == 1,
