@@ -1,4 +1,11 @@
-"""udp_bridge driven by pylon_sim, both real processes, checked by a node over real DDS."""
+"""udp_bridge driven by pylon_sim, both real processes, checked by a node over real DDS.
+
+The tests share one simulator and bridge (``stack``: the lean orbit scenario, its target
+spinning, at 3x real time: no test plays a controller that must keep up); each starts from
+the scenario's start in a runtime session of its own (``session``). The two that need
+another stack (the surface scenario, ``--disable-ground-truth``) start theirs in a ROS
+domain of its own (``own_stack``), so the shared one can stay up meanwhile.
+"""
 
 import bisect
 import math
@@ -11,8 +18,10 @@ from pylon_common.qos import qos_profile
 from pylon_interfaces.msg import ControlSnapshot, EngineCommand, NearbyVessels, VesselLifecycle
 from pylon_protocol import frames, rotations
 from pylon_sim.scenario import load_scenario
-from pylon_testing.pilot import acquire, Pilot
+from pylon_testing.pilot import A, acquire, Pilot, send_authority
 from pylon_testing.recorder import stamp_of, TopicRecorder
+from pylon_testing.scenarios import write_scenario
+from pylon_testing.stack import start_stack
 import pytest
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import (
@@ -61,17 +70,134 @@ FRAMES = {'imu': BASE, 'pose': ENU, 'twist': ENU, 'twist_body': BASE, 'accel': E
           'frame_rate': ENU, 'nearby': ENU}
 
 
+SPIN = (0.0, 0.0, 0.05)          # rad/s of the target in the IMU test; the sat does not turn
+RATE = ('--rate', '3')           # the simulator at 3x real time: no controller in the loop
+
+
 def lifecycle_recorder(ros_node):
     return TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle, LATCHED)
 
 
-def test_orbit_streams_types_frames_rates_and_values(sim_stack, ros_node):
-    sim_stack()
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the lean orbit scenario, the target spinning."""
+    scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit',
+                              changes={'target': {'angular_velocity': list(SPIN)}})
+    return module_sim_stack(scenario, sim_args=RATE)
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a session of its own; return ``(before, active)`` lifecycles.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
+    and starts as a new KSP process (restart: no lease, override or emergency stop left);
+    ``before`` is the bridge's lifecycle until then, ``active`` the new session's ACTIVE one.
+    """
+    rec = lifecycle_recorder(ros_node)
+    try:
+        before = rec.wait_for('life', lambda m: m.runtime_instance != '',
+                              what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        active = rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                              m.state == VesselLifecycle.STATE_ACTIVE,
+                              what='the new session ACTIVE')
+    finally:
+        rec.close()
+    return before, active
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block, module_ros_node):
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario='orbit', bridge_args=(), sim_args=()):
+        def run(cmd, name=None):
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
+
+
+# -- the two tests with a stack of their own (in a domain of their own) -----------------
+
+def test_surface_pad_imu_and_servo_joint_states(own_stack, lean_scenario):
+    _, ros_node = own_stack(lean_scenario('surface'), sim_args=RATE)
+    rec = TopicRecorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState,
+                                      BEST_EFFORT)
+    rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
+    joints = rec.wait_count('joints', 26)
+    rec.wait_count('imu', 1)
+    last = rec.last('joints')
+    assert list(last.name) == ['mast_hinge']
+    assert len(last.position) == len(last.velocity) == len(last.effort) == 1
+    stamps = [stamp_of(m) for m in joints]
+    measured = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    assert 16.0 <= measured <= 24.0, measured                  # 20 Hz ± 20 % of KSP time
+    imu = rec.last('imu')
+    # standing on the pad, nose up: specific force is about +g along the vessel's up axis
+    accel = imu.linear_acceleration
+    assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
+
+
+def test_disable_ground_truth_creates_no_world_topic(own_stack, lean_scenario):
+    _, ros_node = own_stack(lean_scenario(), bridge_args=('--disable-ground-truth',),
+                            sim_args=RATE)
+    rec = lifecycle_recorder(ros_node)
+    rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
+    rec.add('tf', '/tf', TFMessage, STREAMS['tf'][2])
+    rec.add('root', '/ksp_vessel/root_frame', String, LATCHED)
+    active = rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
+    assert active.world_frame == ''
+    root = rec.wait_for('root', lambda m: m.data != '').data
+    tf = rec.wait_for('tf', lambda m: any(t.child_frame_id == root for t in m.transforms))
+    assert all(t.header.frame_id == BASE for t in tf.transforms)
+    rec.wait_count('imu', 31)
+    names = {name for name, _ in ros_node.get_topic_names_and_types()}
+    assert not any(name.startswith('/ksp_vessel/ground_truth') for name in names)
+    for message in rec.messages('tf'):
+        assert all(t.header.frame_id != ENU for t in message.transforms)
+
+
+# -- the tests on the shared stack ---------------------------------------------------------
+
+def test_orbit_streams_types_frames_rates_and_values(session, ros_node):
+    before, active = session
     rec = lifecycle_recorder(ros_node)
     for name, (topic, msg_type, profile, _) in STREAMS.items():
         rec.add(name, topic, msg_type, profile)
-    active = rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
-    assert active.vessel_id == SAT and active.generation == 1
+    # a new session of the bridge's active vessel is a new generation
+    assert active.vessel_id == SAT and active.generation > before.generation
     assert (active.world_frame, active.body_frame) == (ENU, BASE)
     # 3 s of every stream, measured on the stamps (KSP time), from a point after ACTIVE
     start_at = rec.mark()
@@ -100,8 +226,7 @@ def test_orbit_streams_types_frames_rates_and_values(sim_stack, ros_node):
     assert nearby.origin_sequence == active.origin_sequence
 
 
-def test_ground_truth_angular_velocity_matches_the_quaternion_difference(sim_stack, ros_node):
-    sim_stack()
+def test_ground_truth_angular_velocity_matches_the_quaternion_difference(session, ros_node):
     rec = TopicRecorder(ros_node).add('pose', STREAMS['pose'][0], PoseStamped, BEST_EFFORT)
     rec.add('twist', STREAMS['twist'][0], TwistStamped, BEST_EFFORT)
     rec.until(lambda: len(rec.got['pose']) > 40 and len(rec.got['twist']) > 40,
@@ -121,8 +246,7 @@ def test_ground_truth_angular_velocity_matches_the_quaternion_difference(sim_sta
     assert checked > 20
 
 
-def test_tf_covers_every_sensor_stamp(sim_stack, ros_node):
-    sim_stack()
+def test_tf_covers_every_sensor_stamp(session, ros_node):
     rec = TopicRecorder(ros_node).add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
     rec.add('tf', '/tf', TFMessage, STREAMS['tf'][2])
     rec.add('pose', STREAMS['pose'][0], PoseStamped, BEST_EFFORT)
@@ -151,8 +275,7 @@ def test_tf_covers_every_sensor_stamp(sim_stack, ros_node):
     assert checked > 40
 
 
-def test_qos_compatibility_and_mismatch_detection(sim_stack, ros_node):
-    sim_stack()
+def test_qos_compatibility_and_mismatch_detection(session, ros_node):
     rec = lifecycle_recorder(ros_node)
     rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
     incompatible = []
@@ -198,8 +321,8 @@ def test_qos_compatibility_and_mismatch_detection(sim_stack, ros_node):
     assert len(ready.model_id) == 64
 
 
-def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(sim_stack, ros_node):
-    stack = sim_stack()
+def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(stack, session,
+                                                                      ros_node):
     rec = lifecycle_recorder(ros_node)
     rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
     rec.add('description', '/ksp_vessel/robot_description', String, LATCHED)
@@ -269,43 +392,6 @@ def test_lifecycle_across_switch_revert_pause_pack_and_heartbeat_loss(sim_stack,
     assert recovered.generation == stale.generation + 1 == generation + 4
 
 
-def test_surface_pad_imu_and_servo_joint_states(sim_stack, ros_node):
-    sim_stack(scenario='surface')
-    rec = TopicRecorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState,
-                                      BEST_EFFORT)
-    rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
-    joints = rec.wait_count('joints', 26)
-    rec.wait_count('imu', 1)
-    last = rec.last('joints')
-    assert list(last.name) == ['mast_hinge']
-    assert len(last.position) == len(last.velocity) == len(last.effort) == 1
-    stamps = [stamp_of(m) for m in joints]
-    measured = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-    assert 16.0 <= measured <= 24.0, measured                  # 20 Hz ± 20 % of KSP time
-    imu = rec.last('imu')
-    # standing on the pad, nose up: specific force is about +g along the vessel's up axis
-    accel = imu.linear_acceleration
-    assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
-
-
-def test_disable_ground_truth_creates_no_world_topic(sim_stack, ros_node):
-    sim_stack(bridge_args=('--disable-ground-truth',))
-    rec = lifecycle_recorder(ros_node)
-    rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
-    rec.add('tf', '/tf', TFMessage, STREAMS['tf'][2])
-    rec.add('root', '/ksp_vessel/root_frame', String, LATCHED)
-    active = rec.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE)
-    assert active.world_frame == ''
-    root = rec.wait_for('root', lambda m: m.data != '').data
-    tf = rec.wait_for('tf', lambda m: any(t.child_frame_id == root for t in m.transforms))
-    assert all(t.header.frame_id == BASE for t in tf.transforms)
-    rec.wait_count('imu', 31)
-    names = {name for name, _ in ros_node.get_topic_names_and_types()}
-    assert not any(name.startswith('/ksp_vessel/ground_truth') for name in names)
-    for message in rec.messages('tf'):
-        assert all(t.header.frame_id != ENU for t in message.transforms)
-
-
 # -- the IMU after a runtime reset, and the values of ground-truth acceleration ------------
 
 def deep(key):
@@ -323,7 +409,6 @@ def session_of(snapshot):
     return flight.runtime_instance, flight.runtime_epoch, flight.runtime_generation
 
 
-SPIN = (0.0, 0.0, 0.05)          # rad/s of the target in the IMU test; the sat does not turn
 RESETS = (('switch', {'vessel': 'target'}, SPIN), ('unpack', {}, SPIN),
           ('revert', {}, (0.0, 0.0, 0.0)), ('restart', {}, (0.0, 0.0, 0.0)))
 """Runtime resets: a vessel switch, an unpack, a revert (a load) and a new KSP process;
@@ -365,10 +450,9 @@ def reset_and_record(rec, stack, command, fields):
 
 
 def test_imu_waits_one_sample_after_a_switch_an_unpack_a_revert_and_a_restart(
-        sim_stack, ros_node, lean_scenario):
+        stack, session, ros_node):
     # the mod drops the first IMU sample after a runtime reset; the other measurements of that
     # frame go out (the control snapshot of each frame, Reliable, names its runtime session)
-    stack = sim_stack(lean_scenario(changes={'target': {'angular_velocity': list(SPIN)}}))
     rec = TopicRecorder(ros_node)
     rec.add('imu', topics.name('imu'), Imu, deep('imu'))
     rec.add('snapshot', topics.name('control/snapshot'), ControlSnapshot,
@@ -436,11 +520,9 @@ def physics(pose, velocity, frame, snapshot, thrust_axis):
 
 
 def test_ground_truth_acceleration_is_gravity_thrust_and_the_turning_frame(
-        sim_stack, ros_node, lean_scenario):
-    scenario = lean_scenario()
-    step = load_scenario(scenario).physics_step
+        stack, session, ros_node):
+    step = load_scenario('orbit').physics_step           # the lean copy's, the shipped one's
     step_ns = step * 1e9
-    stack = sim_stack(scenario)
     pilot = Pilot(ros_node)
     for name, key, msg_type in (
             ('pose', 'ground_truth/pose', PoseStamped),
@@ -452,18 +534,43 @@ def test_ground_truth_acceleration_is_gravity_thrust_and_the_turning_frame(
     engine = ros_node.create_publisher(EngineCommand, topics.name('actuators/propulsion/command'),
                                        topics.qos('actuators/propulsion/command'))
     pilot.ready()
-    assert acquire(pilot, duration=10.0)[0].reason == 'lease_acquired'
     coast = pilot.mark()
     pilot.wait_stamp_span('accel', 1.0, coast)
     pilot.until(lambda: engine.get_subscription_count() > 0, 'the engine command subscriber')
-    engine.publish(EngineCommand(vessel_id=SAT, controller_id='ctl', lease_id='lease-1',
-                                 sequence=pilot.next_sequence('ctl', 'lease-1'), id=ENGINE,
-                                 enabled=True, target_thrust=THRUST_N, timeout_sec=10.0))
-    burning = pilot.wait_for('snapshot', lambda m: any(e.thrust == THRUST_N for e in m.engines),
-                             coast, 'the burn')
+    renewed = [stack.clock()]                       # the lease and the override start later
+    assert acquire(pilot, duration=10.0)[0].reason == 'lease_acquired'
+
+    def burn():
+        engine.publish(EngineCommand(vessel_id=SAT, controller_id='ctl', lease_id='lease-1',
+                                     sequence=pilot.next_sequence('ctl', 'lease-1'), id=ENGINE,
+                                     enabled=True, target_thrust=THRUST_N, timeout_sec=10.0))
+
+    def keep_burning():
+        # the lease and the override (10 s at most each) renewed every 2 s of the simulator's
+        # clock, so that neither ends however late this process is
+        now = stack.clock()
+        if now - renewed[-1] >= 2.0:
+            send_authority(pilot, A.ACTION_RENEW, 'ctl', 'lease-1', duration=10.0,
+                           suppress_sas=True)
+            burn()
+            renewed.append(now)
+
+    def thrusting(message):
+        return any(e.thrust == THRUST_N for e in message.engines)
+    burn()
+    pilot.until(lambda: keep_burning() or pilot.messages('snapshot', coast, thrusting),
+                'the burn')
+    burning = pilot.messages('snapshot', coast, thrusting)[0]
     force = np.array(stack.control()['applied_force'])          # the engine's, base_link
     assert force == pytest.approx([THRUST_N, 0.0, 0.0], rel=1e-9, abs=1e-6)
-    pilot.wait_stamp_span('accel', 1.0, pilot.after('snapshot', burning))
+    # a second of the burn on the stamps
+    burn_since = pilot.after('snapshot', burning)
+
+    def burned():
+        keep_burning()
+        found = pilot.messages('accel', burn_since)
+        return len(found) > 1 and stamp_of(found[-1]) - stamp_of(found[0]) >= 1.0
+    pilot.until(burned, 'a second of stamps of the burn')
     by_stamp = {name: {nanoseconds(m): m for m in pilot.got[name]}
                 for name in ('pose', 'velocity', 'frame', 'snapshot')}
     stamps = sorted(by_stamp['velocity'])
