@@ -1,5 +1,13 @@
-"""Typed actuators end to end: each commanded through udp_bridge, its state observed."""
+"""Typed actuators end to end: each commanded through udp_bridge, its state observed.
 
+The orbit tests share one simulator and bridge (``stack``: the lean orbit scenario, at real
+time: the test plays a controller whose overrides and leases run on the simulator's clock);
+each starts from the scenario's start in a runtime session of its own (``session``) under a
+lease id of its own. The surface and launchpad tests start their stacks in a ROS domain of
+their own (``own_stack``), so the shared one can stay up meanwhile.
+"""
+
+import itertools
 import xml.etree.ElementTree as ET  # noqa: N817
 
 from pylon_interfaces.msg import (
@@ -13,6 +21,7 @@ from pylon_interfaces.msg import (
     RcsState,
     SeparationCommand,
     SeparationState,
+    VesselLifecycle,
     WheelCommand,
     WheelState,
 )
@@ -28,6 +37,9 @@ from pylon_testing.pilot import (
     STREAM,
     TARGET,
 )
+from pylon_testing.recorder import TopicRecorder
+from pylon_testing.scenarios import write_scenario
+from pylon_testing.stack import start_stack
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
@@ -39,13 +51,83 @@ pytestmark = pytest.mark.integration
 ROVER = '7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29'
 ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
 ENGINE, RCS, DOCK = 'engine_1100004_0', 'rcs_1100005_0', 'docking_port_1100010_0'
+LEASES = itertools.count(1)
+
+
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the orbit scenario without LiDAR and camera."""
+    return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit'))
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
+    and starts as a new KSP process (restart: no lease, override or emergency stop left).
+    """
+    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
+                                      LATCHED)
+    try:
+        rec.wait_for('life', lambda m: m.runtime_instance != '',
+                     what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                            m.state == VesselLifecycle.STATE_ACTIVE,
+                            what='the new session ACTIVE')
+    finally:
+        rec.close()
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block, module_ros_node):
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario='orbit', bridge_args=(), sim_args=()):
+        def run(cmd, name=None):
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
 
 
 class Actuators(Pilot):
-    """A pilot with the typed actuator topics."""
+    """A pilot with the typed actuator topics, commanding under a lease id of its own."""
 
     def __init__(self, node):
         super().__init__(node)
+        self.lease = f'lease-{next(LEASES)}'
         self.publishers = {}
         for name, kind, topic, state, qos in (
                 ('engine', EngineCommand, 'propulsion', EngineState, STREAM),
@@ -62,92 +144,24 @@ class Actuators(Pilot):
         """Publish a typed command under the test's lease; return the mark before it."""
         publisher = self.publishers[name]
         self.until(lambda: publisher.get_subscription_count() > 0, f'{name} command subscriber')
-        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', 'lease-1'
-        msg.sequence = self.next_sequence('ctl', 'lease-1')
+        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', self.lease
+        msg.sequence = self.next_sequence('ctl', self.lease)
         since = self.mark()
         publisher.publish(msg)
         return since
 
+    def acquire(self, **kwargs):
+        """Acquire the lease as ``ctl`` (``pilot.acquire``); return the answer and command."""
+        return acquire(self, lease=self.lease, **kwargs)
 
-def test_engine_thrust_and_tvc_then_timeout(sim_stack, ros_node):
-    stack = sim_stack()
-    pilot = Actuators(ros_node)
+
+# -- the surface and launchpad tests, each with a stack of its own ---------------------
+
+def test_servo_and_wheel_on_the_surface(own_stack, lean_scenario):
+    _, node = own_stack(lean_scenario('surface'))
+    pilot = Actuators(node)
     pilot.ready()
-    assert acquire(pilot, duration=10.0)[0].reason == 'lease_acquired'
-    # an override long enough that it is still in force when the test reads the simulator
-    # on a busy machine; its end is waited for as a condition
-    since = pilot.send('engine', EngineCommand(id=ENGINE, enabled=True, target_thrust=30000.0,
-                                               has_gimbal_command=True, gimbal_pitch=0.5,
-                                               timeout_sec=5.0))
-    state = pilot.wait_for('engine', lambda m: m.id == ENGINE and m.command_active, since,
-                           'the engine override')
-    assert (state.throttle, state.thrust, state.max_thrust) == (0.5, 30000.0, 60000.0)
-    assert state.gimbal_available and state.gimbal_command_active and state.gimbal_pitch == 0.5
-    assert state.name == ENGINE and state.header.frame_id == 'base_link'
-    control = stack.control()
-    force, torque = control['applied_force'], control['applied_torque']
-    assert force[0] == pytest.approx(30000.0, rel=0.01)       # along +X, the engine's axis
-    assert abs(torque[1]) > 100.0                              # TVC pitches the vessel
-    assert torque[0] == pytest.approx(0.0, abs=1e-6)           # no roll from one engine
-    # after its timeout the override ends: stock throttle (0) and a neutral gimbal
-    ended = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
-                           pilot.after('engine', state), 'the engine back to stock')
-    assert ended.thrust == 0.0 and not ended.gimbal_command_active
-    assert stack.control()['applied_force'] == [0.0, 0.0, 0.0]
-
-
-def test_rcs_module_limit_and_restore(sim_stack, ros_node):
-    sim_stack()
-    pilot = Actuators(ros_node)
-    pilot.ready()
-    acquire(pilot, duration=5.0)
-    # N per module (the RV-105: 4 nozzles of 1 kN): half the module is 500 N per nozzle in
-    # the game, and the state says 2 kN again; sent per nozzle, 2 kN would limit nothing
-    since = pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=2000.0,
-                                         timeout_sec=3.0))
-    limited = pilot.wait_for('rcs', lambda m: m.id == RCS and m.command_active, since,
-                             'the RCS override')
-    assert limited.thrust_limit == 2000.0 and limited.enabled and limited.max_thrust == 4000.0
-    restored = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active,
-                              pilot.after('rcs', limited), 'the RCS back to stock')
-    assert restored.thrust_limit == 4000.0
-
-
-def test_docking_port_camera_selection(sim_stack, ros_node):
-    sim_stack()
-    pilot = Actuators(ros_node)
-    pilot.ready()
-    acquire(pilot, duration=5.0)
-    pilot.add('dock', f'/ksp_vessel/docking_ports/{DOCK}/state', DockingPortState, COMMAND)
-    state = pilot.wait_for('dock', what='the docking port state')
-    assert state.name == DOCK and not state.camera_active
-    publisher = ros_node.create_publisher(DockingPortCommand,
-                                          f'/ksp_vessel/docking_ports/{DOCK}/command', COMMAND)
-    pilot.until(lambda: publisher.get_subscription_count() > 0, 'docking command subscriber')
-    since = pilot.mark()
-    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_SELECT_CAMERA,
-                                         vessel_id=SAT, controller_id='ctl',
-                                         lease_id='lease-1',
-                                         sequence=pilot.next_sequence('ctl', 'lease-1')))
-    pilot.wait_for('dock', lambda m: m.camera_active, since, 'camera selected')
-    image_topic = f'/ksp_vessel/docking_ports/{DOCK}/camera/image_raw'
-    pilot.add('image', image_topic, Image, qos_profile_sensor_data)
-    image = pilot.wait_for('image', what='a docking-port camera frame')
-    assert (image.width, image.height, image.encoding) == (320, 240, 'rgb8')
-    assert image.header.frame_id.endswith(f'_{DOCK}_camera_optical')
-    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_STOP_CAMERA,
-                                         vessel_id=SAT, controller_id='ctl',
-                                         lease_id='lease-1',
-                                         sequence=pilot.next_sequence('ctl', 'lease-1')))
-    pilot.until(lambda: ros_node.count_publishers(image_topic) == 0,
-                'the docking camera topic removed on camera_inactive')
-
-
-def test_servo_and_wheel_on_the_surface(sim_stack, ros_node):
-    sim_stack(scenario='surface')
-    pilot = Actuators(ros_node)
-    pilot.ready()
-    assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
+    assert pilot.acquire(vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
     since = pilot.send('servo', MotorCommand(id='mast_hinge', enabled=True,
                                              mode=MotorCommand.MODE_POSITION, position=0.3,
                                              timeout_sec=5.0), vessel=ROVER)
@@ -166,11 +180,11 @@ def test_servo_and_wheel_on_the_surface(sim_stack, ros_node):
     assert wheel.steering_angle == pytest.approx(0.1) and wheel.enabled
 
 
-def test_separation_fires_once_under_a_lease(sim_stack, ros_node):
-    sim_stack(scenario='launchpad')
-    pilot = Actuators(ros_node)
+def test_separation_fires_once_under_a_lease(own_stack):
+    _, node = own_stack('launchpad')
+    pilot = Actuators(node)
     pilot.ready()
-    assert acquire(pilot, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
+    assert pilot.acquire(vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
     since = pilot.send('separation', SeparationCommand(id='decoupler_9900002_0', separate=True,
                                                        operation_id='op-1'), vessel=ROCKET)
     fired = pilot.wait_for('separation', lambda m: m.id == 'decoupler_9900002_0' and
@@ -178,10 +192,10 @@ def test_separation_fires_once_under_a_lease(sim_stack, ros_node):
     assert not fired.available and fired.mechanism == 'decoupler'
 
 
-def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
-    sim_stack(scenario='surface', sim_args=['--servo-joints'],
-              bridge_args=['--allow-servo-joints'])
-    pilot = Actuators(ros_node)
+def test_servo_joint_extension_moves_the_proxy_on_tf(own_stack, lean_scenario):
+    _, node = own_stack(lean_scenario('surface'), sim_args=['--servo-joints'],
+                        bridge_args=['--allow-servo-joints'])
+    pilot = Actuators(node)
     pilot.add('model', '/ksp_vessel/robot_description', String, LATCHED)
     pilot.add('tf', '/tf', TFMessage, QoSProfile(depth=200,
                                                  reliability=ReliabilityPolicy.RELIABLE))
@@ -191,7 +205,7 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
     assert joint is not None and joint.get('type') == 'revolute'
     child = joint.find('child').get('link')
     axis = [float(v) for v in joint.find('axis').get('xyz').split()]
-    assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
+    assert pilot.acquire(vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
     since = pilot.send('servo', MotorCommand(id='mast_hinge', enabled=True,
                                              mode=MotorCommand.MODE_POSITION, position=0.3,
                                              timeout_sec=5.0), vessel=ROVER)
@@ -217,6 +231,79 @@ def test_servo_joint_extension_moves_the_proxy_on_tf(sim_stack, ros_node):
                        + q.w * expected[3]) - 1.0) < 1e-4
     pilot.until(turned, 'the hinge link turned by 0.3 rad on /tf')
     assert hinge().header.frame_id == joint.find('parent').get('link')
+
+
+# -- the orbit tests, on the shared stack --------------------------------------------
+
+def test_engine_thrust_and_tvc_then_timeout(stack, session, ros_node):
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    assert pilot.acquire(duration=10.0)[0].reason == 'lease_acquired'
+    # an override long enough that it is still in force when the test reads the simulator
+    # on a busy machine; its end is waited for as a condition
+    since = pilot.send('engine', EngineCommand(id=ENGINE, enabled=True, target_thrust=30000.0,
+                                               has_gimbal_command=True, gimbal_pitch=0.5,
+                                               timeout_sec=5.0))
+    state = pilot.wait_for('engine', lambda m: m.id == ENGINE and m.command_active, since,
+                           'the engine override')
+    assert (state.throttle, state.thrust, state.max_thrust) == (0.5, 30000.0, 60000.0)
+    assert state.gimbal_available and state.gimbal_command_active and state.gimbal_pitch == 0.5
+    assert state.name == ENGINE and state.header.frame_id == 'base_link'
+    control = stack.control()
+    force, torque = control['applied_force'], control['applied_torque']
+    assert force[0] == pytest.approx(30000.0, rel=0.01)       # along +X, the engine's axis
+    assert abs(torque[1]) > 100.0                              # TVC pitches the vessel
+    assert torque[0] == pytest.approx(0.0, abs=1e-6)           # no roll from one engine
+    # after its timeout the override ends: stock throttle (0) and a neutral gimbal
+    ended = pilot.wait_for('engine', lambda m: m.id == ENGINE and not m.command_active,
+                           pilot.after('engine', state), 'the engine back to stock')
+    assert ended.thrust == 0.0 and not ended.gimbal_command_active
+    assert stack.control()['applied_force'] == [0.0, 0.0, 0.0]
+
+
+def test_rcs_module_limit_and_restore(session, ros_node):
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    pilot.acquire(duration=5.0)
+    # N per module (the RV-105: 4 nozzles of 1 kN): half the module is 500 N per nozzle in
+    # the game, and the state says 2 kN again; sent per nozzle, 2 kN would limit nothing
+    since = pilot.send('rcs', RcsCommand(id=RCS, enabled=True, thrust_limit=2000.0,
+                                         timeout_sec=3.0))
+    limited = pilot.wait_for('rcs', lambda m: m.id == RCS and m.command_active, since,
+                             'the RCS override')
+    assert limited.thrust_limit == 2000.0 and limited.enabled and limited.max_thrust == 4000.0
+    restored = pilot.wait_for('rcs', lambda m: m.id == RCS and not m.command_active,
+                              pilot.after('rcs', limited), 'the RCS back to stock')
+    assert restored.thrust_limit == 4000.0
+
+
+def test_docking_port_camera_selection(session, ros_node):
+    pilot = Actuators(ros_node)
+    pilot.ready()
+    pilot.acquire(duration=5.0)
+    pilot.add('dock', f'/ksp_vessel/docking_ports/{DOCK}/state', DockingPortState, COMMAND)
+    state = pilot.wait_for('dock', what='the docking port state')
+    assert state.name == DOCK and not state.camera_active
+    publisher = ros_node.create_publisher(DockingPortCommand,
+                                          f'/ksp_vessel/docking_ports/{DOCK}/command', COMMAND)
+    pilot.until(lambda: publisher.get_subscription_count() > 0, 'docking command subscriber')
+    since = pilot.mark()
+    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_SELECT_CAMERA,
+                                         vessel_id=SAT, controller_id='ctl',
+                                         lease_id=pilot.lease,
+                                         sequence=pilot.next_sequence('ctl', pilot.lease)))
+    pilot.wait_for('dock', lambda m: m.camera_active, since, 'camera selected')
+    image_topic = f'/ksp_vessel/docking_ports/{DOCK}/camera/image_raw'
+    pilot.add('image', image_topic, Image, qos_profile_sensor_data)
+    image = pilot.wait_for('image', what='a docking-port camera frame')
+    assert (image.width, image.height, image.encoding) == (320, 240, 'rgb8')
+    assert image.header.frame_id.endswith(f'_{DOCK}_camera_optical')
+    publisher.publish(DockingPortCommand(action=DockingPortCommand.ACTION_STOP_CAMERA,
+                                         vessel_id=SAT, controller_id='ctl',
+                                         lease_id=pilot.lease,
+                                         sequence=pilot.next_sequence('ctl', pilot.lease)))
+    pilot.until(lambda: ros_node.count_publishers(image_topic) == 0,
+                'the docking camera topic removed on camera_inactive')
 
 
 # -- typed overrides end with the lease, at an emergency stop and at a vessel switch --------
@@ -267,12 +354,11 @@ def _back_to_stock(pilot, stack, since, sent_after):
 
 @pytest.mark.parametrize('fault', ['emergency_stop', 'lease_expired', 'preempted',
                                    'vessel_switch'])
-def test_typed_overrides_go_back_to_stock(sim_stack, ros_node, lean_scenario, fault):
-    stack = sim_stack(lean_scenario())
+def test_typed_overrides_go_back_to_stock(stack, session, ros_node, fault):
     pilot = Actuators(ros_node)
     pilot.ready()
     lease = 2.0 if fault == 'lease_expired' else 10.0     # never renewed
-    assert acquire(pilot, duration=lease)[0].reason == 'lease_acquired'
+    assert pilot.acquire(duration=lease)[0].reason == 'lease_acquired'
     sent_after = _override_throttle_tvc_and_rcs(pilot, stack)
     since = pilot.mark()
     if fault == 'emergency_stop':
