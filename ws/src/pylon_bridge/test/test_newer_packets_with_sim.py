@@ -4,8 +4,15 @@ Flight inputs and batches commanded through the bridge and seen acting in the si
 (flight state, ground truth, snapshots); power in eclipse and sun; an engine part heating
 while it burns; a separation result fetched through the service after the topic was
 missed; and what a vessel switch must deliver at once (the new session's notices).
+
+The orbit tests share one simulator and bridge (``stack``: the lean orbit scenario, at real
+time: most play a controller whose inputs time out on the simulator's clock); each starts
+from the scenario's start in a runtime session of its own (``session``) under a lease id of
+its own, and counts the bridge's refusals from what it found. The eclipse and launchpad
+tests start their stacks in a ROS domain of their own (``own_stack``).
 """
 
+import itertools
 
 from geometry_msgs.msg import TwistStamped
 from pylon_interfaces.msg import (
@@ -20,10 +27,13 @@ from pylon_interfaces.msg import (
     SeparationResult,
     StarTrackerState,
     VehicleHealth,
+    VesselLifecycle,
 )
 from pylon_interfaces.srv import GetSeparationResult
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT, STREAM
-from pylon_testing.recorder import stamp_of
+from pylon_testing.recorder import stamp_of, TopicRecorder
+from pylon_testing.scenarios import write_scenario
+from pylon_testing.stack import start_stack
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -36,13 +46,86 @@ RELIABLE = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
 HEALTH = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
 RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
                      durability=LATCHED.durability)
+LEASES = itertools.count(1)
+
+
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the orbit scenario without LiDAR and camera."""
+    return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit'))
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
+    and starts as a new KSP process (restart: no lease, override or emergency stop left).
+    """
+    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
+                                      LATCHED)
+    try:
+        rec.wait_for('life', lambda m: m.runtime_instance != '',
+                     what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                            m.state == VesselLifecycle.STATE_ACTIVE,
+                            what='the new session ACTIVE')
+    finally:
+        rec.close()
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block, module_ros_node):
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario='orbit', bridge_args=(), sim_args=()):
+        def run(cmd, name=None):
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
 
 
 class Flyer(Pilot):
-    """A pilot with the flight, batch and engine command topics and the new reports."""
+    """A pilot with the flight, batch and engine command topics and the new reports.
+
+    It commands as ``ctl`` under a lease id of its own.
+    """
 
     def __init__(self, node):
         super().__init__(node)
+        self.lease = f'lease-{next(LEASES)}'
         self.add('flight', '/ksp_vessel/ground_truth/flight', FlightState,
                  STREAM)
         self.add('snapshot', '/ksp_vessel/control/snapshot', ControlSnapshot, RELIABLE)
@@ -56,9 +139,21 @@ class Flyer(Pilot):
             EngineCommand, '/ksp_vessel/actuators/propulsion/command', COMMAND)
 
     def identity(self, msg, vessel=SAT):
-        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', 'lease-1'
-        msg.sequence = self.next_sequence('ctl', 'lease-1')
+        msg.vessel_id, msg.controller_id, msg.lease_id = vessel, 'ctl', self.lease
+        msg.sequence = self.next_sequence('ctl', self.lease)
         return msg
+
+    def acquire(self, **kwargs):
+        """Acquire the lease as ``ctl`` (``pilot.acquire``); return the answer and command."""
+        return acquire(self, lease=self.lease, **kwargs)
+
+    def refusals(self, message=None):
+        """Return the bridge's count of commands refused as invalid (in ``message``: newest).
+
+        It counts from the bridge's start: a test compares it with what it found.
+        """
+        return int(self.diagnostics('pylon_bridge: commands', message).get(
+            'refused.invalid_command', 0))
 
     def flight_command(self, **inputs):
         msg = self.identity(FlightControlCommand(**{'timeout_sec': 0.3, **inputs}))
@@ -67,75 +162,13 @@ class Flyer(Pilot):
         return msg
 
 
-def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(sim_stack, ros_node,
-                                                                 lean_scenario):
-    sim_stack(scenario=lean_scenario())
-    flyer = Flyer(ros_node)
-    flyer.ready()
-    assert acquire(flyer, duration=5.0)[0].reason == 'lease_acquired'
-    before = flyer.wait_for('rates').twist.angular.x
-    sent = flyer.flight_command(roll=1.0)
-    applied = flyer.wait_for('flight', lambda m: m.applied_input_sequence == sent.sequence,
-                             what='the roll input applied')
-    assert (applied.applied_input_valid, applied.flight_command_active) == (True, True)
-    assert (applied.applied_roll, applied.applied_pitch, applied.input_at_limit) == (
-        1.0, 0.0, True)
-    # the stock path (wheel, then RCS) turns the vessel about +X, the roll axis
-    spun = flyer.wait_for('rates', lambda m: m.twist.angular.x > before + 1e-3,
-                          what='a roll rate')
-    assert abs(spun.twist.angular.y) < abs(spun.twist.angular.x)
-    # no new command: after 0.3 s the input ends (measured on the stamps, KSP time)
-    ended = flyer.wait_for('flight', lambda m: m.applied_input_valid and
-                           not m.flight_command_active, what='the input timing out')
-    assert stamp_of(ended) - stamp_of(applied) < 0.3 + 0.1
-    # a refused command (timeout 0: flight inputs have no default) sends nothing
-    refused = flyer.mark()
-    flyer.flight_command(roll=0.5, timeout_sec=0.0)
-    flyer.wait_for('diag', lambda m: int(flyer.diagnostics(
-        'pylon_bridge: commands', m).get('refused.invalid_command', 0)) >= 1, refused,
-        'the refusal counted')
-    assert all(m.applied_roll == 1.0 for m in flyer.messages('flight', refused))
+# -- the eclipse and launchpad tests, each with a stack of its own ---------------------
 
-
-def test_a_batch_acts_in_one_physics_step(sim_stack, ros_node, lean_scenario):
-    sim_stack(scenario=lean_scenario())
-    flyer = Flyer(ros_node)
-    flyer.ready()
-    assert acquire(flyer, duration=2.0)[0].reason == 'lease_acquired'
-    since = flyer.mark()
-    batch = flyer.identity(ControlBatch(renew_lease=True, lease_duration_sec=3.0,
-                                        has_flight=True))
-    batch.flight = FlightControlCommand(pitch=0.5, timeout_sec=0.5)
-    batch.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=6000.0,
-                                   timeout_sec=0.5)]
-    flyer.until(lambda: flyer.batch_pub.get_subscription_count() > 0, 'the bridge')
-    flyer.batch_pub.publish(batch)
-    renewed = flyer.answer(since, lambda m: m.reason == 'lease_renewed', 'the renewal')
-    assert renewed.state == ControlAuthorityState.STATE_OWNED
-    # the first snapshot in which the flight input is applied has the engine override too
-    snapshot = flyer.wait_for('snapshot', lambda m: m.flight.applied_input_sequence ==
-                              batch.sequence, since, 'the batch applied')
-    [engine] = [e for e in snapshot.engines if e.id == ENGINE]
-    assert engine.command_active and engine.thrust == pytest.approx(6000.0)
-    assert snapshot.flight.applied_pitch == 0.5
-    assert {stamp_of(m) for m in (snapshot, snapshot.flight, engine)} == {stamp_of(snapshot)}
-    # one bad member refuses the whole batch: nothing of it acts
-    bad = flyer.identity(ControlBatch(has_flight=True))
-    bad.flight = FlightControlCommand(pitch=0.9, timeout_sec=0.5)
-    bad.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=-1.0, timeout_sec=0.5)]
-    refused = flyer.mark()
-    flyer.batch_pub.publish(bad)
-    flyer.wait_for('diag', lambda m: int(flyer.diagnostics(
-        'pylon_bridge: commands', m).get('refused.invalid_command', 0)) >= 1, refused,
-        'the refusal counted')
-    assert all(m.applied_pitch != 0.9 for m in flyer.messages('flight', refused))
-
-
-def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, lean_scenario):
+def test_charge_falls_in_eclipse_and_rises_in_sun(own_stack, lean_scenario):
     # 72 degrees along the orbit the sat is about 13 s of game time before sunrise
-    sim_stack(scenario=lean_scenario(changes={'sat': {'orbit': {
+    _, node = own_stack(lean_scenario(changes={'sat': {'orbit': {
         'body': 'Kerbin', 'altitude': 100000, 'true_anomaly': 72.0}}}), sim_args=['--rate', '4'])
-    pilot = Pilot(ros_node)
+    pilot = Pilot(node)
     pilot.add('power', '/ksp_vessel/health/power', VehicleHealth, HEALTH)
     pilot.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, STREAM)
     night = pilot.wait_for('power', lambda m: m.net_charge_rate_valid and
@@ -154,43 +187,12 @@ def test_charge_falls_in_eclipse_and_rises_in_sun(sim_stack, ros_node, lean_scen
     assert flight.electric_charge == pytest.approx(day.electric_charge, abs=0.2)
 
 
-def test_an_engine_part_heats_while_it_burns(sim_stack, ros_node, lean_scenario):
-    sim_stack(scenario=lean_scenario())
-    flyer = Flyer(ros_node)
-    flyer.add('thermal', '/ksp_vessel/health/thermal', PartThermalState, HEALTH)
-    flyer.ready()
-    cold = flyer.wait_for('thermal', lambda m: m.part_flight_id == ENGINE_PART)
-    assert (cold.part_name, cold.max_temperature) == ('liquidEngine3.v2', 2000.0)
-    assert acquire(flyer, duration=10.0)[0].reason == 'lease_acquired'
-
-    def burn():
-        msg = flyer.identity(EngineCommand(id=ENGINE, enabled=True, target_thrust=60000.0,
-                                           timeout_sec=0.5))
-        flyer.engine_pub.publish(msg)
-        return False
-    since = flyer.mark()
-    heated = []
-
-    def hotter():
-        burn()
-        heated[:] = [m for m in flyer.messages('thermal', since)
-                     if m.part_flight_id == ENGINE_PART and m.temperature > cold.temperature + 1.0]
-        return bool(heated)
-    flyer.until(hotter, 'the engine part heating')
-    hot = heated[0]
-    # about 1.2 K per second of full thrust: one kelvin needs most of a second of game time
-    assert hot.universal_time - cold.universal_time > 0.5
-    tank = [m for m in flyer.messages('thermal', since) if m.part_flight_id == 4100003]
-    assert tank and all(m.temperature < hot.temperature for m in tank)
-
-
-def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ros_node,
-                                                                  lean_scenario):
-    sim_stack(scenario=lean_scenario('launchpad'))
+def test_a_missed_separation_result_is_fetched_through_the_service(own_stack):
+    _, ros_node = own_stack('launchpad')
     flyer = Flyer(ros_node)
     flyer.add('result', '/ksp_vessel/actuators/separation/result', SeparationResult, RESULTS)
     flyer.ready()
-    assert acquire(flyer, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
+    assert flyer.acquire(vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
     command = flyer.identity(SeparationCommand(id='decoupler_9900002_0', separate=True,
                                                operation_id='stage-1'), vessel=ROCKET)
     flyer.until(lambda: flyer.separation_pub.get_subscription_count() > 0, 'the bridge')
@@ -224,6 +226,98 @@ def test_a_missed_separation_result_is_fetched_through_the_service(sim_stack, ro
         True, False, 'result_not_retained')
 
 
+# -- the orbit tests, on the shared stack --------------------------------------------
+
+def test_flight_inputs_roll_the_vessel_and_stop_at_their_timeout(session, ros_node):
+    flyer = Flyer(ros_node)
+    flyer.ready()
+    assert flyer.acquire(duration=5.0)[0].reason == 'lease_acquired'
+    before = flyer.wait_for('rates').twist.angular.x
+    sent = flyer.flight_command(roll=1.0)
+    applied = flyer.wait_for('flight', lambda m: m.applied_input_sequence == sent.sequence,
+                             what='the roll input applied')
+    assert (applied.applied_input_valid, applied.flight_command_active) == (True, True)
+    assert (applied.applied_roll, applied.applied_pitch, applied.input_at_limit) == (
+        1.0, 0.0, True)
+    # the stock path (wheel, then RCS) turns the vessel about +X, the roll axis
+    spun = flyer.wait_for('rates', lambda m: m.twist.angular.x > before + 1e-3,
+                          what='a roll rate')
+    assert abs(spun.twist.angular.y) < abs(spun.twist.angular.x)
+    # no new command: after 0.3 s the input ends (measured on the stamps, KSP time)
+    ended = flyer.wait_for('flight', lambda m: m.applied_input_valid and
+                           not m.flight_command_active, what='the input timing out')
+    assert stamp_of(ended) - stamp_of(applied) < 0.3 + 0.1
+    # a refused command (timeout 0: flight inputs have no default) sends nothing
+    counted = flyer.refusals(flyer.wait_for('diag', what='the diagnostics'))
+    refused = flyer.mark()
+    flyer.flight_command(roll=0.5, timeout_sec=0.0)
+    flyer.wait_for('diag', lambda m: flyer.refusals(m) > counted, refused,
+                   'the refusal counted')
+    assert all(m.applied_roll == 1.0 for m in flyer.messages('flight', refused))
+
+
+def test_a_batch_acts_in_one_physics_step(session, ros_node):
+    flyer = Flyer(ros_node)
+    flyer.ready()
+    assert flyer.acquire(duration=2.0)[0].reason == 'lease_acquired'
+    since = flyer.mark()
+    batch = flyer.identity(ControlBatch(renew_lease=True, lease_duration_sec=3.0,
+                                        has_flight=True))
+    batch.flight = FlightControlCommand(pitch=0.5, timeout_sec=0.5)
+    batch.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=6000.0,
+                                   timeout_sec=0.5)]
+    flyer.until(lambda: flyer.batch_pub.get_subscription_count() > 0, 'the bridge')
+    flyer.batch_pub.publish(batch)
+    renewed = flyer.answer(since, lambda m: m.reason == 'lease_renewed', 'the renewal')
+    assert renewed.state == ControlAuthorityState.STATE_OWNED
+    # the first snapshot in which the flight input is applied has the engine override too
+    snapshot = flyer.wait_for('snapshot', lambda m: m.flight.applied_input_sequence ==
+                              batch.sequence, since, 'the batch applied')
+    [engine] = [e for e in snapshot.engines if e.id == ENGINE]
+    assert engine.command_active and engine.thrust == pytest.approx(6000.0)
+    assert snapshot.flight.applied_pitch == 0.5
+    assert {stamp_of(m) for m in (snapshot, snapshot.flight, engine)} == {stamp_of(snapshot)}
+    # one bad member refuses the whole batch: nothing of it acts
+    bad = flyer.identity(ControlBatch(has_flight=True))
+    bad.flight = FlightControlCommand(pitch=0.9, timeout_sec=0.5)
+    bad.engines = [EngineCommand(id=ENGINE, enabled=True, target_thrust=-1.0, timeout_sec=0.5)]
+    counted = flyer.refusals(flyer.wait_for('diag', what='the diagnostics'))
+    refused = flyer.mark()
+    flyer.batch_pub.publish(bad)
+    flyer.wait_for('diag', lambda m: flyer.refusals(m) > counted, refused,
+                   'the refusal counted')
+    assert all(m.applied_pitch != 0.9 for m in flyer.messages('flight', refused))
+
+
+def test_an_engine_part_heats_while_it_burns(session, ros_node):
+    flyer = Flyer(ros_node)
+    flyer.add('thermal', '/ksp_vessel/health/thermal', PartThermalState, HEALTH)
+    flyer.ready()
+    cold = flyer.wait_for('thermal', lambda m: m.part_flight_id == ENGINE_PART)
+    assert (cold.part_name, cold.max_temperature) == ('liquidEngine3.v2', 2000.0)
+    assert flyer.acquire(duration=10.0)[0].reason == 'lease_acquired'
+
+    def burn():
+        msg = flyer.identity(EngineCommand(id=ENGINE, enabled=True, target_thrust=60000.0,
+                                           timeout_sec=0.5))
+        flyer.engine_pub.publish(msg)
+        return False
+    since = flyer.mark()
+    heated = []
+
+    def hotter():
+        burn()
+        heated[:] = [m for m in flyer.messages('thermal', since)
+                     if m.part_flight_id == ENGINE_PART and m.temperature > cold.temperature + 1.0]
+        return bool(heated)
+    flyer.until(hotter, 'the engine part heating')
+    hot = heated[0]
+    # about 1.2 K per second of full thrust: one kelvin needs most of a second of game time
+    assert hot.universal_time - cold.universal_time > 0.5
+    tank = [m for m in flyer.messages('thermal', since) if m.part_flight_id == 4100003]
+    assert tank and all(m.temperature < hot.temperature for m in tank)
+
+
 def tracker_pilot(ros_node):
     """Return a pilot that has seen the orbit sat's star tracker state."""
     pilot = Pilot(ros_node)
@@ -234,9 +328,7 @@ def tracker_pilot(ros_node):
     return pilot
 
 
-def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ros_node,
-                                                                   lean_scenario):
-    stack = sim_stack(scenario=lean_scenario())
+def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(stack, session, ros_node):
     pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('switch', vessel='target')
@@ -251,8 +343,7 @@ def test_a_vessel_switch_delivers_the_new_sessions_notices_at_once(sim_stack, ro
     assert not inactive.valid
 
 
-def test_the_star_tracker_says_packed_on_rails(sim_stack, ros_node, lean_scenario):
-    stack = sim_stack(scenario=lean_scenario())
+def test_the_star_tracker_says_packed_on_rails(stack, session, ros_node):
     pilot = tracker_pilot(ros_node)
     since = pilot.mark()
     stack.admin('pack')
