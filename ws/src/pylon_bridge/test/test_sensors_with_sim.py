@@ -1,15 +1,29 @@
-"""Sensors through pylon_sim and udp_bridge: star tracker, LiDAR with TF, cameras, rel. nav."""
+"""Sensors through pylon_sim and udp_bridge: star tracker, LiDAR with TF, cameras, rel. nav.
+
+The star tracker and relative navigation tests share one simulator and bridge (``stack``:
+the orbit scenario without LiDAR and camera, a relative navigation sensor added, at real
+time: the stale check compares the bridge's clock with KSP time), each from the scenario's
+start in a runtime session of its own (``session``). The LiDAR, camera and topic prefix
+tests render the whole orbit scenario in a stack and ROS domain of their own (``own_stack``),
+at 3x real time.
+"""
 
 import math
 
 from geometry_msgs.msg import PoseStamped, QuaternionStamped
 import numpy as np
 from pylon_common import topics
-from pylon_interfaces.msg import DockingPortCommand, NearbyVessels, StarTrackerState
+from pylon_interfaces.msg import (
+    DockingPortCommand,
+    NearbyVessels,
+    StarTrackerState,
+    VesselLifecycle,
+)
 from pylon_protocol import frames
 from pylon_testing.pilot import acquire, LATCHED, Pilot, SAT, TARGET
-from pylon_testing.recorder import stamp_of
+from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
+from pylon_testing.stack import start_stack
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -19,6 +33,82 @@ pytestmark = pytest.mark.integration
 
 TRACKER = '/ksp_vessel/star_tracker/star_tracker_main'
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+RATE = ('--rate', '3')
+"""The simulator at 3x real time where the test acquires sensor data and plays no controller
+(its one command is answered at once)."""
+NAV = 'relative_nav_main'
+"""Our simulator's extension on the orbit sat's probe core: it sees the target 150 m ahead
+and the debris 1.8 km behind."""
+
+
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the lean orbit scenario with NAV."""
+    return module_sim_stack(write_scenario(
+        tmp_path_factory.mktemp('scenario'), 'orbit', modules={'sat': {'probeCoreOcto': [
+            {'kind': 'relative_nav', 'index': 1, 'sensor_id': NAV}]}}))
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
+    and starts as a new KSP process (restart: every sensor switched on, charge restored).
+    """
+    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
+                                      LATCHED)
+    try:
+        rec.wait_for('life', lambda m: m.runtime_instance != '',
+                     what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                            m.state == VesselLifecycle.STATE_ACTIVE,
+                            what='the new session ACTIVE')
+    finally:
+        rec.close()
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block, module_ros_node):
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario='orbit', bridge_args=(), sim_args=()):
+        def run(cmd, name=None):
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
 
 
 def _tracker(pilot):
@@ -30,70 +120,7 @@ def _nanoseconds(msg):
     return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
 
 
-def test_star_tracker_acquires_tracks_and_reacquires_after_a_switch_off(sim_stack, ros_node):
-    stack = sim_stack()
-    pilot = Pilot(ros_node)
-    _tracker(pilot)
-    pilot.ready()
-    first = pilot.wait_for('state', lambda m: m.valid, what='a tracking sample')
-    assert first.reason == 'tracking' and first.header.frame_id == 'kerbol_inertial'
-    q = first.orientation
-    assert math.isclose(math.hypot(q.x, q.y, q.z, q.w), 1.0, abs_tol=1e-6)
-    sigma = 20.0 / 3600.0 * math.pi / 180.0
-    assert first.orientation_covariance[0] == pytest.approx(sigma ** 2, rel=1e-6)
-    attitude = pilot.wait_for('attitude', lambda m: m.header.stamp == first.header.stamp,
-                              what='the attitude of that sample')
-    assert attitude.quaternion == first.orientation
-    # the samples come at the tracker's 5 Hz of KSP time: 10 intervals span 2 s of stamps
-    samples = pilot.wait_count('state', 11, pilot.after('state', first))
-    intervals = np.diff([stamp_of(m) for m in samples])
-    assert intervals == pytest.approx([0.2] * 10, abs=0.021), intervals
-    # the part's switch: disabled at once, then acquiring for 2 s, then tracking
-    off = pilot.mark()
-    stack.admin('sensor', id='star_tracker_main', enabled=False)
-    disabled = pilot.wait_for('state', lambda m: m.reason == 'disabled', off, 'disabled')
-    assert not disabled.valid and disabled.orientation.w == 0.0
-    assert disabled.orientation_covariance[0] == -1.0
-    on = pilot.mark()
-    stack.admin('sensor', id='star_tracker_main', enabled=True)
-    acquiring = pilot.wait_for('state', lambda m: m.reason == 'acquiring', on, 'acquiring')
-    back = pilot.wait_for('state', lambda m: m.reason == 'tracking', on, 'tracking again')
-    waited = stamp_of(back) - stamp_of(acquiring)
-    assert 1.9 <= waited <= 2.5, waited
-    # no attitude published while the tracker was off or acquiring
-    valid_stamps = {_nanoseconds(m) for m in pilot.got['state'] if m.valid}
-    assert all(_nanoseconds(m) in valid_stamps for m in pilot.got['attitude'])
-
-
-def test_star_tracker_without_power_and_stale_when_paused(sim_stack, ros_node):
-    stack = sim_stack()
-    pilot = Pilot(ros_node)
-    _tracker(pilot)
-    pilot.ready()
-    pilot.wait_for('state', lambda m: m.valid, what='a tracking sample')
-    cut = pilot.mark()
-    stack.admin('electric_charge', amount=0)
-    pilot.wait_for('state', lambda m: m.reason == 'no_power', cut, 'no_power')
-    restored = pilot.mark()
-    stack.admin('electric_charge', amount=100)
-    pilot.wait_for('state', lambda m: m.reason == 'tracking', restored,
-                   'tracking with power back')
-    # paused: the mod sends nothing new, the bridge says stale after --topic-timeout-sec
-    paused = pilot.mark()
-    stack.admin('pause')
-    stale = pilot.wait_for('state', lambda m: m.reason == 'stale', paused, 'stale')
-    assert not stale.valid and stale.orientation_covariance[0] == -1.0
-    # not before --topic-timeout-sec (3 s) of silence: the stale stamp is the bridge's clock,
-    # the sample's is KSP time mapped with the offset of the session's first sample, which
-    # may lead the bridge's clock by that sample's delivery delay (allowed: 0.5 s)
-    last_sample = [m for m in pilot.got['state'] if m.reason != 'stale'][-1]
-    assert stamp_of(stale) - stamp_of(last_sample) >= 3.0 - 0.5
-    # the stale heartbeat repeats at 4 Hz (stamped by the bridge as it sends it)
-    beats = pilot.wait_count('state', 5, pilot.after('state', stale))
-    assert all(m.reason == 'stale' for m in beats)
-    gaps = np.diff([stamp_of(m) for m in [stale, *beats]])
-    assert np.all(gaps >= 0.15), gaps
-
+# -- LiDAR, cameras and the topic prefix: the whole orbit scenario in stacks of their own
 
 def _matrix(q):
     x, y, z, w = q.x, q.y, q.z, q.w
@@ -108,9 +135,8 @@ def _apply(transform, points):
     return points @ _matrix(t.rotation).T + offset
 
 
-def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
-        sim_stack, ros_node):
-    sim_stack()
+def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(own_stack):
+    _, ros_node = own_stack(sim_args=RATE)       # the whole orbit scenario: LiDAR and camera
     pilot = Pilot(ros_node)
     sensor = qos_profile_sensor_data
     pilot.add('cloud', '/ksp_vessel/lidar_3d/lidar_3d_front/points', PointCloud2, sensor)
@@ -176,48 +202,6 @@ def test_lidar_cloud_transforms_into_enu_at_its_own_stamp_and_camera_frames(
     assert pixels.max() > 0        # something lit is in view
 
 
-def _vector(v):
-    return np.array([v.x, v.y, v.z])
-
-
-def test_relative_nav_matches_the_ground_truth_of_both_vessels(sim_stack, ros_node, tmp_path):
-    # our simulator's extension on a copy of the orbit scenario: the sat's sensor sees the
-    # target 150 m ahead and the debris 1.8 km behind; each sample is checked against the
-    # ground truth of the same stamp (nearby vessels in ENU, the sat's pose)
-    sensor = 'relative_nav_main'
-    sim_stack(write_scenario(tmp_path, 'orbit', modules={'sat': {'probeCoreOcto': [
-        {'kind': 'relative_nav', 'index': 1, 'sensor_id': sensor}]}}))
-    pilot = Pilot(ros_node)
-    pilot.add('nav', topics.name('relative_nav', id=sensor), NearbyVessels, RELIABLE)
-    pilot.add('nearby', topics.name('ground_truth/nearby_vessels'), NearbyVessels, RELIABLE)
-    pilot.add('pose', topics.name('ground_truth/pose'), PoseStamped, qos_profile_sensor_data)
-    got = pilot.got
-    pilot.ready()
-
-    def matched():
-        """Return (sample, nearby, pose) triples of one stamp."""
-        nearby = {_nanoseconds(m): m for m in got['nearby']}
-        poses = {_nanoseconds(m): m for m in got['pose']}
-        return [(m, nearby[_nanoseconds(m)], poses[_nanoseconds(m)]) for m in got['nav']
-                if _nanoseconds(m) in nearby and _nanoseconds(m) in poses]
-    pilot.until(lambda: len(matched()) >= 30, '30 samples with ground truth of their stamp')
-    errors = []
-    for sample, nearby, pose in matched():
-        assert sample.header.frame_id == 'base_link' and sample.observer_vessel_id == SAT
-        assert [v.vessel_id for v in sample.vessels][0] == TARGET
-        assert len(sample.vessels) == 2 and sample.vessels[1].is_debris
-        to_enu = _matrix(pose.pose.orientation)
-        others = {v.vessel_id: v for v in nearby.vessels}
-        for seen in sample.vessels:
-            truth = to_enu.T @ (_vector(others[seen.vessel_id].position)
-                                - _vector(nearby.observer_position))
-            sigma = 0.05 + 0.001 * np.linalg.norm(truth)          # the defaults
-            errors += list((_vector(seen.position) - truth) / sigma)
-    errors = np.array(errors)
-    assert np.all(np.abs(errors) < 5.0), np.abs(errors).max()
-    assert abs(errors.mean()) < 0.4 and 0.6 < errors.std() < 1.4, (errors.mean(), errors.std())
-
-
 DOCK = 'docking_port_1100010_0'
 MOVED = (('star_tracker/state', 'star_tracker_main'),
          ('star_tracker/attitude', 'star_tracker_main'),
@@ -227,9 +211,9 @@ MOVED = (('star_tracker/state', 'star_tracker_main'),
 """The orbit sat's sensor and docking-port streams (topic key, sensor or port id)."""
 
 
-def test_topic_prefix_moves_the_sensor_and_docking_port_topics(sim_stack, ros_node):
+def test_topic_prefix_moves_the_sensor_and_docking_port_topics(own_stack):
     prefix = '/guarded_vessel'
-    sim_stack(bridge_args=('--topic-prefix', prefix))        # the whole orbit scenario
+    _, ros_node = own_stack(bridge_args=('--topic-prefix', prefix), sim_args=RATE)
     pilot = Pilot(ros_node, prefix=prefix)
     for key, sensor in MOVED:
         pilot.add(key, topics.name(key, prefix, id=sensor), topics.message_class(key),
@@ -267,3 +251,107 @@ def test_topic_prefix_moves_the_sensor_and_docking_port_topics(sim_stack, ros_no
         assert topics.name(key, id=sensor) not in names, key
     assert not [name for name in names
                 if name.startswith(topics.DEFAULT_TOPIC_PREFIX + '/')], names
+
+
+# -- star tracker and relative navigation, on the shared stack ------------------------
+
+def test_star_tracker_acquires_tracks_and_reacquires_after_a_switch_off(stack, session,
+                                                                        ros_node):
+    pilot = Pilot(ros_node)
+    _tracker(pilot)
+    pilot.ready()
+    first = pilot.wait_for('state', lambda m: m.valid, what='a tracking sample')
+    assert first.reason == 'tracking' and first.header.frame_id == 'kerbol_inertial'
+    q = first.orientation
+    assert math.isclose(math.hypot(q.x, q.y, q.z, q.w), 1.0, abs_tol=1e-6)
+    sigma = 20.0 / 3600.0 * math.pi / 180.0
+    assert first.orientation_covariance[0] == pytest.approx(sigma ** 2, rel=1e-6)
+    attitude = pilot.wait_for('attitude', lambda m: m.header.stamp == first.header.stamp,
+                              what='the attitude of that sample')
+    assert attitude.quaternion == first.orientation
+    # the samples come at the tracker's 5 Hz of KSP time: 10 intervals span 2 s of stamps
+    samples = pilot.wait_count('state', 11, pilot.after('state', first))
+    intervals = np.diff([stamp_of(m) for m in samples])
+    assert intervals == pytest.approx([0.2] * 10, abs=0.021), intervals
+    # the part's switch: disabled at once, then acquiring for 2 s, then tracking
+    off = pilot.mark()
+    stack.admin('sensor', id='star_tracker_main', enabled=False)
+    disabled = pilot.wait_for('state', lambda m: m.reason == 'disabled', off, 'disabled')
+    assert not disabled.valid and disabled.orientation.w == 0.0
+    assert disabled.orientation_covariance[0] == -1.0
+    on = pilot.mark()
+    stack.admin('sensor', id='star_tracker_main', enabled=True)
+    acquiring = pilot.wait_for('state', lambda m: m.reason == 'acquiring', on, 'acquiring')
+    back = pilot.wait_for('state', lambda m: m.reason == 'tracking', on, 'tracking again')
+    waited = stamp_of(back) - stamp_of(acquiring)
+    assert 1.9 <= waited <= 2.5, waited
+    # no attitude published while the tracker was off or acquiring
+    valid_stamps = {_nanoseconds(m) for m in pilot.got['state'] if m.valid}
+    assert all(_nanoseconds(m) in valid_stamps for m in pilot.got['attitude'])
+
+
+def test_star_tracker_without_power_and_stale_when_paused(stack, session, ros_node):
+    pilot = Pilot(ros_node)
+    _tracker(pilot)
+    pilot.ready()
+    pilot.wait_for('state', lambda m: m.valid, what='a tracking sample')
+    cut = pilot.mark()
+    stack.admin('electric_charge', amount=0)
+    pilot.wait_for('state', lambda m: m.reason == 'no_power', cut, 'no_power')
+    restored = pilot.mark()
+    stack.admin('electric_charge', amount=100)
+    pilot.wait_for('state', lambda m: m.reason == 'tracking', restored,
+                   'tracking with power back')
+    # paused: the mod sends nothing new, the bridge says stale after --topic-timeout-sec
+    paused = pilot.mark()
+    stack.admin('pause')
+    stale = pilot.wait_for('state', lambda m: m.reason == 'stale', paused, 'stale')
+    assert not stale.valid and stale.orientation_covariance[0] == -1.0
+    # not before --topic-timeout-sec (3 s) of silence: the stale stamp is the bridge's clock,
+    # the sample's is KSP time mapped with the offset of the session's first sample, which
+    # may lead the bridge's clock by that sample's delivery delay (allowed: 0.5 s)
+    last_sample = [m for m in pilot.got['state'] if m.reason != 'stale'][-1]
+    assert stamp_of(stale) - stamp_of(last_sample) >= 3.0 - 0.5
+    # the stale heartbeat repeats at 4 Hz (stamped by the bridge as it sends it)
+    beats = pilot.wait_count('state', 5, pilot.after('state', stale))
+    assert all(m.reason == 'stale' for m in beats)
+    gaps = np.diff([stamp_of(m) for m in [stale, *beats]])
+    assert np.all(gaps >= 0.15), gaps
+
+
+def _vector(v):
+    return np.array([v.x, v.y, v.z])
+
+
+def test_relative_nav_matches_the_ground_truth_of_both_vessels(session, ros_node):
+    # NAV sees the target 150 m ahead and the debris 1.8 km behind; each sample is checked
+    # against the ground truth of the same stamp (nearby vessels in ENU, the sat's pose)
+    pilot = Pilot(ros_node)
+    pilot.add('nav', topics.name('relative_nav', id=NAV), NearbyVessels, RELIABLE)
+    pilot.add('nearby', topics.name('ground_truth/nearby_vessels'), NearbyVessels, RELIABLE)
+    pilot.add('pose', topics.name('ground_truth/pose'), PoseStamped, qos_profile_sensor_data)
+    got = pilot.got
+    pilot.ready()
+
+    def matched():
+        """Return (sample, nearby, pose) triples of one stamp."""
+        nearby = {_nanoseconds(m): m for m in got['nearby']}
+        poses = {_nanoseconds(m): m for m in got['pose']}
+        return [(m, nearby[_nanoseconds(m)], poses[_nanoseconds(m)]) for m in got['nav']
+                if _nanoseconds(m) in nearby and _nanoseconds(m) in poses]
+    pilot.until(lambda: len(matched()) >= 30, '30 samples with ground truth of their stamp')
+    errors = []
+    for sample, nearby, pose in matched():
+        assert sample.header.frame_id == 'base_link' and sample.observer_vessel_id == SAT
+        assert [v.vessel_id for v in sample.vessels][0] == TARGET
+        assert len(sample.vessels) == 2 and sample.vessels[1].is_debris
+        to_enu = _matrix(pose.pose.orientation)
+        others = {v.vessel_id: v for v in nearby.vessels}
+        for seen in sample.vessels:
+            truth = to_enu.T @ (_vector(others[seen.vessel_id].position)
+                                - _vector(nearby.observer_position))
+            sigma = 0.05 + 0.001 * np.linalg.norm(truth)          # the defaults
+            errors += list((_vector(seen.position) - truth) / sigma)
+    errors = np.array(errors)
+    assert np.all(np.abs(errors) < 5.0), np.abs(errors).max()
+    assert abs(errors.mean()) < 0.4 and 0.6 < errors.std() < 1.4, (errors.mean(), errors.std())
