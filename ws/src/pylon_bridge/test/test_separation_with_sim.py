@@ -59,7 +59,7 @@ def test_a_fired_decoupler_makes_a_new_nearby_vessel_and_a_new_model(sim_stack, 
 
 
 def test_the_scripted_approach_shows_the_port_states_in_order(sim_stack, ros_node):
-    stack = sim_stack(scenario='docking')
+    stack = sim_stack(scenario='docking', sim_args=['--rate', '3'])   # no controller: 3x
     pilot = Pilot(ros_node)
     key = 'docking_port/state'
     pilot.add('port', topics.name(key, id=CHASER_PORT), topics.message_class(key),

@@ -59,7 +59,7 @@ def _predicted(scan: LaserScan, origin: np.ndarray, rotation: np.ndarray) -> np.
 
 def test_lidar_scan_shows_the_boulder_where_ground_truth_says(sim_stack, ros_node, tmp_path):
     scenario, mount = _scenario(tmp_path)
-    sim_stack(scenario=scenario)
+    sim_stack(scenario=scenario, sim_args=['--rate', '3'])     # no controller: 3x real time
     pilot = Pilot(ros_node)
     pilot.add('scan', topics.name('lidar_2d', id='lidar_2d_front'), LaserScan,
               topics.qos('lidar_2d', reader=True))
