@@ -1,4 +1,8 @@
-"""description_relay and nearby_markers, with the simulator and the bridge running."""
+"""description_relay and nearby_markers, with the simulator and the bridge running.
+
+The game runs lean (no LiDAR or camera: neither relay reads them) at four times real time
+(no controller in the loop).
+"""
 
 from pylon_bridge.relays import markers
 from pylon_interfaces.msg import NearbyVessel, NearbyVessels
@@ -33,8 +37,8 @@ def test_markers_of_nearby_vessels_and_their_removal():
 
 
 def test_relay_pushes_the_model_and_markers_follow_the_target(sim_stack, ros_process,
-                                                             ros_node):
-    sim_stack()
+                                                             ros_node, lean_scenario):
+    sim_stack(lean_scenario(), sim_args=['--rate', '4'])
     # the test node stands in for robot_state_publisher's parameter interface
     ros_node.declare_parameter('robot_description', '<robot name="placeholder"/>')
     ros_process(['description_relay', '--ros-args', '-p',
