@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 PORT_ID = 'docking_port_3008_0'
 TOPIC_TIMEOUT_SEC = 0.5
+DIAGNOSTICS_PERIOD_SEC = 0.2    # the counters the test waits on come this often
 
 
 class Mod:
@@ -117,8 +118,8 @@ def test_a_datagram_longer_than_the_buffer_is_dropped_and_the_next_one_read(
     state_port, command_port = free_udp_port(), free_udp_port()
     mod = Mod(state_port, command_port)
     ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(state_port),
-                 '--command-port', str(command_port), '--max-datagram-bytes', '600'],
-                name='bridge')
+                 '--command-port', str(command_port), '--max-datagram-bytes', '600',
+                 '--diagnostics-period-sec', str(DIAGNOSTICS_PERIOD_SEC)], name='bridge')
     rec = TopicRecorder(ros_node)
     rec.add('diag', topics.name('diagnostics'), DiagnosticArray, COMMAND)
     rec.add('imu', topics.name('imu'), Imu, STREAM)
@@ -128,14 +129,24 @@ def test_a_datagram_longer_than_the_buffer_is_dropped_and_the_next_one_read(
         return {} if report is None else {
             kv.key: kv.value for s in report.status if s.name == 'pylon_bridge: datagrams'
             for kv in s.values}
+    ut = [d.UT]
+
+    def imu(rate_x: float, pad: bytes = b'') -> bytes:
+        ut[0] += 0.02
+        data = d.imu(ut=ut[0], rate=(rate_x, 0.0, 0.0))
+        return data[:-1] + b',"pad":"' + pad + b'"}' if pad else data
     try:
-        long = d.imu(ut=d.UT + 1.0, rate=(0.125, 0.0, 0.0))[:-1] + b',"pad":"' + b'x' * 700 \
-            + b'"}'
-        assert len(long) > 600 and len(d.imu(ut=d.UT + 2.0)) < 600
+        assert len(imu(0.125, b'x' * 700)) > 600 and len(imu(0.25)) < 600
         rec.until(lambda: mod.heartbeat() or datagrams().get('accepted', '0') != '0',
                   'the bridge accepting heartbeats')
-        # the first IMU of a session only primes it (the mod's rule); then the long one
-        mod.send(d.imu(ut=d.UT + 0.5), long, d.imu(ut=d.UT + 2.0, rate=(0.25, 0.0, 0.0)))
+        # the first IMU of a session only primes it (the mod's rule), and the bridge makes
+        # the topic with its first message, which a subscriber not matched yet misses:
+        # samples go until the test node got one (the topic matched: none is missed so)
+        mod.send(imu(0.0))
+        rec.until(lambda: mod.heartbeat() or mod.send(imu(0.0625)) or rec.got['imu'],
+                  'the IMU topic matched')
+        # the long one, then the next one
+        mod.send(imu(0.125, b'x' * 700), imu(0.25))
         rec.wait_for('imu', lambda m: m.angular_velocity.x == 0.25,
                      what='the IMU after the long datagram')
         assert all(m.angular_velocity.x != 0.125 for m in rec.got['imu'])   # never read
