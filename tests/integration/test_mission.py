@@ -4,8 +4,11 @@ One mission for the module (the launch plan's processes, ``conftest.mission_stac
 simulator serving the rendezvous scenario's chaser and target, ``sim_manager`` and the
 referee in the management domain, each vehicle's ``udp_bridge`` in its own domain. Test
 nodes play the vehicles' controllers (``Pilot``: a lease and wrenches) in their domains and
-look at the management domain. The tests run in order: the held mission first, then the
-start, a fault, the reset.
+look at the management domain. No controller is in the loop, so the simulator runs at
+``RATE`` x real time. Each test brings the shared mission where it needs it (``held``:
+waiting for the start, no vehicle Ready; ``started``: running) and may leave it anywhere:
+the ``stack`` fixture starts again a vehicle stack a test killed, so the tests pass alone
+and in any order.
 """
 
 import itertools
@@ -20,7 +23,7 @@ from pylon_protocol import packets
 from pylon_testing.pilot import Pilot
 from pylon_testing.recorder import TopicRecorder
 import pytest
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Bool, Empty, Float32MultiArray, String
 
@@ -28,12 +31,27 @@ pytestmark = pytest.mark.integration
 
 CHASER = '6c1a2b3c4d5e6f708192a3b4c5d6e7f8'
 TARGET = '7d2b3c4d5e6f708192a3b4c5d6e7f809'
+VESSELS = (CHASER, TARGET)
 LEASES = itertools.count(1)
+RATE = 3.0                      # the simulator's --rate: game seconds per wall second
+WINDOW_SEC = 1.0                # the status's time scale is measured over the last second
+# how far a status message's publication stamp may lie from the manager's clock reading
+# for that status, on a busy machine (the same callback reads the clock, then publishes)
+STAMP_SLACK_SEC = 0.05
+# every status array kept (10 a second), also while the test process looks elsewhere
+STATUS_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 @pytest.fixture(scope='module')
-def stack(mission_stack):
-    return mission_stack(2, 'rendezvous', autostart=False)
+def mission_stack_of_module(mission_stack):
+    return mission_stack(2, 'rendezvous', autostart=False, rate=RATE)
+
+
+@pytest.fixture
+def stack(mission_stack_of_module):
+    """Return the module's mission, every process running (a test may have killed one)."""
+    mission_stack_of_module.revive()
+    return mission_stack_of_module
 
 
 def management_view(node) -> TopicRecorder:
@@ -65,8 +83,7 @@ def vehicle_view(node) -> Pilot:
     pilot.priority = next(LEASES)
     pilot.lease_id = f'lease-{pilot.priority}'
     pilot.add('state', topics.name('sim/state'), String, topics.qos('sim/state', reader=True))
-    pilot.add('status', topics.name('sim/status'), Float32MultiArray,
-              topics.qos('sim/status', reader=True))
+    pilot.add('status', topics.name('sim/status'), Float32MultiArray, STATUS_QOS)
     pilot.add('imu', topics.name('imu'), Imu, qos_profile_sensor_data)
     return pilot
 
@@ -95,8 +112,84 @@ def hold_lease(pilot: Pilot, vessel: str) -> None:
         'lease_acquired', 'lease_renewed'), 'the lease held')
 
 
-def state_is(view, key: str, value: str) -> None:
-    view.wait_for(key, lambda m: m.data == value, what=f'{key} {value}')
+def state_is(view, key: str, value: str, since=None) -> None:
+    view.wait_for(key, lambda m: m.data == value, since, f'{key} {value}')
+
+
+def held(stack, ros_node_in, view: TopicRecorder) -> None:
+    """Bring the mission to WaitStart, every vehicle Spawned (a reset if not there).
+
+    ``view`` (``management_view``) reads the mission description: the management state and
+    each vehicle's.
+    """
+    def spawned(m) -> bool:
+        description = json.loads(m.data)
+        return description['state'] == mission.WAIT_START and description[
+            'started_ut'] is None and all(v['state'] == mission.SPAWNED
+                                          for v in description['vehicles'])
+    view.wait_for('admin/mission', what='the mission description')
+    if not spawned(view.last('admin/mission')):
+        since = view.mark()
+        view.reset.publish(Empty())
+        view.wait_for('admin/mission', spawned, since, 'the mission held, no vehicle Ready')
+
+
+def started(stack, ros_node_in, view: TopicRecorder) -> None:
+    """Bring the mission to Start (both vehicles Ready, then the start) unless it is there."""
+    view.wait_for('admin/state', what='the management state')
+    if view.last('admin/state').data == mission.START:
+        return
+    held(stack, ros_node_in, view)
+    since = view.mark()
+    for k, vessel in enumerate(VESSELS, start=1):
+        pilot = vehicle_view(ros_node_in(stack.domain(k)))
+        pilot.ready()
+        hold_lease(pilot, vessel)
+    state_is(view, 'admin/state', mission.READY, since)
+    view.start.publish(Bool(data=True))
+    state_is(view, 'admin/state', mission.START, since)
+
+
+def time_scale_misfits(stream: list[tuple[float, float, float]],
+                       slack: float = STAMP_SLACK_SEC) -> tuple[int, list[str]]:
+    """Check each time scale against the game time that passed in its window; return misfits.
+
+    ``stream``: (publication stamp, elapsed game time, time scale) of consecutive status
+    arrays. The manager takes a sample (its clock, the UT) whenever a new reply of the
+    simulator came, and publishes the game seconds between its oldest sample of the last
+    ``WINDOW_SEC`` and the newest over the wall seconds between them. A message whose
+    elapsed time changed brought a new sample; its window began at a message no younger
+    than every new sample younger than ``WINDOW_SEC`` (those surely are in it), and no
+    older than ``WINDOW_SEC``, each age known to ``2 x slack``. The time scale must be the
+    game time since one of those over such a span. A message whose window may hold
+    less than half a second of samples (after a silence of the simulator) is not judged.
+    Return how many were judged and a line for each that fit no window.
+    """
+    judged, misfits = 0, []
+    for i, (stamp, elapsed, scale) in enumerate(stream):
+        if i == 0 or elapsed == stream[i - 1][1] or \
+                stamp - stream[0][0] < WINDOW_SEC + 2 * slack:
+            continue
+        news = [k for k in range(1, i) if stream[k][1] != stream[k - 1][1]
+                and stamp - stream[k][0] < WINDOW_SEC - 2 * slack]
+        if not news or stamp - stream[news[0]][0] < WINDOW_SEC / 2:
+            continue
+        judged += 1
+        spans = []
+        for start_stamp, start_elapsed, _ in stream[:news[0] + 1]:
+            age = stamp - start_stamp
+            if age > WINDOW_SEC + 2 * slack:
+                continue
+            advance = elapsed - start_elapsed
+            low = advance / min(age + 2 * slack, WINDOW_SEC) - 1e-3
+            high = advance / (age - 2 * slack) + 1e-3
+            spans.append((low, high))
+            if low <= scale <= high:
+                break
+        else:
+            misfits.append(f'{scale:.3f} at elapsed {elapsed:.2f} s, outside '
+                           + ', '.join(f'[{lo:.3f}, {hi:.3f}]' for lo, hi in spans))
+    return judged, misfits
 
 
 def test_each_domain_carries_its_own_topics_and_no_other(stack, ros_node_in):
@@ -118,6 +211,8 @@ def test_each_domain_carries_its_own_topics_and_no_other(stack, ros_node_in):
 
 def test_commands_act_only_after_the_start_of_every_ready_vehicle(stack, ros_node_in):
     view = management_view(ros_node_in(stack.base))
+    held(stack, ros_node_in, view)
+    ready = view.mark()                     # what came before may hold an older Ready
     chaser, target = (vehicle_view(ros_node_in(stack.domain(k))) for k in (1, 2))
     state_is(view, 'admin/state', mission.WAIT_START)
     state_is(chaser, 'state', mission.SPAWNED)
@@ -138,9 +233,9 @@ def test_commands_act_only_after_the_start_of_every_ready_vehicle(stack, ros_nod
     target.ready()
     hold_lease(target, TARGET)
     hold_lease(chaser, CHASER)              # both leases in force at once
-    state_is(view, 'admin/state', mission.READY)
+    state_is(view, 'admin/state', mission.READY, ready)
     view.start.publish(Bool(data=True))
-    state_is(view, 'admin/state', mission.START)
+    state_is(view, 'admin/state', mission.START, ready)
     state_is(chaser, 'state', mission.VEHICLE_START)
     state_is(target, 'state', mission.VEHICLE_START)
     since = chaser.mark()
@@ -153,25 +248,33 @@ def test_commands_act_only_after_the_start_of_every_ready_vehicle(stack, ros_nod
 
 
 def test_each_vehicle_gets_its_status_by_the_index_table(stack, ros_node_in):
+    started(stack, ros_node_in, management_view(ros_node_in(stack.base)))
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
+    index = mission.STATUS_INDEX
     first = chaser.wait_for('status', what='a status array')
     later = chaser.wait_for('status', lambda m: m.data[1] >= first.data[1] + 2.0,
                             what='2 s more of elapsed time')
-    index = mission.STATUS_INDEX
     values = list(later.data)
     assert len(values) == len(mission.STATUS_FIELDS)
     assert values[index['time_left_sec']] == pytest.approx(900.0 - values[index['elapsed_sec']],
                                                            abs=1e-3)
-    # game seconds per wall second over the last second: about 1 at --rate 1, but a stalled
-    # simulator catching up on a busy machine swings it; filled in and moving is what counts
-    assert 0.0 < values[index['time_scale']] < 100.0
+    # the time scale is the game time that passed over the manager's last wall second
+    # (about RATE while the simulator keeps up; it swings while a stalled simulator catches
+    # up): each is checked against the elapsed times and publication stamps of its window
+    def judge() -> tuple[int, list[str]]:
+        return time_scale_misfits([(t, m.data[index['elapsed_sec']], m.data[index['time_scale']])
+                                   for t, m in zip(chaser.sent['status'], chaser.got['status'])])
+    chaser.until(lambda: judge()[0] >= 20, '20 time scales to judge')
+    judged, misfits = judge()
+    assert len(misfits) <= judged // 4, misfits
     assert values[index['propellant_left_kg']] > 200.0 and values[index['completed']] == 0.0
     assert values[index['task_progress']] == 0.0         # 200 m away: no hold
 
 
 def test_a_vehicle_stack_killed_leaves_the_other_flying(stack, ros_node_in):
-    chaser = vehicle_view(ros_node_in(stack.domain(1)))
     view = management_view(ros_node_in(stack.base))
+    started(stack, ros_node_in, view)
+    chaser = vehicle_view(ros_node_in(stack.domain(1)))
     stack.processes['udp_bridge_2'].popen.send_signal(signal.SIGKILL)
     since = chaser.mark()
     chaser.wait_stamp_span('imu', 2.0, since)                # vehicle 1 goes on
@@ -186,17 +289,18 @@ def test_a_vehicle_stack_killed_leaves_the_other_flying(stack, ros_node_in):
 
 def test_reset_returns_the_vessels_and_drops_the_leases(stack, ros_node_in):
     view = management_view(ros_node_in(stack.base))
+    started(stack, ros_node_in, view)
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
-    description = json.loads(view.wait_for('admin/mission').data)
-    assert description['started_ut'] is not None
-    since = chaser.mark()
+    description = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
+        'started_ut'] is not None, what='the mission started').data)
+    since, before = chaser.mark(), view.mark()
     view.reset.publish(Empty())
-    state_is(view, 'admin/state', mission.WAIT_START)
+    state_is(view, 'admin/state', mission.WAIT_START, before)
     state_is(chaser, 'state', mission.SPAWNED)
     chaser.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE, since,
                     'a new session')
     gone = chaser.wait_for('authority', lambda m: m.state == 0, since, 'the lease gone')
     assert gone.reason in ('runtime_session_changed', 'unowned')
     reset = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
-        'started_ut'] is None, what='the mission held again').data)
+        'started_ut'] is None, before, 'the mission held again').data)
     assert reset['elapsed'] == 0.0 and reset['ut'] < description['ut']

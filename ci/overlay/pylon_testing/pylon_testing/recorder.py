@@ -4,7 +4,9 @@
 test asks "what came after this point" with a ``mark()`` (the number of messages of each
 topic so far), never with the wall clock, so that the answer does not depend on how busy
 the machine is. Times a test asserts on come from the messages themselves (``stamp_of``:
-their header stamps, KSP time through the bridge) or from the simulator's clock.
+their header stamps, KSP time through the bridge) or from the simulator's clock. Each
+message's publication stamp (``sent``: the publisher's clock when it wrote the message)
+orders what several topics of one publisher said, however late the test took them.
 """
 
 from __future__ import annotations
@@ -39,14 +41,20 @@ class TopicRecorder:
         self.node = node
         self.executor = executor
         self.got: dict[str, list[Any]] = {}
+        self.sent: dict[str, list[float]] = {}   # publication stamps (s) beside ``got``
         self.subscriptions: list[Any] = []
 
     def add(self, name: str, topic: str, msg_type: type, qos: QoSProfile | int,
             **kwargs: Any) -> TopicRecorder:
         """Subscribe to ``topic`` and keep its messages under ``name``; return ``self``."""
         received = self.got.setdefault(name, [])
+        sent = self.sent.setdefault(name, [])
+
+        def keep(msg: Any, info: Mapping[str, int]) -> None:
+            sent.append(info['source_timestamp'] * 1e-9)
+            received.append(msg)
         self.subscriptions.append(
-            self.node.create_subscription(msg_type, topic, received.append, qos, **kwargs))
+            self.node.create_subscription(msg_type, topic, keep, qos, **kwargs))
         return self
 
     def mark(self) -> dict[str, int]:
@@ -64,6 +72,18 @@ class TopicRecorder:
         """Return a mark just after ``message`` of ``name`` (and now for every other topic)."""
         position = next(i for i, m in enumerate(self.got[name]) if m is message)
         return {**self.mark(), name: position + 1}
+
+    def sent_at(self, name: str, message: Any) -> float:
+        """Return when ``message`` of ``name`` was published (s, the publisher's system clock).
+
+        The DDS source timestamp: for messages of one publisher process, their order and
+        the time between them however busy the machine was when this process took them.
+        """
+        return self.sent[name][next(i for i, m in enumerate(self.got[name]) if m is message)]
+
+    def sent_after(self, name: str, stamp: float) -> list[Any]:
+        """Return the messages of ``name`` published after ``stamp`` (``sent_at``)."""
+        return [m for m, sent in zip(self.got[name], self.sent[name]) if sent > stamp]
 
     def last(self, name: str) -> Any:
         """Return the newest message of ``name``, or None."""
