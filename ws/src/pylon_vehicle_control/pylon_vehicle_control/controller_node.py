@@ -26,8 +26,11 @@ steady clock, as the mod times leases and command timeouts on the game computer'
 clock. With it (``udp_bridge --publish-clock``: ``/clock`` is KSP time) the loop, the
 diagnostics, the lease's renewals and expiry and the setpoint and input timeouts run on
 the node's ROS clock, i.e. game time: the controller commands every ``command_period_sec``
-of game time, whatever pace the game (or pylon_sim's ``--rate``) keeps. While game time
-stands still (a paused game) nothing goes out; the mod's lease runs out on its wall clock
+of game time, whatever pace the game (or pylon_sim's ``--rate``) keeps. ROS time moves
+only when a datagram brings a newer game time, so a step comes at most once per ``/clock``
+update (under physics warp that can be less often than the period); the law then steps
+the game time that passed since the previous step (at most ``MAX_GAME_STEP_SEC``). While
+game time stands still (a paused game) nothing goes out; the mod's lease runs out on its wall clock
 meanwhile, which the controller learns from the authority state (or, lacking that, from
 a tick that comes more than a lease after the previous one on the steady clock): the lease
 is lost (target discarded, MODE_IDLE re-arms) and acquired again once game time moves.
@@ -63,6 +66,7 @@ from pylon_vehicle_control.mass_properties import mass_properties
 INERTIAL_FRAMES = ('', frames.KERBOL_INERTIAL)
 DIAGNOSTICS_PERIOD_SEC = 1.0
 RELEASE_GRACE_SEC = 0.3
+MAX_GAME_STEP_SEC = 1.0      # the longest game-time step the law takes (a stalled controller)
 
 
 def _xyz(v) -> tuple[float, float, float]:
@@ -212,8 +216,11 @@ class ControllerNode(Node):
     # -- the loop ----------------------------------------------------------------------
     def _tick(self) -> None:
         now = self.now()
+        dt = self.params['command_period_sec']
         if self.last_period is not None:
             self.periods = (self.periods + [now - self.last_period])[-200:]
+            if self.game_time:       # the game time that passed: /clock moves in steps
+                dt = min(max(now - self.last_period, 1e-3), MAX_GAME_STEP_SEC)
         self.last_period = now
         # on game time the steady clock beside it: a paused game stops game time, not the
         # mod's lease (lease.LeaseClient.tick)
@@ -245,7 +252,7 @@ class ControllerNode(Node):
             body_rate=rate, position=position, velocity=velocity, inertia=self.inertia,
             mass=self.mass, feedback=self.feedback)
         self.feedback = None
-        self.state, out = self.law.step(self.state, inputs, self.params['command_period_sec'])
+        self.state, out = self.law.step(self.state, inputs, dt)
         self.last_output = out
         msg = BodyWrenchCommand(vessel_id=self.lease.vessel_id,
                                 controller_id=self.lease.controller_id,
