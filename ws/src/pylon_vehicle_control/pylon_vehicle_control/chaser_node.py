@@ -9,6 +9,9 @@ SIX_DOF setpoint toward a point ``standoff_m`` short of the target that moves wi
 (``rendezvous.setpoint``), holding the attitude it had when the approach began. A fix
 older than ``fix_timeout_sec`` (by the stamps of the fix and the estimate: game time) is not
 used: the chaser then stops where it is. After the mission it sends ``MODE_IDLE`` again.
+Its period runs on the node's ROS clock: with ``use_sim_time`` (what the plan gives it on
+game time) ``period_sec`` is game time, as the controller's timeouts then are, so a
+simulator faster than real time does not let its setpoints age out.
 """
 
 from __future__ import annotations

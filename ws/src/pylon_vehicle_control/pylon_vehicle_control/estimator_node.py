@@ -12,6 +12,8 @@ origin where dead reckoning started), ``child_frame_id`` = ``base_frame_id``
 covariance (body axes, rad²), twist = body rate and velocity in the child frame. With
 ``publish_tf`` the same pose goes on ``/tf`` between those two frames of its own, never as
 a second parent of ``base_link`` and never linking ``kerbol_inertial`` to the ENU frame.
+It keeps no clock of its own: every time it uses is a message stamp (game time), so it
+works the same with ``use_sim_time`` on or off, at any simulator rate.
 """
 
 from __future__ import annotations
