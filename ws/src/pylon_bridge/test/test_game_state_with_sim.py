@@ -3,7 +3,8 @@
 Real processes over real DDS: the simulator flies the orbit scenario, the bridge publishes
 ``simulator/state``, ``simulator/universal_time``, ``ground_truth/flight`` and (with
 ``--publish-clock``) ``/clock``; a node of the test reads them, and a timer of a node on
-``use_sim_time`` shows that game time drives ROS time: it stops while the game is paused.
+``use_sim_time`` shows that game time drives ROS time: it ticks at its rate per second of
+the simulator's UT, however busy the machine, and stops while the game is paused.
 """
 
 import math
@@ -11,6 +12,8 @@ import math
 from pylon_interfaces.msg import FlightState, SimulatorState
 from pylon_testing.recorder import stamp_of, TopicRecorder
 import pytest
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -29,6 +32,7 @@ STREAM = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
 RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
                       reliability=ReliabilityPolicy.RELIABLE)
 S = SimulatorState
+TIMER_NS = 100_000_000            # the sim-time node's 10 Hz timer
 
 
 def norm(v):
@@ -102,24 +106,75 @@ def test_stale_when_the_heartbeats_stop(sim_stack, ros_node, lean_scenario):
     assert back.state in (S.STATE_INITIALIZING, S.STATE_ADVANCING)
 
 
+def nanoseconds(stamp) -> int:
+    """Return a ``builtin_interfaces/Time`` in integer nanoseconds (exact, for matching)."""
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def timer_ticks(updates, fired, origin, begin, end) -> tuple[int, set, set]:
+    """Return the timer's ticks in ``(begin, end]`` of the node's clock (ns), and why.
+
+    rcl's timer is due at each mark ``origin + k TIMER_NS`` and fires at the first clock
+    update at or past it. An update that passes several marks at once (the test process
+    fell behind, and its depth-1 Best Effort ``/clock`` subscription kept only the newest
+    time) fires it once and skips the other marks, by design; those are counted from the
+    clock's own updates, so the count does not depend on how busy the machine is.
+    ``begin`` and ``end`` are updates themselves, so the window's updates pass exactly the
+    marks in it. Return (firings + skipped marks, the firing times, the updates that
+    passed a mark).
+    """
+    first = updates.index(begin)
+    last = updates.index(end)
+    passing, skipped = set(), 0
+    for before, after in zip(updates[first:last], updates[first + 1:last + 1]):
+        marks = (after - origin) // TIMER_NS - (before - origin) // TIMER_NS
+        if marks:
+            passing.add(after)
+            skipped += marks - 1
+    firings = {t for t in fired if begin < t <= end}
+    return sum(begin < t <= end for t in fired) + skipped, firings, passing
+
+
 @pytest.mark.parametrize('rate', [1, 4])
 def test_clock_drives_a_sim_time_node(sim_stack, ros_node, lean_scenario, rate):
     stack = sim_stack(scenario=lean_scenario(), bridge_args=['--publish-clock'],
                       sim_args=['--rate', str(rate)])
     ros_node.set_parameters([Parameter('use_sim_time', Parameter.Type.BOOL, True)])
+    clock = ros_node.get_clock()
+    updates = []           # the node's clock after each change (ns): what its timers see
+    jumps = clock.create_jump_callback(
+        JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,
+                      on_clock_change=False),
+        post_callback=lambda _: updates.append(clock.now().nanoseconds))
+    origin = clock.now().nanoseconds          # the timer's marks: origin + k TIMER_NS
     fired = []
-    ros_node.create_timer(0.1, lambda: fired.append(ros_node.get_clock().now().nanoseconds))
+    ros_node.create_timer(TIMER_NS * 1e-9, lambda: fired.append(clock.now().nanoseconds))
     rec = TopicRecorder(ros_node).add('clock', '/clock', Clock, RELIABLE)
     rec.add('flight', '/ksp_vessel/ground_truth/flight', FlightState, STREAM)
     rec.wait_count('clock', 2)
-    start = len(fired)
-    first = stamp_of(rec.last('clock').clock)
-    rec.until(lambda: stamp_of(rec.last('clock').clock) >= first + 2.0, '2 s of game time')
-    # a 10 Hz timer over 2 s of game time: 20 ticks, at most one more (never faster than the
-    # game clock); fewer when the test process falls behind the clock and rcl skips the
-    # periods it missed, so the lower side is a condition: it keeps firing
-    assert len(fired) - start <= 21, len(fired) - start
-    rec.until(lambda: len(fired) - start >= 10, 'ten ticks of the timer')
+    since = rec.mark()
+    # ticks per simulated second, the simulated second taken from the simulator's UT: the
+    # window runs between two updates of the node's clock that are flight states' stamps
+    # (UT mapped), 2 s of UT apart, and not the newest update: the timer runs before the
+    # executor takes the next /clock, so it has had its turn for every update in the window
+
+    def stamped_updates() -> tuple[list[int], dict[int, float]]:
+        ut = {nanoseconds(m.header.stamp): m.universal_time
+              for m in rec.messages('flight', since)}
+        return [u for u in updates[:-1] if u in ut], ut
+
+    def spanned() -> bool:
+        window, ut = stamped_updates()
+        return len(window) > 1 and ut[window[-1]] - ut[window[0]] >= 2.0
+    rec.until(spanned, "2 s of UT between updates of the node's clock that are flight stamps")
+    window, ut = stamped_updates()
+    begin, end = window[0], window[-1]
+    seconds = ut[end] - ut[begin]
+    assert (end - begin) * 1e-9 == pytest.approx(seconds, abs=1e-6)    # clock = UT
+    ticks, firings, passing = timer_ticks(updates, fired, origin, begin, end)
+    # it fires at every update that passes a mark, and only there
+    assert firings == passing, (sorted(firings - passing), sorted(passing - firings))
+    assert ticks / seconds == pytest.approx(1e9 / TIMER_NS, rel=0.1), (ticks, seconds)
     clocks = [stamp_of(m.clock) for m in rec.messages('clock')]
     assert clocks == sorted(clocks)
     # /clock is the stamps' time: a flight state's stamp is never ahead of the clock after it
@@ -140,3 +195,4 @@ def test_clock_drives_a_sim_time_node(sim_stack, ros_node, lean_scenario, rate):
     stack.admin('resume')
     rec.until(lambda: len(fired) > held_ticks + 2, 'the timer again after the resume')
     assert fired[-1] * 1e-9 > held
+    jumps.unregister()

@@ -13,10 +13,11 @@ import pytest
 @pytest.mark.parametrize('scenario,key', [('orbit', 'sat'), ('orbit', 'target'),
                                           ('surface', 'rover')])
 def test_mass_properties_match_the_simulator(scenario, key):
-    try:
-        vessel = load_scenario(scenario).vessel(key)
-    except KeyError:
-        pytest.skip(f'{scenario} has no vessel {key}')
+    flown = load_scenario(scenario)
+    keys = [v.key for v in flown.vessels]
+    assert key in keys, (f'scenario {scenario!r} has no vessel {key!r} (renamed?): it has '
+                         f'{keys}; name the vessel to check here')
+    vessel = flown.vessel(key)
     spec = vessel.spec
     resources = spec.initial_resources()
     truth = sim_mass_properties(spec, resources)
