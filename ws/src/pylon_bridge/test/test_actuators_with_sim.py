@@ -3,8 +3,10 @@
 The orbit tests share one simulator and bridge (``stack``: the lean orbit scenario, at real
 time: the test plays a controller whose overrides and leases run on the simulator's clock);
 each starts from the scenario's start in a runtime session of its own (``session``) under a
-lease id of its own. The surface and launchpad tests start their stacks in a ROS domain of
-their own (``own_stack``), so the shared one can stay up meanwhile.
+lease id of its own. The servo joint extension (surface, with its options) starts its
+stack in a ROS domain of its own (``own_stack``). The servo and wheel commands on the
+surface are in test_rover_with_sim, the decoupler firing in test_separation_with_sim, on
+those modules' shared stacks.
 """
 
 import itertools
@@ -49,7 +51,6 @@ from tf2_msgs.msg import TFMessage
 pytestmark = pytest.mark.integration
 
 ROVER = '7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29'
-ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
 ENGINE, RCS, DOCK = 'engine_1100004_0', 'rcs_1100005_0', 'docking_port_1100010_0'
 LEASES = itertools.count(1)
 
@@ -155,42 +156,7 @@ class Actuators(Pilot):
         return acquire(self, lease=self.lease, **kwargs)
 
 
-# -- the surface and launchpad tests, each with a stack of its own ---------------------
-
-def test_servo_and_wheel_on_the_surface(own_stack, lean_scenario):
-    _, node = own_stack(lean_scenario('surface'))
-    pilot = Actuators(node)
-    pilot.ready()
-    assert pilot.acquire(vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
-    since = pilot.send('servo', MotorCommand(id='mast_hinge', enabled=True,
-                                             mode=MotorCommand.MODE_POSITION, position=0.3,
-                                             timeout_sec=5.0), vessel=ROVER)
-    moving = pilot.wait_for('servo', lambda m: m.command_active and m.target == 0.3, since,
-                            'the servo command')
-    assert moving.mode == MotorCommand.MODE_POSITION and moving.name == 'mast_hinge'
-    joints = pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
-                            since, 'the joint at 0.3 rad')
-    assert list(joints.name) == ['mast_hinge']
-    since = pilot.send('wheel', WheelCommand(id='wheel_7700002_0', enabled=True,
-                                             target_angular_velocity=2.0, steering_angle=0.1,
-                                             max_drive_torque=100.0, timeout_sec=1.0),
-                       vessel=ROVER)
-    wheel = pilot.wait_for('wheel', lambda m: m.id == 'wheel_7700002_0' and
-                           m.max_drive_torque == 100.0, since, 'the wheel override')
-    assert wheel.steering_angle == pytest.approx(0.1) and wheel.enabled
-
-
-def test_separation_fires_once_under_a_lease(own_stack):
-    _, node = own_stack('launchpad')
-    pilot = Actuators(node)
-    pilot.ready()
-    assert pilot.acquire(vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
-    since = pilot.send('separation', SeparationCommand(id='decoupler_9900002_0', separate=True,
-                                                       operation_id='op-1'), vessel=ROCKET)
-    fired = pilot.wait_for('separation', lambda m: m.id == 'decoupler_9900002_0' and
-                           m.separated, since, 'the decoupler fired')
-    assert not fired.available and fired.mechanism == 'decoupler'
-
+# -- the servo joint extension, with a stack of its own --------------------------------
 
 def test_servo_joint_extension_moves_the_proxy_on_tf(own_stack, lean_scenario):
     _, node = own_stack(lean_scenario('surface'), sim_args=['--servo-joints'],

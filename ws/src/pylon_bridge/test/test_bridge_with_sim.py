@@ -2,9 +2,9 @@
 
 The tests share one simulator and bridge (``stack``: the lean orbit scenario, its target
 spinning, at 3x real time: no test plays a controller that must keep up); each starts from
-the scenario's start in a runtime session of its own (``session``). The two that need
-another stack (the surface scenario, ``--disable-ground-truth``) start theirs in a ROS
-domain of its own (``own_stack``), so the shared one can stay up meanwhile.
+the scenario's start in a runtime session of its own (``session``). The one that needs
+another bridge (``--disable-ground-truth``) starts its stack in a ROS domain of its own
+(``own_stack``). The surface pad's IMU and joint states are checked in test_rover_with_sim.
 """
 
 import bisect
@@ -31,7 +31,7 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
@@ -149,26 +149,7 @@ def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
     return start
 
 
-# -- the two tests with a stack of their own (in a domain of their own) -----------------
-
-def test_surface_pad_imu_and_servo_joint_states(own_stack, lean_scenario):
-    _, ros_node = own_stack(lean_scenario('surface'), sim_args=RATE)
-    rec = TopicRecorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState,
-                                      BEST_EFFORT)
-    rec.add('imu', STREAMS['imu'][0], Imu, BEST_EFFORT)
-    joints = rec.wait_count('joints', 26)
-    rec.wait_count('imu', 1)
-    last = rec.last('joints')
-    assert list(last.name) == ['mast_hinge']
-    assert len(last.position) == len(last.velocity) == len(last.effort) == 1
-    stamps = [stamp_of(m) for m in joints]
-    measured = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-    assert 16.0 <= measured <= 24.0, measured                  # 20 Hz ± 20 % of KSP time
-    imu = rec.last('imu')
-    # standing on the pad, nose up: specific force is about +g along the vessel's up axis
-    accel = imu.linear_acceleration
-    assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
-
+# -- the test with a stack of its own (in a domain of its own) ------------------------
 
 def test_disable_ground_truth_creates_no_world_topic(own_stack, lean_scenario):
     _, ros_node = own_stack(lean_scenario(), bridge_args=('--disable-ground-truth',),

@@ -2,14 +2,15 @@
 
 Flight inputs and batches commanded through the bridge and seen acting in the simulator
 (flight state, ground truth, snapshots); power in eclipse and sun; an engine part heating
-while it burns; a separation result fetched through the service after the topic was
-missed; and what a vessel switch must deliver at once (the new session's notices).
+while it burns; and what a vessel switch must deliver at once (the new session's
+notices).
 
 The orbit tests share one simulator and bridge (``stack``: the lean orbit scenario, at real
 time: most play a controller whose inputs time out on the simulator's clock); each starts
 from the scenario's start in a runtime session of its own (``session``) under a lease id of
-its own, and counts the bridge's refusals from what it found. The eclipse and launchpad
-tests start their stacks in a ROS domain of their own (``own_stack``).
+its own, and counts the bridge's refusals from what it found. The eclipse test starts its
+stack in a ROS domain of its own (``own_stack``). The separation result fetched through the
+service is checked in test_separation_with_sim, on the launchpad stack.
 """
 
 import itertools
@@ -23,29 +24,22 @@ from pylon_interfaces.msg import (
     FlightControlCommand,
     FlightState,
     PartThermalState,
-    SeparationCommand,
-    SeparationResult,
     StarTrackerState,
     VehicleHealth,
     VesselLifecycle,
 )
-from pylon_interfaces.srv import GetSeparationResult
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, SAT, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 from pylon_testing.stack import start_stack
-from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 pytestmark = pytest.mark.integration
 
-ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
 ENGINE, ENGINE_PART = 'engine_1100004_0', 4100004
 RELIABLE = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
 HEALTH = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
-RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=LATCHED.durability)
 LEASES = itertools.count(1)
 
 
@@ -162,7 +156,7 @@ class Flyer(Pilot):
         return msg
 
 
-# -- the eclipse and launchpad tests, each with a stack of its own ---------------------
+# -- the eclipse test, with a stack of its own ----------------------------------------
 
 def test_charge_falls_in_eclipse_and_rises_in_sun(own_stack, lean_scenario):
     # 72 degrees along the orbit the sat is about 13 s of game time before sunrise
@@ -185,45 +179,6 @@ def test_charge_falls_in_eclipse_and_rises_in_sun(own_stack, lean_scenario):
     # the flight state reports the same charge for the same game time
     flight = pilot.wait_for('flight', lambda m: m.universal_time >= day.universal_time)
     assert flight.electric_charge == pytest.approx(day.electric_charge, abs=0.2)
-
-
-def test_a_missed_separation_result_is_fetched_through_the_service(own_stack):
-    _, ros_node = own_stack('launchpad')
-    flyer = Flyer(ros_node)
-    flyer.add('result', '/ksp_vessel/actuators/separation/result', SeparationResult, RESULTS)
-    flyer.ready()
-    assert flyer.acquire(vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
-    command = flyer.identity(SeparationCommand(id='decoupler_9900002_0', separate=True,
-                                               operation_id='stage-1'), vessel=ROCKET)
-    flyer.until(lambda: flyer.separation_pub.get_subscription_count() > 0, 'the bridge')
-    flyer.separation_pub.publish(command)
-    done = flyer.wait_for('result', lambda m: m.operation_id == 'stage-1' and m.completed,
-                          what='the separation result')
-    assert (done.success, done.retained, done.reason, done.id) == (
-        True, True, 'separated', 'decoupler_9900002_0')
-    # a client that missed the topic asks the service: the cached receipt, no query
-    client = ros_node.create_client(GetSeparationResult,
-                                    '/ksp_vessel/actuators/separation/get_result')
-    assert client.wait_for_service(timeout_sec=60.0)
-
-    def call(operation_id):
-        future = client.call_async(GetSeparationResult.Request(
-            operation_id=operation_id, original_runtime_instance=done.original_runtime_instance,
-            original_runtime_epoch=done.original_runtime_epoch,
-            original_vessel_id=done.original_vessel_id))
-        spin_until(ros_node, future.done, 60.0, flyer.executor, what='the service answer')
-        return future.result()
-    cached = call('stage-1')
-    assert (cached.found, cached.query_sent, cached.reason) == (True, False, 'separated')
-    assert cached.result.success and cached.result.sequence == command.sequence
-    assert 0.0 < cached.result.retention_remaining_sec <= 600.0
-    # an operation the bridge never saw: a query goes to the game, the answer on the topic
-    unknown = call('never-sent')
-    assert (unknown.found, unknown.query_sent, unknown.reason) == (False, True, 'query_sent')
-    answer = flyer.wait_for('result', lambda m: m.operation_id == 'never-sent',
-                            what="the game's answer to the query")
-    assert (answer.completed, answer.retained, answer.reason) == (
-        True, False, 'result_not_retained')
 
 
 # -- the orbit tests, on the shared stack --------------------------------------------

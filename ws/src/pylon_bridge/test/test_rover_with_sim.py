@@ -1,12 +1,30 @@
-"""The rover driven end to end: WheelCommand through udp_bridge moves it on ground truth."""
+"""The rover end to end: on the pad, servo and wheel commanded, driven on ground truth.
+
+Its IMU and joint states on the pad; servo and wheel commands through udp_bridge, their
+states; WheelCommand driving it on ground truth.
+The tests share one simulator and bridge (``stack``: the surface scenario without its LiDAR,
+at real time: the test plays the controller), each from the scenario's start in a runtime
+session of its own (``session``) under a lease id of its own.
+"""
+
+import math
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 from pylon_common import topics
-from pylon_interfaces.msg import WheelCommand, WheelState
-from pylon_testing.pilot import acquire, COMMAND, Pilot
+from pylon_interfaces.msg import (
+    MotorCommand,
+    MotorState,
+    VesselLifecycle,
+    WheelCommand,
+    WheelState,
+)
+from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, STREAM
+from pylon_testing.recorder import stamp_of, TopicRecorder
+from pylon_testing.scenarios import write_scenario
 import pytest
 from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Imu, JointState
 
 pytestmark = pytest.mark.integration
 
@@ -14,13 +32,112 @@ ROVER = '7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29'
 WHEELS = ('wheel_7700002_0', 'wheel_7700003_0', 'wheel_7700004_0', 'wheel_7700005_0')
 
 
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the surface scenario without its LiDAR."""
+    return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'surface'))
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on:
+    the rover at rest where it began) and starts as a new KSP process (restart: no lease or
+    override left).
+    """
+    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
+                                      LATCHED)
+    try:
+        rec.wait_for('life', lambda m: m.runtime_instance != '',
+                     what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                            m.state == VesselLifecycle.STATE_ACTIVE,
+                            what='the new session ACTIVE')
+    finally:
+        rec.close()
+
+
 def position(pose: PoseStamped) -> np.ndarray:
     p = pose.pose.position
     return np.array([p.x, p.y, p.z])
 
 
-def test_wheel_commands_drive_the_rover_on_ground_truth(sim_stack, ros_node, lean_scenario):
-    sim_stack(scenario=lean_scenario('surface'))
+def test_surface_pad_imu_and_servo_joint_states(session, ros_node):
+    rec = TopicRecorder(ros_node).add('joints', '/ksp_vessel/joint_states', JointState, STREAM)
+    rec.add('imu', '/ksp_vessel/imu/data_raw', Imu, STREAM)
+    joints = rec.wait_count('joints', 26)
+    rec.wait_count('imu', 1)
+    last = rec.last('joints')
+    assert list(last.name) == ['mast_hinge']
+    assert len(last.position) == len(last.velocity) == len(last.effort) == 1
+    stamps = [stamp_of(m) for m in joints]
+    measured = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    assert 16.0 <= measured <= 24.0, measured                  # 20 Hz ± 20 % of KSP time
+    imu = rec.last('imu')
+    # standing on the pad, nose up: specific force is about +g along the vessel's up axis
+    accel = imu.linear_acceleration
+    assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
+
+
+def test_servo_and_wheel_on_the_surface(session, ros_node):
+    lease = 'lease-servo-wheel'
+    pilot = Pilot(ros_node)
+    servo = ros_node.create_publisher(MotorCommand, '/ksp_vessel/actuators/servo/command',
+                                      COMMAND)
+    wheel_pub = ros_node.create_publisher(WheelCommand, '/ksp_vessel/actuators/wheel/command',
+                                          COMMAND)
+    pilot.add('servo', '/ksp_vessel/actuators/servo/state', MotorState, STREAM)
+    pilot.add('wheel', '/ksp_vessel/actuators/wheel/state', WheelState, STREAM)
+    pilot.add('joints', '/ksp_vessel/joint_states', JointState, STREAM)
+    pilot.ready()
+    assert acquire(pilot, vessel=ROVER, lease=lease, duration=5.0)[0].reason == \
+        'lease_acquired'
+
+    def send(publisher, msg):
+        """Publish a typed command under the test's lease; return the mark before it."""
+        pilot.until(lambda: publisher.get_subscription_count() > 0, 'the command subscriber')
+        msg.vessel_id, msg.controller_id, msg.lease_id = ROVER, 'ctl', lease
+        msg.sequence = pilot.next_sequence('ctl', lease)
+        since = pilot.mark()
+        publisher.publish(msg)
+        return since
+    since = send(servo, MotorCommand(id='mast_hinge', enabled=True,
+                                     mode=MotorCommand.MODE_POSITION, position=0.3,
+                                     timeout_sec=5.0))
+    moving = pilot.wait_for('servo', lambda m: m.command_active and m.target == 0.3, since,
+                            'the servo command')
+    assert moving.mode == MotorCommand.MODE_POSITION and moving.name == 'mast_hinge'
+    joints = pilot.wait_for('joints', lambda m: m.position[0] == pytest.approx(0.3, abs=1e-3),
+                            since, 'the joint at 0.3 rad')
+    assert list(joints.name) == ['mast_hinge']
+    since = send(wheel_pub, WheelCommand(id='wheel_7700002_0', enabled=True,
+                                         target_angular_velocity=2.0, steering_angle=0.1,
+                                         max_drive_torque=100.0, timeout_sec=1.0))
+    wheel = pilot.wait_for('wheel', lambda m: m.id == 'wheel_7700002_0' and
+                           m.max_drive_torque == 100.0, since, 'the wheel override')
+    assert wheel.steering_angle == pytest.approx(0.1) and wheel.enabled
+
+
+def test_wheel_commands_drive_the_rover_on_ground_truth(session, ros_node):
+    lease = 'lease-drive'
     pilot = Pilot(ros_node)
     pilot.add('wheel', topics.name('actuators/wheel/state'), WheelState, qos_profile_sensor_data)
     pilot.add('pose', topics.name('ground_truth/pose'), PoseStamped, qos_profile_sensor_data)
@@ -30,13 +147,14 @@ def test_wheel_commands_drive_the_rover_on_ground_truth(sim_stack, ros_node, lea
     still = pilot.wait_for('wheel', lambda m: m.id == WHEELS[0], what='a wheel state')
     assert still.grounded and still.angular_velocity == pytest.approx(0.0, abs=1e-3)
     start = position(pilot.wait_for('pose', what='ground truth'))
-    assert acquire(pilot, vessel=ROVER, duration=5.0)[0].reason == 'lease_acquired'
+    assert acquire(pilot, vessel=ROVER, lease=lease, duration=5.0)[0].reason == \
+        'lease_acquired'
     pilot.until(lambda: publisher.get_subscription_count() > 0, 'the wheel command subscriber')
     since = pilot.mark()
     for wheel in WHEELS:
         publisher.publish(WheelCommand(
-            vessel_id=ROVER, controller_id='ctl', lease_id='lease-1',
-            sequence=pilot.next_sequence('ctl', 'lease-1'), id=wheel, enabled=True,
+            vessel_id=ROVER, controller_id='ctl', lease_id=lease,
+            sequence=pilot.next_sequence('ctl', lease), id=wheel, enabled=True,
             target_angular_velocity=10.0, max_drive_torque=0.0, timeout_sec=4.0))
     driving = pilot.wait_for('wheel', lambda m: m.id == WHEELS[0] and m.angular_velocity > 1.0,
                              since, 'the wheel spinning')

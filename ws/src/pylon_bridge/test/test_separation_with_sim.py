@@ -1,10 +1,26 @@
-"""Topology changes end to end through udp_bridge: a decoupler splits, two ports dock."""
+"""Topology changes end to end through udp_bridge: a decoupler splits, two ports dock.
+
+The launchpad tests share one simulator and bridge (``stack``: at real time, the test
+holds the lease), each from the scenario's start (the rocket whole again) in a runtime
+session of its own (``session``) under a lease and operation ids of its own; what they read
+from the latched separation topics is of that session. The scripted docking approach runs
+in a stack and ROS domain of its own (``own_stack``), at 3x real time.
+"""
 
 import xml.etree.ElementTree as ET  # noqa: N817
 
 from pylon_common import topics
-from pylon_interfaces.msg import SeparationCommand
+from pylon_interfaces.msg import (
+    SeparationCommand,
+    SeparationResult,
+    SeparationState,
+    VesselLifecycle,
+)
+from pylon_interfaces.srv import GetSeparationResult
 from pylon_testing.pilot import acquire, LATCHED, Pilot
+from pylon_testing.recorder import TopicRecorder
+from pylon_testing.stack import start_stack
+from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 
@@ -18,48 +34,84 @@ RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
                      durability=LATCHED.durability)
 
 
+@pytest.fixture(scope='module')
+def stack(module_sim_stack):
+    """Return the module's simulator and bridge: the launchpad scenario (no LiDAR or camera)."""
+    return module_sim_stack('launchpad')
+
+
+@pytest.fixture
+def ros_node(module_ros_node):
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture
+def session(stack, ros_node):
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on:
+    the rocket whole) and starts as a new KSP process (restart: no lease left). It returns
+    once the whole rocket's model is ready, so that the latched robot_description a test
+    subscribes to after it is that model.
+    """
+    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
+                                      LATCHED)
+    try:
+        rec.wait_for('life', lambda m: m.runtime_instance != '',
+                     what='the simulator seen by the bridge')
+        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
+                                ('revert', {})):
+            stack.admin(command, **fields)
+        instance = stack.admin('restart')['runtimeInstance']
+        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                            m.state == VesselLifecycle.STATE_ACTIVE and m.model_ready,
+                            what='the new session ACTIVE with its model')
+    finally:
+        rec.close()
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block, module_ros_node):
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario='orbit', bridge_args=(), sim_args=()):
+        def run(cmd, name=None):
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
+
+
 def links(urdf: str) -> set[str]:
     return {link.get('name') for link in ET.fromstring(urdf).findall('link')}
 
 
-def test_a_fired_decoupler_makes_a_new_nearby_vessel_and_a_new_model(sim_stack, ros_node,
-                                                                       lean_scenario):
-    sim_stack(scenario=lean_scenario('launchpad'))
-    pilot = Pilot(ros_node)
-    for key, qos in (('robot_description', LATCHED), ('actuators/separation/result', RESULTS),
-                     ('ground_truth/nearby_vessels', qos_profile_sensor_data)):
-        pilot.add(key, topics.name(key), topics.message_class(key), qos)
-    before = pilot.ready()
-    whole = pilot.wait_for('robot_description', lambda m: m.data, what='the rocket model')
-    assert acquire(pilot, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
-    since = pilot.mark()
-    command = SeparationCommand(id=DECOUPLER, separate=True, operation_id='stage-1',
-                                vessel_id=ROCKET, controller_id='ctl', lease_id='lease-1',
-                                sequence=pilot.next_sequence('ctl', 'lease-1'))
-    pilot.separation_pub.publish(command)
-    done = pilot.wait_for('actuators/separation/result',
-                          lambda m: m.operation_id == 'stage-1' and m.completed, since,
-                          'the separation result')
-    assert (done.success, done.reason, done.active_vessel_id) == (True, 'separated', ROCKET)
-    assert done.result_runtime_generation == before.runtime_generation + 1
-    [kept, debris] = done.resulting_vessel_ids
-    assert kept == ROCKET and debris != ROCKET
-    # the lifecycle steps to the new runtime generation of the same vessel
-    pilot.wait_for('life', lambda m: m.runtime_generation == done.result_runtime_generation
-                   and m.vessel_id == ROCKET, since, 'the lifecycle of the new topology')
-    # the spent stage is a new nearby vessel, marked as debris
-    nearby = pilot.wait_for('ground_truth/nearby_vessels', lambda m: any(
-        v.vessel_id == debris for v in m.vessels), since, 'the debris among nearby vessels')
-    [entry] = [v for v in nearby.vessels if v.vessel_id == debris]
-    assert entry.is_debris and entry.vessel_name == 'PyLoN Rocket Debris'
-    # a new model of the pod alone
-    pod = pilot.wait_for('robot_description', lambda m: m.data and m.data != whole.data, since,
-                         'the new model')
-    assert (len(links(whole.data)), len(links(pod.data))) == (5, 1)     # one link per part
+# -- the scripted docking approach, with a stack of its own ---------------------------
 
-
-def test_the_scripted_approach_shows_the_port_states_in_order(sim_stack, ros_node):
-    stack = sim_stack(scenario='docking', sim_args=['--rate', '3'])   # no controller: 3x
+def test_the_scripted_approach_shows_the_port_states_in_order(own_stack):
+    stack, ros_node = own_stack('docking', sim_args=['--rate', '3'])   # no controller: 3x
     pilot = Pilot(ros_node)
     key = 'docking_port/state'
     pilot.add('port', topics.name(key, id=CHASER_PORT), topics.message_class(key),
@@ -79,3 +131,104 @@ def test_the_scripted_approach_shows_the_port_states_in_order(sim_stack, ros_nod
     # the capture changed the chaser's topology: the lifecycle steps to the next generation
     pilot.wait_for('life', lambda m: m.vessel_id == CHASER and
                    m.runtime_generation == reverted + 1, since, 'the lifecycle after capture')
+
+
+# -- the launchpad tests, on the shared stack ---------------------------------------
+
+def test_a_fired_decoupler_makes_a_new_nearby_vessel_and_a_new_model(session, ros_node):
+    pilot = Pilot(ros_node)
+    for key, qos in (('robot_description', LATCHED), ('actuators/separation/result', RESULTS),
+                     ('ground_truth/nearby_vessels', qos_profile_sensor_data)):
+        pilot.add(key, topics.name(key), topics.message_class(key), qos)
+    before = pilot.ready()
+    whole = pilot.wait_for('robot_description', lambda m: m.data, what='the rocket model')
+    assert acquire(pilot, vessel=ROCKET, duration=5.0)[0].reason == 'lease_acquired'
+    since = pilot.mark()
+    command = SeparationCommand(id=DECOUPLER, separate=True, operation_id='stage-1',
+                                vessel_id=ROCKET, controller_id='ctl', lease_id='lease-1',
+                                sequence=pilot.next_sequence('ctl', 'lease-1'))
+    pilot.separation_pub.publish(command)
+    done = pilot.wait_for('actuators/separation/result',
+                          lambda m: m.operation_id == 'stage-1' and m.completed and
+                          m.original_runtime_instance == session.runtime_instance, since,
+                          'the separation result')
+    assert (done.success, done.reason, done.active_vessel_id) == (True, 'separated', ROCKET)
+    assert done.result_runtime_generation == before.runtime_generation + 1
+    [kept, debris] = done.resulting_vessel_ids
+    assert kept == ROCKET and debris != ROCKET
+    # the lifecycle steps to the new runtime generation of the same vessel
+    pilot.wait_for('life', lambda m: m.runtime_generation == done.result_runtime_generation
+                   and m.vessel_id == ROCKET, since, 'the lifecycle of the new topology')
+    # the spent stage is a new nearby vessel, marked as debris
+    nearby = pilot.wait_for('ground_truth/nearby_vessels', lambda m: any(
+        v.vessel_id == debris for v in m.vessels), since, 'the debris among nearby vessels')
+    [entry] = [v for v in nearby.vessels if v.vessel_id == debris]
+    assert entry.is_debris and entry.vessel_name == 'PyLoN Rocket Debris'
+    # a new model of the pod alone
+    pod = pilot.wait_for('robot_description', lambda m: m.data and m.data != whole.data, since,
+                         'the new model')
+    assert (len(links(whole.data)), len(links(pod.data))) == (5, 1)     # one link per part
+
+
+def test_separation_fires_once_under_a_lease(session, ros_node):
+    lease = 'lease-fire'
+    pilot = Pilot(ros_node)
+    pilot.add('separation', topics.name('actuators/separation/state'), SeparationState,
+              LATCHED)
+    pilot.ready()
+    assert acquire(pilot, vessel=ROCKET, lease=lease, duration=5.0)[0].reason == \
+        'lease_acquired'
+    pilot.until(lambda: pilot.separation_pub.get_subscription_count() > 0, 'the bridge')
+    since = pilot.mark()
+    pilot.separation_pub.publish(SeparationCommand(
+        id=DECOUPLER, separate=True, operation_id='op-1', vessel_id=ROCKET,
+        controller_id='ctl', lease_id=lease, sequence=pilot.next_sequence('ctl', lease)))
+    # the latched topic keeps the states of the sessions before: this session's is the one
+    fired = pilot.wait_for('separation', lambda m: m.id == DECOUPLER and m.separated and
+                           m.runtime_instance == session.runtime_instance, since,
+                           'the decoupler fired')
+    assert not fired.available and fired.mechanism == 'decoupler'
+
+
+def test_a_missed_separation_result_is_fetched_through_the_service(session, ros_node):
+    lease, operation = 'lease-service', 'stage-service'
+    pilot = Pilot(ros_node)
+    pilot.add('result', topics.name('actuators/separation/result'), SeparationResult, RESULTS)
+    pilot.ready()
+    assert acquire(pilot, vessel=ROCKET, lease=lease, duration=5.0)[0].reason == \
+        'lease_acquired'
+    command = SeparationCommand(id=DECOUPLER, separate=True, operation_id=operation,
+                                vessel_id=ROCKET, controller_id='ctl', lease_id=lease,
+                                sequence=pilot.next_sequence('ctl', lease))
+    pilot.until(lambda: pilot.separation_pub.get_subscription_count() > 0, 'the bridge')
+    pilot.separation_pub.publish(command)
+
+    def ours(message):
+        return message.original_runtime_instance == session.runtime_instance
+    done = pilot.wait_for('result', lambda m: m.operation_id == operation and m.completed and
+                          ours(m), what='the separation result')
+    assert (done.success, done.retained, done.reason, done.id) == (
+        True, True, 'separated', DECOUPLER)
+    # a client that missed the topic asks the service: the cached receipt, no query
+    client = ros_node.create_client(GetSeparationResult,
+                                    topics.name('actuators/separation/get_result'))
+    assert client.wait_for_service(timeout_sec=60.0)
+
+    def call(operation_id):
+        future = client.call_async(GetSeparationResult.Request(
+            operation_id=operation_id, original_runtime_instance=done.original_runtime_instance,
+            original_runtime_epoch=done.original_runtime_epoch,
+            original_vessel_id=done.original_vessel_id))
+        spin_until(ros_node, future.done, 60.0, pilot.executor, what='the service answer')
+        return future.result()
+    cached = call(operation)
+    assert (cached.found, cached.query_sent, cached.reason) == (True, False, 'separated')
+    assert cached.result.success and cached.result.sequence == command.sequence
+    assert 0.0 < cached.result.retention_remaining_sec <= 600.0
+    # an operation the bridge never saw: a query goes to the game, the answer on the topic
+    unknown = call('never-sent')
+    assert (unknown.found, unknown.query_sent, unknown.reason) == (False, True, 'query_sent')
+    answer = pilot.wait_for('result', lambda m: m.operation_id == 'never-sent' and ours(m),
+                            what="the game's answer to the query")
+    assert (answer.completed, answer.retained, answer.reason) == (
+        True, False, 'result_not_retained')
