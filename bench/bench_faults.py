@@ -4,14 +4,18 @@
 the orbit scenario, the fault relay, ``udp_bridge``, ``attitude_estimator``,
 ``setpoint_controller``) and runs each row of ``ROWS`` as the integration test
 ``tests/integration/test_fault_matrix.py`` does: the controller flies a 30 degree slew,
-the row's fault hits, the bench notes when nothing commanded acted on the vessel any more
-(the simulator's clock), then recovers (MODE_IDLE, DETUMBLE, a slew again).
+the row's fault hits, the bench notes the first frame in which nothing commanded acted on
+the vessel (the simulator's audit: the frame after the last physics step that pushed),
+then recovers (MODE_IDLE, DETUMBLE, a slew again).
 
-Per row over ``RUNS`` runs: time to safe from the fault (simulator clock, s) p50 and max;
-for the rows cut by a command timeout, from the last command the simulator accepted;
-whether and why the controller disarmed; the simulator's audit (``unbacked_steps``, must
-be 0). ``python bench/bench_faults.py [RUNS [ROW ...]]``. Prints one JSON object on its
-last line.
+Per row over ``RUNS`` runs: time to safe from the fault (simulator clock, s; a killed
+simulator: from the restarted one's first frame) p50 and max; for the rows cut by a
+command timeout, from the last command the simulator accepted; whether and why the
+controller disarmed; the steps that pushed between safe and the fresh MODE_IDLE; the
+recovery's extra MODE_IDLEs (``rearms``); for the rows that keep flying, whether the
+controller stayed armed with its lease and a command was in force every physics step; the
+simulator's audit (``unbacked_steps``, must be 0). ``python bench/bench_faults.py [RUNS
+[ROW ...]]``. Prints one JSON object on its last line.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ def summary(outcomes: list[Outcome]) -> dict:
         'cut_runs': len(safe),
         'disarmed': dict(Counter(o.disarmed or 'no' for o in outcomes)),
         'refused_before_idle': all(o.refused_before_idle for o in outcomes if o.disarmed),
+        'pushed_before_idle': sum(o.pushed_before_idle or 0 for o in outcomes),
+        'rearms': sum(len(o.rearms) for o in outcomes),
+        'kept_flying': sum(bool(o.kept) and not o.disarmed and o.kept['armed_through']
+                           and o.kept['commanded_steps'] == o.kept['steps']
+                           for o in outcomes),
         'unbacked_steps': sum(o.unbacked_steps for o in outcomes),
         'flew_again': all(o.flew_again for o in outcomes),
     }

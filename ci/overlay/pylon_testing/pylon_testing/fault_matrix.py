@@ -5,16 +5,32 @@ simulator and bridge: ``pylon_sim --rate 1`` (the lean orbit scenario, every pac
 checked), ``udp_bridge``, ``attitude_estimator`` and ``setpoint_controller``, with a test
 node that streams setpoints (MODE_IDLE to arm, ATTITUDE_HOLD to slew) and reads the
 controller's diagnostics. ``run(row)`` flies a slew, injects the row's fault
-(``ROWS``), waits for its outcome and returns an ``Outcome``: the simulator clock of the
-fault, when nothing commanded acted any more (``safe_at``, polled from the simulator's
-control status), the last command the simulator accepted before, whether the controller
-disarmed, whether the audit of the simulator (``unbacked_steps``: a step that pushed
-without a live lease and a command in force) stayed 0, and whether the controller flew
-again after a fresh MODE_IDLE (and not before). The tests assert each row's expectations;
-``bench/bench_faults.py`` repeats the rows for the time to safe.
+(``ROWS``), waits for its outcome and returns an ``Outcome`` of what the simulator's audit
+and the controller's diagnostics say:
 
-Times asserted come from the simulator's clock (its admin status); waits are conditions
-with timeouts.
+- ``pushing_at_fault``: whether a commanded output acted when the fault hit;
+- ``safe_at``: the first frame after the fault in which nothing commanded acted: the frame
+  after the last physics step that pushed (the audit's ``pushed_at``), the fault's own
+  clock if nothing pushed from it on. A restarted runtime instance has a new control and
+  audit: its first frame if it pushed nothing since; a killed simulator's last steps are
+  unknowable after SIGKILL, so that row is measured on the restarted simulator's clock,
+  counted from its first frame (``counted_from``). ``pushed_before_idle``: the steps that
+  pushed from then until the fresh MODE_IDLE;
+- the last command the simulator accepted before, whether and why the controller
+  disarmed, and whether a setpoint was refused until the fresh MODE_IDLE;
+- ``unbacked_steps``: the audit's count of steps that pushed without a live lease and a
+  command in force (must stay 0);
+- ``kept`` for the rows that keep flying (a degraded network, physics warp): whether the
+  controller stayed armed and owned the lease through the window, in how many of its
+  physics steps a command was in force and how many pushed (a rate-limited slew coasts
+  with exact zeros between its corrections), and how far the slew went toward its target;
+- ``armed_at`` and ``flew_again_at``: when the controller was seen armed after the fresh
+  MODE_IDLE with nothing pushing, and the first step that pushed after it (the slew again);
+- ``rearms``: each disarm the recovery's DETUMBLE met and answered with MODE_IDLE.
+
+The tests assert each row's expectations; ``bench/bench_faults.py`` repeats the rows for
+the time to safe. Times come from the simulator's clock (its admin status, the audit's
+step clocks); waits are conditions with timeouts.
 """
 
 from __future__ import annotations
@@ -53,24 +69,37 @@ ROWS = ('loss_10', 'loss_30_reorder', 'duplication', 'partition_5s', 'sim_killed
 
 @dataclass
 class Outcome:
-    """What one row did."""
+    """What one row did (clocks: the simulator's, s)."""
 
     row: str
     fault_at: float                       # simulator clock when the fault was injected
+    pushing_at_fault: bool = False        # a commanded output acted when it hit
     last_command_at: float | None = None  # clock of the last wrench accepted before
-    safe_at: float | None = None          # clock from which nothing commanded acted
+    safe_at: float | None = None          # first frame with nothing commanded acting
+    counted_from: float | None = None     # a restarted simulator's first frame (else fault_at)
+    pushed_before_idle: int | None = None  # steps that pushed from safe_at to armed_at
     disarmed: str = ''                    # the controller's disarm reason ('' kept flying)
     unbacked_steps: int = 0               # the simulator's audit (must stay 0)
     refused_before_idle: bool = False     # setpoints refused until the fresh MODE_IDLE
-    flew_again: bool = False
+    kept: dict = field(default_factory=dict)  # what a row that keeps flying kept
+    armed_at: float | None = None         # armed after the fresh MODE_IDLE, nothing pushing
+    flew_again_at: float | None = None    # the first step that pushed after armed_at
+    rearms: list = field(default_factory=list)  # (disarm reason, clock) in the recovery
     notes: dict = field(default_factory=dict)
 
     @property
     def time_to_safe(self) -> float | None:
-        """Return s of simulator clock from the fault to safe (0 if already safe)."""
+        """Return s of simulator clock from the fault (or restart) to safe (0: already)."""
         if self.safe_at is None:
             return None
-        return max(0.0, self.safe_at - self.fault_at)
+        start = self.fault_at if self.counted_from is None else self.counted_from
+        return self.safe_at - start
+
+    @property
+    def flew_again(self) -> bool:
+        """Tell whether the simulator pushed again after the fresh MODE_IDLE."""
+        return self.armed_at is not None and self.flew_again_at is not None and \
+            self.flew_again_at >= self.armed_at
 
 
 class FaultFlight:
@@ -109,6 +138,7 @@ class FaultFlight:
             topics.qos('control/authority/command'))
         self.timer = node.create_timer(SETPOINT_PERIOD_SEC, self._stream)
         self.estop_sequence = 0
+        self.target: tuple[float, ...] | None = None    # the slew's attitude (x, y, z, w)
 
     def commands(self, name: str) -> list[str]:
         """Return the command line of one of the stack's processes."""
@@ -143,9 +173,14 @@ class FaultFlight:
 
     # -- watching ---------------------------------------------------------------------------
     def control(self) -> dict:
-        """Return the simulator's control status, with its clock."""
+        """Return the simulator's control status, with its clock, frames and whether it runs.
+
+        The status is answered at the start of a frame (clock already that frame's), before
+        its physics step: the audit's step clocks are at most the previous frame's.
+        """
         status = self.stack.status()
-        return {**status['control'], 'clock': status['clock'], 'ut': status['ut']}
+        return {**status['control'], **{k: status[k] for k in (
+            'clock', 'ut', 'frames', 'paused', 'available')}}
 
     def diagnostics(self, message: DiagnosticArray | None = None) -> dict:
         """Return the values of a diagnostics message (default the newest; {} before any)."""
@@ -178,17 +213,35 @@ class FaultFlight:
             self.setpoint.header.stamp = self.node.get_clock().now().to_msg()
             self.setpoint_pub.publish(self.setpoint)
 
-    def pushing(self) -> bool:
-        """Tell whether the simulator applies a commanded torque now (the slew runs)."""
-        control = self.control()
-        return any(abs(v) > 1e-6 for v in control['applied_torque'])
+    @staticmethod
+    def is_pushing(control: dict) -> bool:
+        """Tell whether a commanded output acted in the latest frame (of ``control()``).
 
-    def quiet(self) -> float | None:
-        """Return the clock if nothing commanded acts on the vessel now, else None."""
+        The status is answered before its frame's physics step: the latest is the frame
+        before, and it pushed if the audit's last pushing step is that frame's. A frame
+        without physics (paused, the vessel unavailable) pushes nothing.
+        """
+        pushed = control['pushed_at']
+        return pushed is not None and control['clock'] - pushed < 1.5 * TICK_SEC
+
+    def pushing(self) -> dict | None:
+        """Return the control status if a commanded output acts now (the slew runs)."""
         control = self.control()
-        zero = not any(control['applied_force']) and not any(
-            a - s for a, s in zip(control['applied_torque'], control['sas_torque']))
-        return control['clock'] if zero else None
+        return control if self.is_pushing(control) else None
+
+    def quiet(self) -> dict | None:
+        """Return the control status if nothing commanded acts on the vessel now."""
+        control = self.control()
+        return None if self.is_pushing(control) else control
+
+    def error_deg(self) -> float | None:
+        """Return the angle (degrees) from the newest estimate to the slew's target."""
+        odom = self.view.last('odom')
+        if odom is None or self.target is None:
+            return None
+        o = odom.pose.pose.orientation
+        dot = abs(sum(a * b for a, b in zip((o.x, o.y, o.z, o.w), self.target)))
+        return math.degrees(2.0 * math.acos(min(1.0, dot)))
 
     # -- flying -----------------------------------------------------------------------------
     def arm(self) -> None:
@@ -199,8 +252,12 @@ class FaultFlight:
                               'the controller armed')
 
     def slew(self, mode: int = ControlSetpoint.MODE_ATTITUDE_HOLD,
-             degrees: float = SLEW_DEG) -> None:
-        """Hold an attitude ``degrees`` about +Z from the estimate; wait until it pushes."""
+             degrees: float = SLEW_DEG) -> dict:
+        """Hold an attitude ``degrees`` about +Z from the estimate; wait until it pushes.
+
+        Return the simulator's control status that saw a step push since the setpoint (a
+        short push between two looks included).
+        """
         odom = self.view.wait_for('odom', since=self.view.mark(), what='a fresh estimate')
         o = odom.pose.pose.orientation
         turn = rotations.from_axis_angle((0.0, 0.0, 1.0), math.radians(degrees))
@@ -209,8 +266,27 @@ class FaultFlight:
         setpoint.header.frame_id = odom.header.frame_id
         q = setpoint.orientation
         q.x, q.y, q.z, q.w = (float(v) for v in target)
+        self.target = (q.x, q.y, q.z, q.w)
+        pushed = self.control()['pushed_steps']
         self.setpoint = setpoint
-        self.until(self.pushing, 'the slew pushing')
+        return self.wait(lambda: self.pushed_since(pushed), 'the slew pushing')
+
+    def pushed_since(self, pushed_steps: int) -> dict | None:
+        """Return the control status if a step pushed since it counted ``pushed_steps``."""
+        control = self.control()
+        return control if control['pushed_steps'] > pushed_steps else None
+
+    def wait(self, probe: Callable[[], dict | None], what: str) -> dict:
+        """Spin until ``probe()`` returns a value; return it."""
+        found: list[dict] = []
+
+        def seen() -> bool:
+            value = probe()
+            if value is not None:
+                found.append(value)
+            return bool(found)
+        self.until(seen, what)
+        return found[0]
 
     def emergency_stop(self, action: int) -> None:
         """Send an e-stop (or its clearing) as the safety officer of the tests."""
@@ -233,19 +309,23 @@ DEGRADED_SEC = 5.0                # how long a degraded network lasts (simulator
 class Matrix(FaultFlight):
     """``FaultFlight`` with the rows: ``run(row)`` flies, injects, watches, recovers."""
 
+    audit_start = 0        # the simulator's unbacked_steps when the row began
+    before: dict = {}      # the simulator's control status when the fault hit
+
     def run(self, row: str) -> Outcome:
         """Fly a slew (or the row's phase), inject the row's fault, recover; the outcome."""
         if row not in ROWS:
             raise ValueError(f'unknown row {row!r}')
         self.prepare()
-        audit = self.control()['unbacked_steps']
+        self.audit_start = self.control()['unbacked_steps']
         self.fly(row)
         before = self.control()
-        outcome = Outcome(row, fault_at=before['clock'],
+        outcome = Outcome(row, fault_at=before['clock'], pushing_at_fault=self.is_pushing(before),
                           last_command_at=before['wrench_received_at'])
+        self.before = before
         getattr(self, f'_{row}')(outcome)
         self._recover(outcome)
-        outcome.unbacked_steps = self.control()['unbacked_steps'] - audit
+        outcome.unbacked_steps = self.control()['unbacked_steps'] - self.audit_start
         return outcome
 
     def fly(self, row: str) -> None:
@@ -262,27 +342,72 @@ class Matrix(FaultFlight):
             self.setpoint.orientation.w = 1.0
             self.until(self.pushing, 'the detumble pushing')
 
-    def _safe(self, outcome: Outcome, what: str) -> None:
-        """Wait until nothing commanded acts; note when (the simulator's own clock)."""
-        found: list[float] = []
+    def _safe(self, outcome: Outcome, what: str, audit_from: float | None = None) -> dict:
+        """Wait until nothing commanded acts; note from which frame (the audit's clocks).
 
-        def quiet() -> bool:
-            clock = self.quiet()
-            if clock is not None:
-                found.append(clock)
-            return bool(found)
-        self.until(quiet, what)
-        control = self.control()
-        zeroed = control['zeroed_at']
-        exact = zeroed is not None and zeroed >= outcome.fault_at - TICK_SEC
-        outcome.safe_at = zeroed if exact else found[0]
+        That is the frame after the last step that pushed: a physics step that pushed
+        nothing, or a frame without physics (paused). ``audit_from``: the first frame of a
+        control restarted after the fault (a new audit), if one was. Return the control
+        status seen quiet.
+        """
+        control = self.wait(self.quiet, what)
+        start = outcome.fault_at if outcome.counted_from is None else outcome.counted_from
+        start = start if audit_from is None else audit_from
+        pushed = control['pushed_at']
+        after = pushed + TICK_SEC if pushed is not None else None
+        outcome.safe_at = after if after is not None and after > start else start
         outcome.last_command_at = control['wrench_received_at']   # the last one before
+        outcome.notes['pushed_steps_at_safe'] = control['pushed_steps']
+        return control
+
+    def _keep_flying(self, outcome: Outcome, what: str) -> dict:
+        """Fly through ``DEGRADED_SEC`` of the fault; note what the flight kept.
+
+        Return the values of the controller's newest report from before the fault (the
+        caller ends the fault, then ``_kept`` compares a report from after).
+        """
+        before = self.diagnostics()
+        outcome.kept['error_deg'] = [self.error_deg()]
+        start = self.before
+        end = outcome.fault_at + DEGRADED_SEC
+        owners: set = set()
+
+        def over() -> bool:
+            control = self.control()
+            owners.add(tuple(control['owner'] or ()))
+            return control['clock'] >= end
+        self.until(over, what)
+        control = self.control()
+        outcome.kept['error_deg'].append(self.error_deg())
+        outcome.kept['window_s'] = control['clock'] - outcome.fault_at
+        # the physics steps from the fault's status to this one (each answers before its
+        # frame's step), those with a command in force, those that pushed
+        for key, name in (('steps', 'frames'), ('commanded_steps', 'commanded_steps'),
+                          ('pushed_steps', 'pushed_steps')):
+            outcome.kept[key] = control[name] - start[name]
+        outcome.kept['last_push_at'] = control['pushed_at']
+        outcome.kept['owners'] = sorted(owners)
+        return before
+
+    def _kept(self, outcome: Outcome, before: dict) -> None:
+        """Note whether the controller stayed armed and owned the lease through the window.
+
+        A disarm lasts until a MODE_IDLE (none was sent) and a lease lost counts in
+        ``leases_lost``: a report from after the window says whether either happened.
+        """
+        after = self.wait_diagnostics(lambda d: True, 'a report after the window')
+
+        def flying(values: dict) -> bool:
+            return values.get('armed') == 'True' and values.get('phase') == 'owned'
+        outcome.kept['leases_lost'] = int(after['leases_lost']) - int(before['leases_lost'])
+        outcome.kept['armed_through'] = flying(before) and flying(after) and \
+            outcome.kept['leases_lost'] == 0
 
     def _degraded(self, outcome: Outcome, faults_in_force: faults.Faults) -> None:
         self.relay.set(faults_in_force)
-        end = outcome.fault_at + DEGRADED_SEC
-        self.until(lambda: self.control()['clock'] >= end, 'the degraded network')
+        before = self._keep_flying(outcome, 'the degraded network')
         self.relay.heal()
+        self._kept(outcome, before)
         outcome.notes['relay'] = dict(self.relay.stats)
 
     def _loss_10(self, outcome: Outcome) -> None:
@@ -300,13 +425,26 @@ class Matrix(FaultFlight):
         self.until(lambda: not self.relay.partitioned, 'the partition over')
 
     def _sim_killed(self, outcome: Outcome) -> None:
+        # the killed simulator's last steps are unknowable after SIGKILL: its audit counts
+        # up to just before; the restarted one is measured from its first frame
+        killed = self.control()
         self.kill('sim')
-        outcome.safe_at = outcome.fault_at          # no simulator, nothing acts
         self.restart('sim')
+        self.audit_start -= killed['unbacked_steps']     # carried over to the new count
+        first = self.control()
+        outcome.counted_from = first['clock'] - (first['frames'] - 1) * TICK_SEC
+        outcome.notes['killed_at'] = killed['clock']
+        self._safe(outcome, 'nothing pushing on the restarted simulator')
 
     def _sim_restarted(self, outcome: Outcome) -> None:
-        self.stack.admin('restart')
-        self._safe(outcome, 'the output cut by the new runtime session')
+        # a new runtime instance has a new control: the old one's audit counts up to the
+        # fault's status (the frames until the restart are unknowable), the new one from
+        # the frame that restarted (the reply's)
+        restarted = self.stack.admin('restart')
+        self.audit_start -= self.before['unbacked_steps']
+        outcome.notes['restarted_at'] = restarted['clock']
+        self._safe(outcome, 'the output cut by the new runtime session',
+                   audit_from=restarted['clock'])
 
     def _bridge_restarted(self, outcome: Outcome) -> None:
         self.kill('bridge')
@@ -329,16 +467,18 @@ class Matrix(FaultFlight):
 
     def _pause(self, outcome: Outcome) -> None:
         self.stack.admin('pause')
-        outcome.safe_at = outcome.fault_at          # a paused game applies nothing
-        clock = self.control()['clock']
+        paused = self._safe(outcome, 'the game paused')
+        clock = paused['clock']
         self.until(lambda: self.control()['clock'] >= clock + 3.0, '3 s of pause')
+        control = self.control()
+        outcome.notes['pushed_while_paused'] = control['pushed_steps'] - paused['pushed_steps']
         self.stack.admin('resume')
 
     def _physics_warp(self, outcome: Outcome) -> None:
         self.stack.admin('warp', rate=2, mode='physics')
-        end = outcome.fault_at + DEGRADED_SEC
-        self.until(lambda: self.control()['clock'] >= end, 'the warp')
+        before = self._keep_flying(outcome, 'the warp')
         self.stack.admin('warp', rate=1, mode='physics')
+        self._kept(outcome, before)
 
     def _vessel_switch(self, outcome: Outcome) -> None:
         self.stack.admin('switch', vessel='target')
@@ -362,7 +502,11 @@ class Matrix(FaultFlight):
     _estop_idle = _estop_detumble = _estop_slew = _estop_six_dof = _estop
 
     def _recover(self, outcome: Outcome) -> None:
-        """Note a disarm; check flying is refused until MODE_IDLE; detumble, fly again."""
+        """Note a disarm; check flying is refused until MODE_IDLE; detumble, fly again.
+
+        After the fresh MODE_IDLE: the clock once armed with nothing pushing, the steps
+        that pushed since safe, and the first step that pushed after (the slew again).
+        """
         diagnostics = self.wait_diagnostics(lambda d: d.get('phase') == 'owned',
                                             'the lease again')
         if diagnostics.get('armed') == 'False':
@@ -376,15 +520,24 @@ class Matrix(FaultFlight):
                                            and after.get('armed') == 'False'
                                            and self.quiet() is not None)
         self.arm()
-        self.detumble()
-        self.slew()
-        outcome.flew_again = True
+        armed = self.wait(self.quiet, 'nothing pushing in MODE_IDLE')
+        outcome.armed_at = armed['clock']
+        if outcome.safe_at is not None:
+            outcome.pushed_before_idle = (armed['pushed_steps']
+                                          - outcome.notes['pushed_steps_at_safe'])
+        self.detumble(outcome)
+        flying = self.slew()
+        # the first step of the push going on, or the last of one already over: after
+        # armed_at either way (nothing pushed then, and the count rose since)
+        outcome.flew_again_at = flying['pushing_since'] or flying['pushed_at']
 
-    def detumble(self) -> None:
+    def detumble(self, outcome: Outcome) -> None:
         """Brake the rotation a cut left (DETUMBLE, on the IMU) until the estimate is back.
 
         A vessel cut off mid-slew keeps turning; above the star tracker's slew limit the
         tracker is blind, so a restarted estimator cannot initialise until it is braked.
+        A disarm on the way is answered as an operator would (MODE_IDLE until armed, then
+        DETUMBLE again) and noted in ``outcome.rearms`` (reason, clock).
         """
         detumble = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
         idle = ControlSetpoint(mode=ControlSetpoint.MODE_IDLE)
@@ -397,10 +550,11 @@ class Matrix(FaultFlight):
             return math.degrees(math.sqrt(w.x ** 2 + w.y ** 2 + w.z ** 2)) < STILL_DEG_S
 
         def braked() -> bool:
-            # a disarm on the way (an estimate starved on a busy machine) is answered as an
-            # operator would: MODE_IDLE until armed, then DETUMBLE again
-            armed = self.diagnostics().get('armed')
-            if armed == 'False':
+            diagnostics = self.diagnostics()
+            armed = diagnostics.get('armed')
+            if armed == 'False' and self.setpoint is detumble:
+                outcome.rearms.append((diagnostics.get('disarm_reason') or 'disarmed',
+                                       self.control()['clock']))
                 self.setpoint = idle
             elif armed == 'True' and self.setpoint is idle:
                 self.setpoint = detumble

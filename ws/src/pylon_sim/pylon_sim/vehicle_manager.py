@@ -185,6 +185,10 @@ class VehicleManager:
         self.held = False     # a mission not started (or finished): every command refused
         self.unbacked_steps = 0               # steps that pushed without backing (``_audit``)
         self.unbacked_at: float | None = None   # clock of the first such step
+        self.pushed_at: float | None = None       # clock of the last step that pushed
+        self.pushing_since: float | None = None   # first step of the pushing run (None: quiet)
+        self.pushed_steps = 0                     # steps that pushed (``_audit``)
+        self.commanded_steps = 0                  # steps with a command in force
 
     # -- commands -------------------------------------------------------------------------
     def command(self, packet: dict, vessel: SimVessel, now: float,
@@ -498,19 +502,34 @@ class VehicleManager:
         what no command decides: stock and throttle-locked engines; the reaction wheels
         give only the SAS's torque). ``unbacked_steps`` must stay 0; the control law above
         keeps it so, this checks it independently of how.
+
+        It also counts the steps with a command in force (``commanded_steps``, zeros
+        included), and notes each step that pushed (a commanded output acted: the engine
+        and RCS wrench beyond what no command decides, or the reaction wheels beyond the
+        SAS): ``pushed_steps``, ``pushed_at`` (the last such step) and ``pushing_since``
+        (the first of the steps pushing up to now; None once a step did not). A paused or
+        unavailable frame runs no step: it pushes nothing and changes none of them.
         """
+        quiet = (np.array_equal(self.measured[0], fixed[0])
+                 and np.array_equal(self.measured[1], fixed[1])
+                 and np.array_equal(self.wheel_torque, self.sas_torque))
+        if quiet:
+            self.pushing_since = None
+        else:
+            self.pushed_steps += 1
+            self.pushed_at = now
+            self.pushing_since = now if self.pushing_since is None else self.pushing_since
         flight = self.flight.command
         wrench = self.wrench is not None
         in_force = wrench or (flight is not None and now < flight.expires) or typed.overriding()
         if in_force:
+            self.commanded_steps += 1
             lease = self.authority.lease
             backed = (lease is not None and now < lease.expires_at
                       and not self.authority.emergency_stop
                       and (not wrench or now < self.wrench.expires))
         else:
-            backed = (np.array_equal(self.measured[0], fixed[0])
-                      and np.array_equal(self.measured[1], fixed[1])
-                      and np.array_equal(self.wheel_torque, self.sas_torque))
+            backed = quiet
         if not backed:
             self.unbacked_steps += 1
             self.unbacked_at = self.unbacked_at if self.unbacked_at is not None else now
@@ -673,6 +692,8 @@ class VehicleManager:
             'authority_command_at': self.authority_command_at,
             'wheel_torque': [float(v) for v in self.wheel_torque],
             'unbacked_steps': self.unbacked_steps, 'unbacked_at': self.unbacked_at,
+            'pushed_steps': self.pushed_steps, 'pushed_at': self.pushed_at,
+            'pushing_since': self.pushing_since, 'commanded_steps': self.commanded_steps,
             'overriding': sorted(vessel_id for vessel_id, typed in self.typed_by_vessel.items()
                                  if typed.overriding()),
             'refused': {f'{kind}:{reason}': count
