@@ -8,8 +8,8 @@ pylon_plot draws the recording. Waits are conditions on message stamps (KSP time
 
 One stack serves the module (the ``stack`` fixture), the game at twice real time: the
 controller renews its lease every quarter of the lease's length of wall time, which stays
-well inside the lease at that rate. One test node serves it too (``node``: what a test
-subscribed or advertised on it ends with the test).
+well inside the lease at that rate. One test node serves the tests on that stack too
+(``node``: what a test subscribed or advertised on it ends with the test).
 """
 
 import os
@@ -254,24 +254,24 @@ def test_a_type_without_an_installed_definition_is_skipped(stack, ros_process, n
 
 
 def test_a_publisher_the_subscription_cannot_match_makes_it_subscribe_again(
-        ros_process, node, tmp_path):
+        ros_process, ros_node, tmp_path):
     """A topic that appears later is found; a Volatile publisher joining a latched one."""
     topic, path = '/pylon_test/chatter', tmp_path / 'chatter.mcap'
     recorder = start_recorder(ros_process, path, f'topics:={topic}',
                               'discovery_period_sec:=0.2', 'flush_period_sec:=0.2')
     ros_process(['latched_publisher', topic, 'std_msgs/msg/String', '{"data": "latched"}'],
                 name='latched')
-    rec = TopicRecorder(node)
+    rec = TopicRecorder(ros_node)
 
     def in_file(text: str):
         def found() -> bool:
             recorder.check()
             return any(m.data == text for _, m in read_recording(path, [topic]).of(topic))
         return found
-    rec.until(lambda: recorder.check() or topic in subscriptions_of(node, recorder_name(path)),
+    rec.until(lambda: recorder.check() or topic in subscriptions_of(ros_node, recorder_name(path)),
               'the recorder subscribed')                  # the file exists from its start
     rec.until(in_file('latched'), 'the latched message in the file')
-    stream = node.create_publisher(String, topic, QoSProfile(
+    stream = ros_node.create_publisher(String, topic, QoSProfile(
         depth=10, reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.VOLATILE))
     rec.until(lambda: stream.get_subscription_count() >= 1,
