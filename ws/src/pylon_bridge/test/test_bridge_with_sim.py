@@ -500,17 +500,20 @@ def physics(pose, velocity, frame, snapshot, thrust_axis):
             turn @ thrust_axis * thrust, flight.mass)
 
 
+ACCELERATION_TOPICS = (
+    ('pose', 'ground_truth/pose', PoseStamped),
+    ('velocity', 'ground_truth/twist', TwistStamped),
+    ('accel', 'ground_truth/acceleration', AccelStamped),
+    ('frame', 'ground_truth/frame_angular_velocity', Vector3Stamped),
+    ('snapshot', 'control/snapshot', ControlSnapshot))
+
+
 def test_ground_truth_acceleration_is_gravity_thrust_and_the_turning_frame(
         stack, session, ros_node):
     step = load_scenario('orbit').physics_step           # the lean copy's, the shipped one's
     step_ns = step * 1e9
     pilot = Pilot(ros_node)
-    for name, key, msg_type in (
-            ('pose', 'ground_truth/pose', PoseStamped),
-            ('velocity', 'ground_truth/twist', TwistStamped),
-            ('accel', 'ground_truth/acceleration', AccelStamped),
-            ('frame', 'ground_truth/frame_angular_velocity', Vector3Stamped),
-            ('snapshot', 'control/snapshot', ControlSnapshot)):
+    for name, key, msg_type in ACCELERATION_TOPICS:
         pilot.add(name, topics.name(key), msg_type, deep(key))
     engine = ros_node.create_publisher(EngineCommand, topics.name('actuators/propulsion/command'),
                                        topics.qos('actuators/propulsion/command'))
