@@ -49,6 +49,14 @@ def non_negative(text: str) -> float:
     return value
 
 
+def positive(text: str) -> float:
+    """Parse a finite number > 0."""
+    value = non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f'must be a finite number > 0, got {text}')
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """Return the command-line parser."""
     p = argparse.ArgumentParser(
@@ -73,6 +81,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument('--rate', type=non_negative, default=1.0,
                    help='simulator clock speed as a multiple of real time; 0 = lock-stepped, '
                         'as fast as possible (simulator-only runs)')
+    p.add_argument('--lockstep-lead', type=positive, default=None, metavar='SECONDS',
+                   help='wait for the lease owner\'s controller: the clock runs at most this '
+                        'many game seconds past its last body wrench, then waits (up to 1 s '
+                        'of wall time) for the next; for controllers on game time faster '
+                        'than real time (one commanding every 0.05 s: 0.1). Single vehicle')
     p.add_argument('--duration', type=non_negative, default=None,
                    help='stop after this many simulator-clock seconds (default: run until '
                         'SIGINT/SIGTERM)')
@@ -142,8 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     options = {'allow_remote_model': args.allow_remote_urdf, 'limits': limits,
                'servo_joints': args.servo_joints, 'check_packets': args.check_packets,
                'instance_seed': secrets.randbits(64)}
+    several = len(scenario.vehicles) > 1 or bool(args.management_port)
+    if several and args.lockstep_lead is not None:
+        LOG.error('--lockstep-lead holds one game for one controller; a mission of %d '
+                  'vehicles runs free', len(scenario.vehicles))
+        return 2
     try:
-        if len(scenario.vehicles) > 1 or args.management_port:
+        if several:
             runner = _mission(args, scenario, options)
         else:
             runner = _single(args, scenario, options)
@@ -177,7 +195,7 @@ def _single(args: argparse.Namespace, scenario, options: dict) -> Simulator:
         raise
     sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
                     command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
-                    **options)
+                    lockstep_lead=args.lockstep_lead, **options)
     LOG.info('scenario %s (%s), active %s; state to %s:%d, commands on %s:%d%s, rate %g',
              scenario.name, scenario.path, scenario.active, args.state_host, args.state_port,
              args.command_host, args.command_port,

@@ -90,6 +90,10 @@ class Mission:
                 game.end_sending()
         self.stop_requested = self.stop_requested or any(g.stop_requested for g in self.games)
 
+    def hold(self) -> float:
+        """Never wait: a mission's games run free (``Simulator.hold`` is single-game)."""
+        return 0.0
+
     def run(self, rate: float = 1.0, duration: float | None = None) -> None:
         """Run frames at ``rate`` x real time until ``duration`` s of its clock or a stop."""
         self.rate = rate

@@ -5,8 +5,11 @@ Time model. One loop iteration is one game frame and one physics step
 (send rates, and later lease durations, command timeouts, acquisition windows) runs on the
 simulator's own clock, which advances ``rate`` times faster than real time; UT advances
 with physics (``physics_step`` x warp per frame, not at all while paused). ``rate`` 1 is
-real time, the only setting for runs with ROS nodes in the loop; ``rate`` 0 runs frames
-back to back (lock-stepped, as fast as possible) for simulator-only tests and benchmarks.
+real time; ``rate`` 0 runs frames back to back (as fast as possible) for simulator-only
+tests and benchmarks. ROS nodes in the loop faster than real time run on its game time
+(``use_sim_time``); a controller among them can hold the clock back with
+``lockstep_lead`` (``Simulator.hold``), so a late controller delays the game instead of
+steering it from the past.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import ipaddress
 import logging
 import math
 import random
+import select
 import socket
 import time
 from typing import Protocol
@@ -73,6 +77,7 @@ WORLD_REQUESTS = frozenset({'pause', 'resume', 'warp', 'revert', 'quit'})
 MAX_DATAGRAM_BYTES = 65000
 LOG_THROTTLE_SEC = 5.0
 DOCKING_SCAN_M = 50.0     # m between centres of mass within which ports are compared
+LOCKSTEP_WAIT_WALL_SEC = 1.0   # s of wall time a lock-stepped game waits for a wrench
 
 
 class Schedule:
@@ -106,6 +111,7 @@ class Stats:
     """Counters the status line and the benchmark read."""
 
     frames: int = 0
+    lockstep_lapses: int = 0      # waits for a controller that ran out (``Simulator.hold``)
 
     def __post_init__(self) -> None:
         self.sent = Counter()
@@ -128,7 +134,8 @@ class Simulator:
                  servo_joints: bool = False, check_packets: bool = True,
                  world: WorldView | None = None,
                  environment_state: dict[str, environment.Pending] | None = None,
-                 instance_seed: int | None = None) -> None:
+                 instance_seed: int | None = None,
+                 lockstep_lead: float | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
         ``instance_seed`` seeds the runtime session's GUIDs apart from ``seed`` (``main``
@@ -142,6 +149,9 @@ class Simulator:
         (``mission.Mission``) gets its ``world`` view and the world's ``environment_state``
         (power and heat, per vessel); its admin then refuses what acts on the whole world
         (pause, resume, warp, revert, quit), which the mission's management port takes.
+
+        ``lockstep_lead`` (game s, None: off) holds the clock for the lease owner's
+        controller: see ``hold``.
         """
         self.scenario = scenario
         self.world = world if world is not None else World(scenario)
@@ -175,6 +185,8 @@ class Simulator:
         self.limits = limits or SafetyLimits()
         self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
         self._build = packets.build_state if check_packets else packets.assemble_state
+        self.lockstep_lead = lockstep_lead
+        self._lockstep_lapsed: float | None = None   # the wrench after which a wait ran out
         self._start_process()
 
     # -- process and session ------------------------------------------------------------
@@ -804,6 +816,7 @@ class Simulator:
             'heartbeat': self.heartbeat_enabled, **fields,
             'sent': dict(self.stats.sent), 'commands': dict(self.stats.commands),
             'command_rejected': dict(self.stats.command_rejected),
+            'lockstep_lapses': self.stats.lockstep_lapses,
             'control': self.control.status(),
             # process CPU s spent sampling each sensor kind (its cost follows what is in
             # view: the camera's planet pixels); the soak subtracts it from the CPU it judges
@@ -811,6 +824,40 @@ class Simulator:
         }
 
     # -- loop -----------------------------------------------------------------------------
+    def hold(self) -> float:
+        """Wait for a late controller before the next frame; return the wall seconds waited.
+
+        With ``lockstep_lead`` the clock runs at most that many game seconds past the last
+        body wrench accepted from the lease owner: then the simulator reads commands (and
+        sends their answers) but runs no frame until the next wrench comes, at most
+        ``LOCKSTEP_WAIT_WALL_SEC`` of wall time. A controller that misses that has stopped
+        or stalled for good: the game runs free (leases and command timeouts run out as in
+        KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
+        """
+        if not self._behind():
+            return 0.0
+        start = time.monotonic()
+        waiting_for = self.control.wrench_received_at
+        while (left := start + LOCKSTEP_WAIT_WALL_SEC - time.monotonic()) > 0:
+            select.select([self.command_sock], [], [], left)
+            with self.sending():
+                self.drain_commands()
+            if not self._behind():
+                return time.monotonic() - start
+        self._lockstep_lapsed = waiting_for
+        self.stats.lockstep_lapses += 1
+        self._throttled('lockstep', f'lockstep: no wrench for {LOCKSTEP_WAIT_WALL_SEC:g} s of '
+                        'wall time; the game runs free until the controller sends again')
+        return time.monotonic() - start
+
+    def _behind(self) -> bool:
+        """Tell whether the lease owner's last wrench is ``lockstep_lead`` or more ago."""
+        received = self.control.wrench_received_at
+        return (self.lockstep_lead is not None and self.command_sock is not None
+                and not self.paused and self.available and self.control.authority.owned
+                and received is not None and received != self._lockstep_lapsed
+                and self.clock - received >= self.lockstep_lead - 1e-9)
+
     def run(self, rate: float = 1.0, duration: float | None = None) -> None:
         """Run frames until ``duration`` simulator seconds passed or a stop is requested."""
         pace(self, rate, duration)
@@ -842,6 +889,9 @@ class Paced(Protocol):
     def frame(self) -> None:
         """Run one frame (advances ``clock`` by one physics step)."""
 
+    def hold(self) -> float:
+        """Wait before the next frame if it must; return the wall seconds waited."""
+
     def log_status(self) -> None:
         """Log one line of status."""
 
@@ -858,6 +908,7 @@ def pace(loop: Paced, rate: float, duration: float | None) -> None:
     while not loop.stop_requested:
         if duration is not None and loop.clock - clock_start >= duration - 1e-9:
             break
+        wall_start += loop.hold()      # the pace goes on from where the wait ended
         loop.frame()
         now = time.monotonic()
         if now >= next_status:

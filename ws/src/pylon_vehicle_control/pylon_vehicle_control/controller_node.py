@@ -15,7 +15,9 @@ wires them to topics and a timer of ``command_period_sec``:
   tracker) and ``robot_description`` (mass and inertia, ``mass_properties``). Never a
   ground-truth topic.
 - outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
-  (exact zeros when disarmed or IDLE), and ``~/diagnostics``.
+  (exact zeros when disarmed or IDLE, and for a step whose state is older than
+  ``state_max_age_sec``: a late estimate would steer with the rate of a past moment), and
+  ``~/diagnostics`` (``stale_state_steps`` counts those steps).
 
 A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
 frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
@@ -94,12 +96,13 @@ class ControllerNode(Node):
                                                 p['input_timeout_sec'])
         self.estimate: Odometry | None = None
         self.imu_rate: tuple[float, float, float] | None = None
+        self.estimate_time = self.imu_time = 0.0     # when each was true (``_state_time``)
         self.estimate_frame = ''
         self.feedback: control_law.Feedback | None = None
         self.inertia = self.mass = None
         self.last_output: control_law.ControlOutput | None = None
         self.counts = {'wrench_sent': 0, 'setpoints_refused': 0, 'saturated_feedback': 0,
-                       'leases_lost': 0}
+                       'leases_lost': 0, 'stale_state_steps': 0}
         self.last_refusal = ''
         self.last_period: float | None = None
         self.periods: list[float] = []
@@ -192,13 +195,25 @@ class ControllerNode(Node):
             self.get_logger().warning(f'setpoint refused: {decision.reason}',
                                       throttle_duration_sec=2.0)
 
+    def _state_time(self, msg: Odometry | Imu) -> float:
+        """Return when a state input was true, on the loop's clock.
+
+        On game time its stamp (KSP time, as the clock); on the steady clock, which stamps
+        do not share, its arrival.
+        """
+        if not self.game_time:
+            return self.now()
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
     def _on_state(self, msg: Odometry) -> None:
         self.estimate = msg
+        self.estimate_time = self._state_time(msg)
         self.estimate_frame = msg.header.frame_id
         self.supervisor.on_input(self.now())
 
     def _on_imu(self, msg: Imu) -> None:
         self.imu_rate = _xyz(msg.angular_velocity)
+        self.imu_time = self._state_time(msg)
         setpoint = self.supervisor.setpoint
         if setpoint is not None and setpoint.mode == control_law.MODE_DETUMBLE:
             self.supervisor.on_input(self.now())
@@ -233,11 +248,17 @@ class ControllerNode(Node):
         if not self.lease.owns(now):
             return
         est = self.estimate
-        if setpoint.mode == control_law.MODE_DETUMBLE and self.imu_rate is not None:
+        detumble = setpoint.mode == control_law.MODE_DETUMBLE and self.imu_rate is not None
+        # a state older than state_max_age_sec (its producer stalled, or this node did and
+        # has not taken the newer ones yet) would steer the torque of a past moment: coast
+        stale = now - (self.imu_time if detumble else self.estimate_time) > \
+            self.params['state_max_age_sec'] and (detumble or est is not None)
+        self.counts['stale_state_steps'] += stale
+        if detumble and not stale:
             orientation, rate, position, velocity = (0.0, 0.0, 0.0, 1.0), self.imu_rate, \
                 None, None                             # the rate is all DETUMBLE needs
-        elif est is None:
-            setpoint = control_law.Setpoint()         # no estimate yet: zeros only
+        elif est is None or stale:
+            setpoint = control_law.Setpoint()         # no (fresh) estimate: zeros only
             orientation, rate, position, velocity = (0.0, 0.0, 0.0, 1.0), (0.0,) * 3, \
                 None, None
         else:

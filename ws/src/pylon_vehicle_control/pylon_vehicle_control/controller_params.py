@@ -37,6 +37,10 @@ NODE_PARAMETERS: tuple[Parameter, ...] = (
               0.0, 3600.0),
     Parameter('input_timeout_sec', 0.5,
               's, a state estimate older than this disarms the controller', 0.01, 10.0),
+    Parameter('state_max_age_sec', 0.25,
+              's, a step whose state (the estimate; the IMU rate in DETUMBLE) is older than '
+              'this commands zeros and stays armed (game time: its stamp against the clock; '
+              'steady clock: since it arrived)', 0.01, 10.0),
     topics.TOPIC_PREFIX,
 )
 """What the node uses: identity, lease, timing, timeouts, where the vessel's topics are."""

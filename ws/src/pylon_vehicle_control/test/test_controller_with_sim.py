@@ -40,6 +40,8 @@ SETPOINT = '/setpoint_controller/setpoint'
 RATE = 3
 """The simulator's --rate: x real time, with the controller and the estimator on game time."""
 ON_GAME_TIME = ('-p', 'use_sim_time:=true')
+LOCKSTEP_LEAD = 0.1
+"""Game s the simulator runs past the controller's last wrench before it waits (2 periods)."""
 # These tests judge the control law on KSP time. The supervisor's timeouts (0.5 s stale
 # input, 1 s old setpoint) are correct for a live craft, but on a machine running two suites
 # at once a process can stall that long; they are tested on a given clock in
@@ -55,7 +57,8 @@ ESTIMATOR = ['attitude_estimator', '--ros-args', *ON_GAME_TIME]
 def game_stack(sim_stack, rate=RATE, bridge_args=(), **kwargs):
     """Start the simulator at ``rate`` x real time and the bridge publishing its game time."""
     return sim_stack(bridge_args=('--publish-clock', *bridge_args),
-                     sim_args=('--rate', str(rate)), **kwargs)
+                     sim_args=('--rate', str(rate), '--lockstep-lead', str(LOCKSTEP_LEAD)),
+                     **kwargs)
 
 
 def attitude_of(odom):

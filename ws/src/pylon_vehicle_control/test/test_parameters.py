@@ -41,7 +41,8 @@ def test_the_node_rows_and_the_law_rows_are_apart():
     assert node == {
         'controller_id': 'setpoint_controller', 'priority': 0, 'lease_duration_sec': 1.0,
         'suppress_sas': True, 'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
-        'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'topic_prefix': '/ksp_vessel',
+        'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'state_max_age_sec': 0.25,
+        'topic_prefix': '/ksp_vessel',
     }
     law = {row.name for row in controller_params.LAW_PARAMETERS}
     assert law == set(ControlParams.__dataclass_fields__)

@@ -1,0 +1,118 @@
+"""``--lockstep-lead``: the game waits for its controller's next wrench, over a real UDP socket."""
+
+import socket
+
+from pylon_sim import main as sim_main
+from pylon_sim import runtime
+import pytest
+
+LEAD = 0.1
+
+
+@pytest.fixture
+def lockstepped(harness, monkeypatch):
+    """Return a lean orbit harness whose commands come over loopback UDP, lock-stepped."""
+    monkeypatch.setattr(runtime, 'LOCKSTEP_WAIT_WALL_SEC', 0.2)   # a lapse costs less
+    h = harness()
+    h.acquire()                          # over the queue the harness gives
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(('127.0.0.1', 0))
+    rx.setblocking(False)
+    h.sim.command_sock, h.sim.lockstep_lead = rx, LEAD
+
+    def deliver():
+        """Send what the test queued through the socket the simulator reads."""
+        while h.port.queue:
+            tx.sendto(h.port.queue.popleft(), rx.getsockname())
+    yield h, deliver
+    tx.close()           # rx: closed with the simulator
+
+
+def wrench(h):
+    h.send('pylon_body_wrench_command', frame='base_link', force=[0.0, 0.0, 0.0],
+           torque=[0.0, 0.0, 10.0], timeoutSeconds=0.5, **h.identity())
+
+
+def test_without_an_owner_nothing_waits(lockstepped):
+    h, deliver = lockstepped
+    h.send('pylon_control_authority_command', action='release', **h.identity())
+    deliver()
+    h.sim.frame()
+    assert not h.sim.control.authority.owned
+    for _ in range(20):
+        assert h.sim.hold() == 0.0
+        h.sim.frame()
+    assert h.sim.clock == pytest.approx(0.44)
+
+
+def test_the_clock_stops_lead_seconds_past_the_last_wrench_until_the_next(lockstepped):
+    h, deliver = lockstepped
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    received = h.sim.control.wrench_received_at
+    assert received == pytest.approx(h.sim.clock)
+    frames = 0
+    while h.sim.hold() == 0.0:          # free while the last wrench is less than LEAD old
+        h.sim.frame()
+        frames += 1
+        assert frames < 100
+    # it waited the longest it may (no wrench came) and ran out at exactly LEAD game s
+    assert h.sim.clock - received == pytest.approx(LEAD)
+    assert h.sim.stats.lockstep_lapses == 1
+    # the controller missed its wait: the game runs free until it sends again
+    stopped_at = h.sim.clock
+    for _ in range(10):
+        assert h.sim.hold() == 0.0
+        h.sim.frame()
+    assert h.sim.clock == pytest.approx(stopped_at + 0.2)
+    # a wrench that is already waiting: taken in the wait, no frame runs for it
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    received = h.sim.control.wrench_received_at
+    while h.sim.clock - received < LEAD - 1e-9:
+        assert h.sim.hold() == 0.0
+        h.sim.frame()
+    clock = h.sim.clock
+    wrench(h)
+    deliver()
+    waited = h.sim.hold()
+    assert 0.0 <= waited < runtime.LOCKSTEP_WAIT_WALL_SEC
+    assert h.sim.clock == clock                         # no frame ran while it waited
+    assert h.sim.control.wrench_received_at == clock    # the wrench was taken at that clock
+    assert h.sim.stats.lockstep_lapses == 1
+    assert h.sim.admin({'cmd': 'status'})['lockstep_lapses'] == 1
+
+
+def test_paused_or_unowned_games_never_wait(lockstepped):
+    h, deliver = lockstepped
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    h.sim.paused = True
+    for _ in range(10):
+        assert h.sim.hold() == 0.0
+        h.sim.frame()
+    h.sim.paused = False
+    h.send('pylon_control_authority_command', action='release', **h.identity())
+    deliver()
+    h.sim.frame()
+    assert not h.sim.control.authority.owned
+    for _ in range(10):
+        assert h.sim.hold() == 0.0
+        h.sim.frame()
+
+
+@pytest.mark.parametrize('value', ['0', '-1', 'nan', 'inf'])
+def test_the_lead_must_be_a_positive_finite_number(value, capsys):
+    with pytest.raises(SystemExit):
+        sim_main.parser().parse_args(['--lockstep-lead', value])
+    assert '--lockstep-lead' in capsys.readouterr().err
+
+
+def test_a_mission_refuses_a_lead(caplog):
+    assert sim_main.main(['--scenario', 'rendezvous', '--lockstep-lead', '0.1',
+                          '--state-port', '0', '--command-port', '0', '--duration', '0']) == 2
+    assert '--lockstep-lead holds one game for one controller' in caplog.text
