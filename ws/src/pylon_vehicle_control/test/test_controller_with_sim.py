@@ -24,11 +24,11 @@ from pylon_interfaces.msg import (
     WrenchFeedback,
 )
 from pylon_protocol import rotations
-from pylon_testing.pilot import SAT, TARGET
+from pylon_testing.pilot import SAT, STREAM, TARGET
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.wait import subscriptions_of
 import pytest
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 pytestmark = pytest.mark.integration
@@ -85,7 +85,7 @@ class User(TopicRecorder):
                  LATCHED)
         self.add('feedback', '/ksp_vessel/control/wrench_feedback', WrenchFeedback, RELIABLE)
         self.add('twist', '/ksp_vessel/ground_truth/twist_body', TwistStamped,
-                 qos_profile_sensor_data)
+                 STREAM)
         self.add('diag', '/setpoint_controller/diagnostics', DiagnosticArray, RELIABLE)
         self.pub = node.create_publisher(ControlSetpoint, SETPOINT, RELIABLE)
 

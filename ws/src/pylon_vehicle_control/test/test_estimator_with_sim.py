@@ -7,15 +7,17 @@ time the test judges is a message stamp (KSP time). No LiDAR or camera: it reads
 from geometry_msgs.msg import PoseStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 import numpy as np
+from pylon_testing.pilot import STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.wait import subscriptions_of
 from pylon_vehicle_control import evaluation
 import pytest
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 pytestmark = pytest.mark.integration
 
-RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# read deep: at 4x real time 100 samples are under a second of a stalled test process
+RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 RATE = 4
 
 
@@ -25,7 +27,7 @@ def test_estimator_tracks_the_true_attitude_and_reads_no_ground_truth(
     ros_process(['attitude_estimator'], name='estimator')
     rec = TopicRecorder(ros_node)
     rec.add('odom', '/pylon_estimator/odometry', Odometry, RELIABLE)
-    rec.add('pose', '/ksp_vessel/ground_truth/pose', PoseStamped, qos_profile_sensor_data)
+    rec.add('pose', '/ksp_vessel/ground_truth/pose', PoseStamped, STREAM)
     rec.add('frame', '/ksp_vessel/ground_truth/frame_angular_velocity', Vector3Stamped,
             RELIABLE)
     first = rec.wait_count('odom', 31)[0]
