@@ -11,7 +11,9 @@ vehicles, the start in game time, the state); ``Referee.sample(vehicle, ut, rela
 position, relative velocity)`` one ground-truth sample of a scored vehicle (the target's
 position and velocity relative to it, from its own ``NearbyVessels``: one sample, one
 instant), at game time ``ut``. Samples before the start, or after the vehicle completed,
-change nothing. A sample in the zone starts or extends the hold; one outside it, or a
+change nothing. The last ``BACKLOG_SEC`` of game time of samples are kept, so that a start
+the referee hears of late (the description comes on its own topic) is scored from its own
+game time, not from when the news came: the new start replays them. A sample in the zone starts or extends the hold; one outside it, or a
 missing target, breaks it. A vehicle completes when its hold reaches ``hold_sec``; its time
 is the game time from the start to that sample.
 
@@ -25,8 +27,12 @@ distance. A reset (a new start, or none) starts the scoring afresh.
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from dataclasses import dataclass
 import math
+
+BACKLOG_SEC = 10.0
+"""Game s of samples kept for a start heard of late (``Referee.mission`` replays them)."""
 
 
 @dataclass
@@ -49,6 +55,7 @@ class Referee:
         self.description: dict = {}
         self.scores: dict[int, Score] = {}
         self.started_ut: float | None = None
+        self.backlog: dict[int, deque] = defaultdict(deque)   # (ut, position, velocity)
 
     @property
     def task(self) -> dict | None:
@@ -75,6 +82,9 @@ class Referee:
         if started != self.started_ut or set(self.scores) != set(self.scored()):
             self.started_ut = started
             self.scores = {k: Score(k) for k in self.scored()}
+            for vehicle, samples in self.backlog.items():
+                for sample in samples:
+                    self._score(vehicle, *sample)
 
     def sample(self, vehicle: int, ut: float, position: tuple[float, float, float] | None,
                velocity: tuple[float, float, float] | None) -> bool:
@@ -82,6 +92,15 @@ class Referee:
 
         Return whether it completed the vehicle's task.
         """
+        samples = self.backlog[vehicle]
+        samples.append((ut, position, velocity))
+        while samples[0][0] < ut - BACKLOG_SEC:
+            samples.popleft()
+        return self._score(vehicle, ut, position, velocity)
+
+    def _score(self, vehicle: int, ut: float, position: tuple[float, float, float] | None,
+               velocity: tuple[float, float, float] | None) -> bool:
+        """Score one sample (``sample`` without keeping it)."""
         score, task = self.scores.get(vehicle), self.task
         if score is None or task is None or self.started_ut is None or \
                 ut < self.started_ut or score.completed_at is not None:

@@ -1,6 +1,6 @@
 """The referee's scoring: the zone, the hold, breaks, completion time, ranking and reset."""
 
-from pylon_mission.referee import Referee
+from pylon_mission.referee import BACKLOG_SEC, Referee
 
 TASK = {'kind': 'rendezvous', 'target': 'target', 'radius_m': 10.0,
         'relative_speed_mps': 0.2, 'hold_sec': 30.0, 'time_limit_sec': 900.0,
@@ -98,3 +98,21 @@ def test_a_new_start_scores_afresh_and_no_task_scores_nobody():
     referee.mission(description(task=None))
     assert referee.scored() == [] and referee.target_vessel_id() == ''
     assert not referee.ranking()['all_completed']
+
+
+def test_a_start_heard_of_late_is_scored_from_its_own_game_time():
+    referee = Referee()
+    referee.mission(description(started=None))
+    assert hold(referee, 1, 995.0, 9.0) == []       # in the zone, the start not known yet
+    referee.mission(description(started=1000.0))    # the news: the start was at 1000
+    done = hold(referee, 1, 1004.0 + 1 / 30, 27.0)
+    # from the first sample at or after the start: within two sample periods of 30 s
+    assert len(done) == 1 and 1030.0 <= done[0] < 1030.0 + 2 / 30
+    entry = referee.ranking()['vehicles'][0]
+    assert 30.0 <= entry['completion_time_sec'] < 30.0 + 2 / 30
+    # only BACKLOG_SEC of samples are kept: a start heard of later than that is late
+    late = Referee()
+    late.mission(description(started=None))
+    hold(late, 1, 990.0, 25.0)
+    late.mission(description(started=1000.0))
+    assert late.scores[1].hold_from >= 1015.0 - BACKLOG_SEC - 1e-9
