@@ -1,4 +1,4 @@
-"""The suite's tiers, groups and order (pylon_testing.schedule and the plugin's collection hook)."""
+"""The suite's tiers, groups and order (pylon_testing.schedule, the plugin's collection hook)."""
 
 import json
 

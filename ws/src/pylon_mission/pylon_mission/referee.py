@@ -13,9 +13,10 @@ position and velocity relative to it, from its own ``NearbyVessels``: one sample
 instant), at game time ``ut``. Samples before the start, or after the vehicle completed,
 change nothing. The last ``BACKLOG_SEC`` of game time of samples are kept, so that a start
 the referee hears of late (the description comes on its own topic) is scored from its own
-game time, not from when the news came: the new start replays them. A sample in the zone starts or extends the hold; one outside it, or a
-missing target, breaks it. A vehicle completes when its hold reaches ``hold_sec``; its time
-is the game time from the start to that sample.
+game time, not from when the news came: the new start replays them. A sample in the zone
+starts or extends the hold; one outside it, or a missing target, breaks it. A vehicle
+completes when its hold reaches ``hold_sec``; its time is the game time from the start to
+that sample.
 
 ``ranking()``: every vehicle with its ``completed``, ``completion_time_sec``, ``progress``
 (the hold so far over ``hold_sec``: 0 outside the zone, 1 once completed), ``score`` (the
