@@ -22,6 +22,11 @@ Fixtures:
   ``ros_process``, ``ros_node`` and ``sim_stack`` for a module-scoped fixture that several
   tests share (one bridge fed once, checked by a test per message family); the logs go with
   every failing test of the module, and the module's tests run in one parallel worker.
+- ``shared_ros_node``: ``module_ros_node`` for one test: what the test added to it
+  (subscriptions, publishers, clients) is destroyed after it. A module whose tests share a
+  stack makes it its ``ros_node`` and starts each test with ``SimStack.fresh_session``.
+- ``own_domain`` and ``own_stack``: for the tests of such a module that need another stack
+  (another scenario or options) in a ROS domain of their own, one at a time.
 """
 
 from __future__ import annotations
@@ -283,6 +288,48 @@ def module_ros_node(ros_domain_id: int) -> Iterator[object]:
     """Yield ``ros_node`` for a module-scoped fixture: the node lives until the module ends."""
     with _node_in_own_context(ros_domain_id) as node:
         yield node
+
+
+@pytest.fixture
+def shared_ros_node(module_ros_node: object) -> Iterator[object]:
+    """Yield the module's test node; what a test added to it is destroyed after the test."""
+    node = module_ros_node
+    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
+             'clients': node.destroy_client}
+    kept = {kind: set(getattr(node, kind)) for kind in kinds}
+    yield node
+    for kind, destroy in kinds.items():
+        for entity in set(getattr(node, kind)) - kept[kind]:
+            destroy(entity)
+
+
+@pytest.fixture(scope='module')
+def own_domain(ros_domain_block: Callable[[int], int], module_ros_node: object) -> int:
+    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
+
+    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
+    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
+    before it starts, and no stack idles while another one works.
+    """
+    return ros_domain_block(1)
+
+
+@pytest.fixture
+def own_stack(own_domain: int, ros_node_in: Callable[[int], object],
+              ros_process: Callable[..., RosProcess],
+              free_udp_port: Callable[[], int]) -> Callable[..., tuple[SimStack, object]]:
+    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
+
+    For a test that needs another stack than the module's: its processes and test node see
+    only each other, and it ends with the test.
+    """
+    def start(scenario: str = 'orbit', bridge_args: Sequence[str] = (),
+              sim_args: Sequence[str] = ()) -> tuple[SimStack, object]:
+        def run(cmd: Sequence[str], name: str | None = None) -> RosProcess:
+            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
+        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
+                ros_node_in(own_domain))
+    return start
 
 
 @pytest.fixture

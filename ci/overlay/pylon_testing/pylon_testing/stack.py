@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from pylon_sim.admin import request
 
+FRESH_SESSION_ADMIN = (('resume', {}), ('heartbeat', {'enabled': True}), ('revert', {}))
+"""What ``fresh_session`` sends before its restart: running, heartbeats on, the start."""
+
 
 @dataclass(frozen=True)
 class SimStack:
@@ -39,6 +42,36 @@ class SimStack:
     def clock(self) -> float:
         """Return the simulator's clock (s): it runs at ``--rate`` x real time."""
         return float(self.status()['clock'])
+
+    def fresh_session(self, node: object, ready: Callable[[object], bool] = lambda m: True,
+                      what: str = 'the new session ACTIVE') -> tuple[object, object]:
+        """Start a test sharing this stack at the scenario's start, as a new KSP process.
+
+        The simulator is resumed with its heartbeat on, reverted to the scenario's start and
+        restarted (no lease, override, emergency stop or sensor switch left); ``node`` (the
+        test node, in the stack's domain) waits for the new runtime session's ACTIVE
+        lifecycle that also meets ``ready``. Return ``(before, active)``: the bridge's
+        lifecycle as the test found it, and the new session's.
+        """
+        from pylon_common import topics  # ROS imports: benchmarks use the rest
+        from pylon_interfaces.msg import VesselLifecycle
+
+        from pylon_testing.recorder import TopicRecorder
+
+        rec = TopicRecorder(node).add('life', topics.name('lifecycle'), VesselLifecycle,
+                                      topics.qos('lifecycle', reader=True))
+        try:
+            before = rec.wait_for('life', lambda m: m.runtime_instance != '',
+                                  what='the simulator seen by the bridge')
+            for command, fields in FRESH_SESSION_ADMIN:
+                self.admin(command, **fields)
+            instance = self.admin('restart')['runtimeInstance']
+            active = rec.wait_for('life', lambda m: m.runtime_instance == instance and
+                                  m.state == VesselLifecycle.STATE_ACTIVE and ready(m),
+                                  what=what)
+            return before, active
+        finally:
+            rec.close()
 
     def clock_reached(self, seconds: float) -> Callable[[], bool]:
         """Return a condition that holds once ``seconds`` more of simulator clock passed."""

@@ -23,7 +23,6 @@ from pylon_interfaces.msg import (
     RcsState,
     SeparationCommand,
     SeparationState,
-    VesselLifecycle,
     WheelCommand,
     WheelState,
 )
@@ -39,9 +38,7 @@ from pylon_testing.pilot import (
     STREAM,
     TARGET,
 )
-from pylon_testing.recorder import TopicRecorder
 from pylon_testing.scenarios import write_scenario
-from pylon_testing.stack import start_stack
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
@@ -62,16 +59,9 @@ def stack(module_sim_stack, tmp_path_factory):
 
 
 @pytest.fixture
-def ros_node(module_ros_node):
-    """Yield the module's test node; what a test added to it is destroyed after the test."""
-    node = module_ros_node
-    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
-             'clients': node.destroy_client}
-    kept = {kind: set(getattr(node, kind)) for kind in kinds}
-    yield node
-    for kind, destroy in kinds.items():
-        for entity in set(getattr(node, kind)) - kept[kind]:
-            destroy(entity)
+def ros_node(shared_ros_node):
+    """Return the module's test node (``shared_ros_node``), in the shared stack's domain."""
+    return shared_ros_node
 
 
 @pytest.fixture
@@ -81,46 +71,7 @@ def session(stack, ros_node):
     The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
     and starts as a new KSP process (restart: no lease, override or emergency stop left).
     """
-    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
-                                      LATCHED)
-    try:
-        rec.wait_for('life', lambda m: m.runtime_instance != '',
-                     what='the simulator seen by the bridge')
-        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
-                                ('revert', {})):
-            stack.admin(command, **fields)
-        instance = stack.admin('restart')['runtimeInstance']
-        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
-                            m.state == VesselLifecycle.STATE_ACTIVE,
-                            what='the new session ACTIVE')
-    finally:
-        rec.close()
-
-
-@pytest.fixture(scope='module')
-def own_domain(ros_domain_block, module_ros_node):
-    """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
-
-    It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
-    file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
-    before it starts, and no stack idles while another one works.
-    """
-    return ros_domain_block(1)
-
-
-@pytest.fixture
-def own_stack(own_domain, ros_node_in, ros_process, free_udp_port):
-    """Return ``start(scenario, bridge_args, sim_args) -> (stack, node)`` in ``own_domain``.
-
-    For a test that needs another stack than the module's: its processes and test node see
-    only each other, and it ends with the test.
-    """
-    def start(scenario='orbit', bridge_args=(), sim_args=()):
-        def run(cmd, name=None):
-            return ros_process(cmd, name=name, env={'ROS_DOMAIN_ID': str(own_domain)})
-        return (start_stack(run, free_udp_port, scenario, bridge_args, sim_args),
-                ros_node_in(own_domain))
-    return start
+    return stack.fresh_session(ros_node)[1]
 
 
 class Actuators(Pilot):

@@ -15,11 +15,10 @@ from pylon_common import topics
 from pylon_interfaces.msg import (
     MotorCommand,
     MotorState,
-    VesselLifecycle,
     WheelCommand,
     WheelState,
 )
-from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, STREAM
+from pylon_testing.pilot import acquire, COMMAND, Pilot, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 import pytest
@@ -39,16 +38,9 @@ def stack(module_sim_stack, tmp_path_factory):
 
 
 @pytest.fixture
-def ros_node(module_ros_node):
-    """Yield the module's test node; what a test added to it is destroyed after the test."""
-    node = module_ros_node
-    kinds = {'subscriptions': node.destroy_subscription, 'publishers': node.destroy_publisher,
-             'clients': node.destroy_client}
-    kept = {kind: set(getattr(node, kind)) for kind in kinds}
-    yield node
-    for kind, destroy in kinds.items():
-        for entity in set(getattr(node, kind)) - kept[kind]:
-            destroy(entity)
+def ros_node(shared_ros_node):
+    """Return the module's test node (``shared_ros_node``), in the shared stack's domain."""
+    return shared_ros_node
 
 
 @pytest.fixture
@@ -59,20 +51,7 @@ def session(stack, ros_node):
     the rover at rest where it began) and starts as a new KSP process (restart: no lease or
     override left).
     """
-    rec = TopicRecorder(ros_node).add('life', '/ksp_vessel/lifecycle', VesselLifecycle,
-                                      LATCHED)
-    try:
-        rec.wait_for('life', lambda m: m.runtime_instance != '',
-                     what='the simulator seen by the bridge')
-        for command, fields in (('resume', {}), ('heartbeat', {'enabled': True}),
-                                ('revert', {})):
-            stack.admin(command, **fields)
-        instance = stack.admin('restart')['runtimeInstance']
-        return rec.wait_for('life', lambda m: m.runtime_instance == instance and
-                            m.state == VesselLifecycle.STATE_ACTIVE,
-                            what='the new session ACTIVE')
-    finally:
-        rec.close()
+    return stack.fresh_session(ros_node)[1]
 
 
 def position(pose: PoseStamped) -> np.ndarray:

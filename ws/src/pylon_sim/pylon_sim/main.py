@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
                    help='simulator clock speed as a multiple of real time; 0 = lock-stepped, '
                         'as fast as possible (simulator-only runs)')
     p.add_argument('--lockstep-lead', type=positive, default=None, metavar='SECONDS',
-                   help='wait for the lease owner\'s controller: the clock runs at most this '
+                   help="wait for the lease owner's controller: the clock runs at most this "
                         'many game seconds past its last body wrench, then waits (up to 1 s '
                         'of wall time) for the next; for controllers on game time faster '
                         'than real time (one commanding every 0.05 s: 0.1). Single vehicle')
