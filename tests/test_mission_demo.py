@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 from pylon_protocol import management
+from pylon_testing.plan import room_for_stalls
 from pylon_testing.scenarios import write_scenario
 import pytest
 
@@ -26,21 +27,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
 RATE = 3
 
-
-def room_for_stalls(tmp_path: Path, rate: float) -> str:
-    """Write an overlay giving the controller room for a stall of a busy machine.
-
-    On game time at ``rate`` a stall of s wall seconds is rate x s game seconds: the lease
-    gets ``rate`` x its second (the room it has at real time), the two timeouts 3 s of wall
-    time (as test_controller_with_sim gives them), so that the controller does not disarm
-    in the middle of a slew. Return its path (for ``DEMO_OVERLAYS``).
-    """
-    path = tmp_path / 'room_for_stalls.yaml'
-    path.write_text('setpoint_controller:\n  ros__parameters:\n'
-                    f'    lease_duration_sec: {1.0 * rate}\n'
-                    f'    setpoint_timeout_sec: {3.0 * rate}\n'
-                    f'    input_timeout_sec: {3.0 * rate}\n', encoding='utf-8')
-    return str(path)
 
 
 # a machine too busy to keep the simulator's pace stretches the mission in wall time, so the

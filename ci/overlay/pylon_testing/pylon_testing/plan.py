@@ -24,3 +24,19 @@ def load_components(root: Path) -> ModuleType:
     sys.modules[MODULE] = module          # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module
+
+
+def room_for_stalls(folder: Path, rate: float) -> str:
+    """Write a controller overlay giving it room for a stall of a busy machine; return its path.
+
+    On game time at ``rate`` a stall of s wall seconds is rate x s game seconds: the lease
+    gets ``rate`` x its second (the room it has at real time), the two timeouts 3 s of wall
+    time (as test_controller_with_sim gives them), so that the controller does not disarm
+    in the middle of a slew. For ``DEMO_OVERLAYS``.
+    """
+    path = folder / 'room_for_stalls.yaml'
+    path.write_text('setpoint_controller:\n  ros__parameters:\n'
+                    f'    lease_duration_sec: {1.0 * rate}\n'
+                    f'    setpoint_timeout_sec: {3.0 * rate}\n'
+                    f'    input_timeout_sec: {3.0 * rate}\n', encoding='utf-8')
+    return str(path)

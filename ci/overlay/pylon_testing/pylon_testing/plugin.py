@@ -24,7 +24,8 @@ Fixtures:
   every failing test of the module, and the module's tests run in one parallel worker.
 - ``shared_ros_node``: ``module_ros_node`` for one test: what the test added to it
   (subscriptions, publishers, clients) is destroyed after it. A module whose tests share a
-  stack makes it its ``ros_node`` and starts each test with ``SimStack.fresh_session``.
+  stack (its ``stack`` fixture) makes it its ``ros_node``; ``session`` then starts a test
+  in a fresh runtime session of that stack (``SimStack.fresh_session``).
 - ``own_domain`` and ``own_stack``: for the tests of such a module that need another stack
   (another scenario or options) in a ROS domain of their own, one at a time.
 """
@@ -301,6 +302,17 @@ def shared_ros_node(module_ros_node: object) -> Iterator[object]:
     for kind, destroy in kinds.items():
         for entity in set(getattr(node, kind)) - kept[kind]:
             destroy(entity)
+
+
+@pytest.fixture
+def session(stack: SimStack, ros_node: object) -> object:
+    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
+
+    For a module whose tests share its ``stack`` (a fixture of ``module_sim_stack``) and
+    whose ``ros_node`` is ``shared_ros_node``: ``SimStack.fresh_session``, the scenario's
+    start in a new KSP process (no lease, override, emergency stop or sensor switch left).
+    """
+    return stack.fresh_session(ros_node)[1]
 
 
 @pytest.fixture(scope='module')

@@ -64,16 +64,6 @@ def ros_node(shared_ros_node):
     return shared_ros_node
 
 
-@pytest.fixture
-def session(stack, ros_node):
-    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
-
-    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
-    and starts as a new KSP process (restart: no lease, override or emergency stop left).
-    """
-    return stack.fresh_session(ros_node)[1]
-
-
 class Actuators(Pilot):
     """A pilot with the typed actuator topics, commanding under a lease id of its own."""
 

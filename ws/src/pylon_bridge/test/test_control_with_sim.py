@@ -33,16 +33,6 @@ def ros_node(shared_ros_node):
     return shared_ros_node
 
 
-@pytest.fixture
-def session(stack, ros_node):
-    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
-
-    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
-    and starts as a new KSP process (restart: no lease, override or emergency stop left).
-    """
-    return stack.fresh_session(ros_node)[1]
-
-
 # -- the SAS tests, each with a stack of its own (the sat turning at the start) --------
 
 SAS_SPIN = 0.05      # rad/s about base_link +Z: the sat turns, its SAS switch off at the start

@@ -43,17 +43,6 @@ def ros_node(shared_ros_node):
     return shared_ros_node
 
 
-@pytest.fixture
-def session(stack, ros_node):
-    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
-
-    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on:
-    the rover at rest where it began) and starts as a new KSP process (restart: no lease or
-    override left).
-    """
-    return stack.fresh_session(ros_node)[1]
-
-
 def position(pose: PoseStamped) -> np.ndarray:
     p = pose.pose.position
     return np.array([p.x, p.y, p.z])

@@ -53,16 +53,6 @@ def ros_node(shared_ros_node):
     return shared_ros_node
 
 
-@pytest.fixture
-def session(stack, ros_node):
-    """Start the test in a runtime session of its own; return its ACTIVE lifecycle.
-
-    The shared simulator goes back to the scenario's start (revert, resumed, heartbeat on)
-    and starts as a new KSP process (restart: every sensor switched on, charge restored).
-    """
-    return stack.fresh_session(ros_node)[1]
-
-
 def _tracker(pilot):
     pilot.add('state', f'{TRACKER}/state', StarTrackerState, RELIABLE)
     pilot.add('attitude', f'{TRACKER}/attitude', QuaternionStamped, RELIABLE)
