@@ -259,6 +259,10 @@ class FaultFlight:
         short push between two looks included).
         """
         odom = self.view.wait_for('odom', since=self.view.mark(), what='a fresh estimate')
+        # the setpoint names the estimate's frame: the controller takes it once it has an
+        # estimate (before, it refuses it, and the MODE_IDLE in force times out)
+        self.wait_diagnostics(lambda d: d.get('estimate_frame') == odom.header.frame_id,
+                              'the controller reading the estimate')
         o = odom.pose.pose.orientation
         turn = rotations.from_axis_angle((0.0, 0.0, 1.0), math.radians(degrees))
         target = rotations.multiply((o.x, o.y, o.z, o.w), turn)

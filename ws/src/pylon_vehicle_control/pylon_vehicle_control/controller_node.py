@@ -299,6 +299,7 @@ class ControllerNode(Node):
                   'attitude_error_deg': round(float(np.degrees(out.attitude_error_rad)), 4)
                   if out else '', 'last_refusal': self.last_refusal, **self.counts,
                   'clock': 'game' if self.game_time else 'steady',
+                  'estimate_frame': self.estimate_frame,
                   'rate_limit_deg_s': self.params['attitude_hold_rate_limit_deg_s']}
         if len(self.periods) > 10:
             jitter = np.abs(np.array(self.periods) - self.params['command_period_sec'])
