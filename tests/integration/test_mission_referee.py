@@ -106,9 +106,11 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
     first, second, target = ranking['vehicles']
     assert (first['key'], first['rank'], first['completed']) == ('chaser_1', 1, True)
     # in the zone from the start: the hold completes 30 s of game time after it, within a
-    # sample or two (30 Hz), however late the referee heard of the start (it keeps the
+    # few samples (30 Hz on 0.02 s physics steps: 0.02-0.04 s apart; the first one after
+    # the start and the one completing are each up to one late, and a relayed Best Effort
+    # sample may be lost), however late the referee heard of the start (it keeps the
     # samples of the last referee.BACKLOG_SEC of game time and scores them once it knows)
-    assert 30.0 <= first['completion_time_sec'] <= 30.0 + 2 / 30 + 1e-6, first
+    assert 30.0 <= first['completion_time_sec'] <= 30.0 + 5 * 0.04 + 1e-6, first
     assert first['score'] == pytest.approx(TIME_LIMIT_SEC - first['completion_time_sec'])
     assert first['distance_m'] == pytest.approx(5.0, abs=0.2)
     assert first['relative_speed_mps'] < 0.2 and first['propellant_used_kg'] == 0.0
