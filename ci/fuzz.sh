@@ -16,7 +16,7 @@ while [ "$SECONDS" -lt "$end" ]; do
   seed="$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"
   echo "fuzz: round $round, seed $seed ($((end - SECONDS)) s of $budget s left)"
   ci/env.sh python -m pytest -q -m hypothesis --hypothesis-profile=fuzz \
-    --hypothesis-seed="$seed" -n "${PYLON_TEST_WORKERS:-2}" "$@" \
+    --hypothesis-seed="$seed" -n "${PYLON_TEST_WORKERS:-3}" "$@" \
     || { echo "fuzz: round $round failed (seed $seed)"; exit 1; }
 done
 echo "fuzz: $round round(s) passed in $SECONDS s"

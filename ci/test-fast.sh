@@ -10,6 +10,6 @@ status=0
 echo 'test-fast: ruff check .'
 ci/env.sh ruff check . || status=1
 echo 'test-fast: pytest -m "not integration"'
-ci/env.sh python -m pytest -n "${PYLON_TEST_WORKERS:-2}" -m 'not integration' \
+ci/env.sh python -m pytest -n "${PYLON_TEST_WORKERS:-3}" -m 'not integration' \
   --durations=10 "$@" || status=1
 exit $status
