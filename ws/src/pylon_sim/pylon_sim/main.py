@@ -79,8 +79,8 @@ def parser() -> argparse.ArgumentParser:
                    help='vehicle k uses the state, command and admin ports above plus '
                         '(k - 1) x this')
     p.add_argument('--rate', type=non_negative, default=1.0,
-                   help='simulator clock speed as a multiple of real time; 0 = lock-stepped, '
-                        'as fast as possible (simulator-only runs)')
+                   help='simulator clock speed as a multiple of real time; 0 = as fast as '
+                        'possible (simulator-only runs)')
     p.add_argument('--lockstep-lead', type=positive, default=None, metavar='SECONDS',
                    help="wait for the lease owner's controller: the clock runs at most this "
                         'many game seconds past its last body wrench, then waits (up to 1 s '

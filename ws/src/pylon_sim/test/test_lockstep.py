@@ -34,15 +34,25 @@ def wrench(h):
            torque=[0.0, 0.0, 10.0], timeoutSeconds=0.5, **h.identity())
 
 
-def test_without_an_owner_nothing_waits(lockstepped):
-    h, deliver = lockstepped
+def release(h, deliver):
+    """Give the lease back (one frame)."""
     h.send('pylon_control_authority_command', action='release', **h.identity())
     deliver()
     h.sim.frame()
     assert not h.sim.control.authority.owned
-    for _ in range(20):
+
+
+def free_frames(h, count):
+    """Run ``count`` frames, none of which may wait."""
+    for _ in range(count):
         assert h.sim.hold() == 0.0
         h.sim.frame()
+
+
+def test_without_an_owner_nothing_waits(lockstepped):
+    h, deliver = lockstepped
+    release(h, deliver)
+    free_frames(h, 20)
     assert h.sim.clock == pytest.approx(0.44)
 
 
@@ -63,9 +73,7 @@ def test_the_clock_stops_lead_seconds_past_the_last_wrench_until_the_next(lockst
     assert h.sim.stats.lockstep_lapses == 1
     # the controller missed its wait: the game runs free until it sends again
     stopped_at = h.sim.clock
-    for _ in range(10):
-        assert h.sim.hold() == 0.0
-        h.sim.frame()
+    free_frames(h, 10)
     assert h.sim.clock == pytest.approx(stopped_at + 0.2)
     # a wrench that is already waiting: taken in the wait, no frame runs for it
     wrench(h)
@@ -92,17 +100,10 @@ def test_paused_or_unowned_games_never_wait(lockstepped):
     deliver()
     h.sim.frame()
     h.sim.paused = True
-    for _ in range(10):
-        assert h.sim.hold() == 0.0
-        h.sim.frame()
+    free_frames(h, 10)
     h.sim.paused = False
-    h.send('pylon_control_authority_command', action='release', **h.identity())
-    deliver()
-    h.sim.frame()
-    assert not h.sim.control.authority.owned
-    for _ in range(10):
-        assert h.sim.hold() == 0.0
-        h.sim.frame()
+    release(h, deliver)
+    free_frames(h, 10)
 
 
 @pytest.mark.parametrize('value', ['0', '-1', 'nan', 'inf'])
