@@ -3,12 +3,16 @@
 It reads, in its own vehicle's domain and nothing else (no ground truth): the fixes of
 its relative-navigation sensor (``<topic_prefix>/relative_nav/<relative_nav_id>/targets``,
 ``NearbyVessels`` in ``base_link``), the estimate (``pylon_estimator/odometry``) and the
-mission's state for this vehicle (``/pylon/sim/state``). Until the state is ``Start`` it
-sends ``MODE_IDLE`` (which arms ``setpoint_controller``); then, every ``period_sec``, a
-SIX_DOF setpoint toward a point ``standoff_m`` short of the target that moves with it
-(``rendezvous.setpoint``), holding the attitude it had when the approach began. A fix
-older than ``fix_timeout_sec`` (by the stamps of the fix and the estimate: game time) is not
-used: the chaser then stops where it is. After the mission it sends ``MODE_IDLE`` again.
+mission's state for this vehicle (``/pylon/sim/state``), and whether ``setpoint_controller``
+is armed (its ``~/diagnostics``). Until the state is ``Start`` it sends ``MODE_IDLE``; from
+``Start`` on, while the controller does not say it is armed (it arms on a ``MODE_IDLE``; its
+setpoint subscription may have matched after the last one, or a lifecycle change or timeout
+disarmed it) it sends ``MODE_IDLE`` and begins its approach again once armed; otherwise,
+every ``period_sec``, a SIX_DOF setpoint toward a point ``standoff_m`` short of the target
+that moves with it (``rendezvous.setpoint``), holding the attitude it had when the approach
+began. A fix older than ``fix_timeout_sec`` (by the stamps of the fix and the estimate: game
+time) is not used: the chaser then stops where it is. After the mission it sends
+``MODE_IDLE`` again.
 Its period runs on the node's ROS clock: with ``use_sim_time`` (what the plan gives it on
 game time) ``period_sec`` is game time, as the controller's timeouts then are, so a
 simulator faster than real time does not let its setpoints age out.
@@ -16,6 +20,7 @@ simulator faster than real time does not let its setpoints age out.
 
 from __future__ import annotations
 
+from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from pylon_common import mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
@@ -56,6 +61,7 @@ class ChaserNode(Node):
         self.fix: rendezvous.Fix | None = None
         self.hold: tuple | None = None
         self.sent_mode: int | None = None
+        self.controller_armed = False
         self.setpoint_pub = self.create_publisher(
             ControlSetpoint, topics.resolved('setpoint', topics.SETPOINT_CONTROLLER,
                                              SETPOINT_CONTROLLER_NAMESPACE),
@@ -67,13 +73,24 @@ class ChaserNode(Node):
             self.create_subscription(Odometry, topics.name('odometry'), self._on_estimate,
                                      topics.qos('odometry', reader=True)),
             self.create_subscription(String, topics.name('sim/state'), self._on_state,
-                                     topics.qos('sim/state', reader=True))]
+                                     topics.qos('sim/state', reader=True)),
+            self.create_subscription(
+                DiagnosticArray, topics.resolved('controller/diagnostics',
+                                                 topics.SETPOINT_CONTROLLER,
+                                                 SETPOINT_CONTROLLER_NAMESPACE),
+                self._on_controller, topics.qos('controller/diagnostics', reader=True))]
         self.timer = self.create_timer(p['period_sec'], self._tick)
 
     def _on_state(self, msg: String) -> None:
         if msg.data != self.state:
             self.get_logger().info(f'mission state {msg.data}')
         self.state = msg.data
+
+    def _on_controller(self, msg: DiagnosticArray) -> None:
+        armed = controller_armed(msg)
+        if armed is not None and armed != self.controller_armed:
+            self.get_logger().info(f'setpoint_controller {"armed" if armed else "disarmed"}')
+            self.controller_armed = armed
 
     def _on_estimate(self, msg: Odometry) -> None:
         self.estimate = msg
@@ -88,7 +105,7 @@ class ChaserNode(Node):
 
     def _tick(self) -> None:
         est = self.estimate
-        if self.state != mission.VEHICLE_START or est is None:
+        if self.state != mission.VEHICLE_START or est is None or not self.controller_armed:
             self.hold = None
             self._send(ControlSetpoint.MODE_IDLE)
             return
@@ -123,6 +140,16 @@ class ChaserNode(Node):
             self.get_logger().info(f'setpoint mode {mode}')
             self.sent_mode = mode
         self.setpoint_pub.publish(msg)
+
+
+def controller_armed(msg: DiagnosticArray) -> bool | None:
+    """Return the ``armed`` value of setpoint_controller's diagnostics (None: not in it)."""
+    for status in msg.status:
+        if status.name == topics.SETPOINT_CONTROLLER:
+            for pair in status.values:
+                if pair.key == 'armed':
+                    return pair.value == 'True'
+    return None
 
 
 def _xyz(v) -> tuple[float, float, float]:

@@ -43,3 +43,17 @@ def test_a_setpoint_at_rest_beside_the_target_asks_for_nothing(standoff):
     fix = rendezvous.Fix((standoff, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)
     sp = rendezvous.setpoint(fix, (0, 0, 0, 1.0), (0.0, 0.0, 0.0), (0, 0, 0, 1.0), 5.0)
     assert sp.position == (0.0, 0.0, 0.0) and sp.linear_velocity == (0.0, 0.0, 0.0)
+
+
+def test_the_chaser_reads_whether_the_controller_is_armed_from_its_diagnostics():
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from pylon_vehicle_control.chaser_node import controller_armed
+
+    def array(name, **values):
+        return DiagnosticArray(status=[DiagnosticStatus(
+            name=name, values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
+    assert controller_armed(array('setpoint_controller', phase='owned', armed=True)) is True
+    assert controller_armed(array('setpoint_controller', armed=False,
+                                  disarm_reason='started')) is False
+    assert controller_armed(array('udp_bridge', armed=True)) is None      # another node's
+    assert controller_armed(array('setpoint_controller', phase='owned')) is None
