@@ -2,11 +2,12 @@
 
 A three-vehicle mission from the launch plan (``conftest.mission_stack``) on a copy of the
 ``rendezvous4`` scenario: a target, a chaser 5 m behind it on the same orbit (inside the
-10 m zone and moving with the target, so it completes after the 30 s hold without a
-command: the script is to do nothing) and one 60 m behind (never in range), with a 45 s
-time limit. Test nodes hold each vehicle's lease (Ready), the management starts by itself,
+10 m zone and moving with the target, so it completes after the hold without a command:
+the script is to do nothing) and one 60 m behind (never in range). The hold is 10 s and the
+limit 20 s of game time instead of the scenario's 30 s and 900 s: the rules are the same,
+the simulation a third as long. Test nodes hold each vehicle's lease (Ready), the management starts by itself,
 and the mission ends at the time limit: Finish, not FinishAll. No controller is in the
-loop: the simulator runs at ``RATE`` x real time (the limit takes 15 s).
+loop: the simulator runs at ``RATE`` x real time (the limit takes 7 s).
 """
 
 import json
@@ -24,7 +25,8 @@ import yaml
 
 pytestmark = pytest.mark.integration
 
-TIME_LIMIT_SEC = 45.0
+HOLD_SEC = 10.0
+TIME_LIMIT_SEC = 20.0
 RATE = 3.0                                  # the simulator's --rate
 # every status array kept (10 a second), also while the test process looks elsewhere
 STATUS_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -34,7 +36,7 @@ VESSELS = {'chaser_1': '6c1a2b3c4d5e6f708192a3b4c5d6e7f8',
 
 
 def scripted(folder: Path) -> str:
-    """Write the scenario: chaser_1 5 m and chaser_2 60 m behind the target; 45 s."""
+    """Write the scenario: chaser_1 5 m and chaser_2 60 m behind the target; 10 s, 20 s."""
     path = Path(write_scenario(folder, 'rendezvous4', changes={
         'chaser_1': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -5}},
         'chaser_2': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -60}}}))
@@ -42,6 +44,7 @@ def scripted(folder: Path) -> str:
     data['vessels'] = [v for v in data['vessels'] if v['key'] != 'chaser_3']
     data['vehicles'] = ['chaser_1', 'chaser_2', 'target']
     data['task']['time_limit_sec'] = TIME_LIMIT_SEC
+    data['task']['hold_sec'] = HOLD_SEC
     path.write_text(yaml.safe_dump(data), encoding='utf-8')
     return str(path)
 
@@ -105,12 +108,12 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
     ranking = json.loads(results.read_text(encoding='utf-8'))
     first, second, target = ranking['vehicles']
     assert (first['key'], first['rank'], first['completed']) == ('chaser_1', 1, True)
-    # in the zone from the start: the hold completes 30 s of game time after it, within a
+    # in the zone from the start: the hold completes HOLD_SEC of game time after it, within a
     # few samples (30 Hz on 0.02 s physics steps: 0.02-0.04 s apart; the first one after
     # the start and the one completing are each up to one late, and a relayed Best Effort
     # sample may be lost), however late the referee heard of the start (it keeps the
     # samples of the last referee.BACKLOG_SEC of game time and scores them once it knows)
-    assert 30.0 <= first['completion_time_sec'] <= 30.0 + 5 * 0.04 + 1e-6, first
+    assert HOLD_SEC <= first['completion_time_sec'] <= HOLD_SEC + 5 * 0.04 + 1e-6, first
     assert first['score'] == pytest.approx(TIME_LIMIT_SEC - first['completion_time_sec'])
     assert first['distance_m'] == pytest.approx(5.0, abs=0.2)
     assert first['relative_speed_mps'] < 0.2 and first['propellant_used_kg'] == 0.0
