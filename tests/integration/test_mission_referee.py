@@ -5,9 +5,9 @@ A three-vehicle mission from the launch plan (``conftest.mission_stack``) on a c
 10 m zone and moving with the target, so it completes after the hold without a command:
 the script is to do nothing) and one 60 m behind (never in range). The hold is 10 s and the
 limit 20 s of game time instead of the scenario's 30 s and 900 s: the rules are the same,
-the simulation a third as long. Test nodes hold each vehicle's lease (Ready), the management starts by itself,
-and the mission ends at the time limit: Finish, not FinishAll. No controller is in the
-loop: the simulator runs at ``RATE`` x real time (the limit takes 7 s).
+the simulation a third as long. Test nodes hold each vehicle's lease (Ready), the management
+starts by itself, and the mission ends at the time limit: Finish, not FinishAll. No
+controller is in the loop: the simulator runs at ``RATE`` x real time (the limit takes 7 s).
 """
 
 import json
@@ -39,12 +39,11 @@ def scripted(folder: Path) -> str:
     """Write the scenario: chaser_1 5 m and chaser_2 60 m behind the target; 10 s, 20 s."""
     path = Path(write_scenario(folder, 'rendezvous4', changes={
         'chaser_1': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -5}},
-        'chaser_2': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -60}}}))
+        'chaser_2': {'orbit': {'body': 'Kerbin', 'altitude': 100000, 'along_track': -60}}},
+        task={'time_limit_sec': TIME_LIMIT_SEC, 'hold_sec': HOLD_SEC}))
     data = yaml.safe_load(path.read_text(encoding='utf-8'))
     data['vessels'] = [v for v in data['vessels'] if v['key'] != 'chaser_3']
     data['vehicles'] = ['chaser_1', 'chaser_2', 'target']
-    data['task']['time_limit_sec'] = TIME_LIMIT_SEC
-    data['task']['hold_sec'] = HOLD_SEC
     path.write_text(yaml.safe_dump(data), encoding='utf-8')
     return str(path)
 

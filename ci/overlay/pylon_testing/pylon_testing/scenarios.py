@@ -18,14 +18,18 @@ IMAGING = ('lidar_2d', 'lidar_3d', 'camera')
 
 
 def write_scenario(directory: Path, name: str, *, lean: bool = True,
-                   changes: dict | None = None, modules: dict | None = None) -> str:
+                   changes: dict | None = None, modules: dict | None = None,
+                   task: dict | None = None) -> str:
     """Write a copy of a shipped scenario (lean: no LiDAR or camera modules); return its path.
 
     ``changes`` maps a vessel key to top-level vessel keys to replace (e.g. ``orbit``);
+    ``task`` holds mission task keys to replace (e.g. a shorter ``hold_sec``);
     ``modules`` maps a vessel key to ``{part name: [module, ...]}``, modules added to
     those parts (e.g. a ``relative_nav`` sensor on the orbit satellite's probe core).
     """
     data = yaml.safe_load(Path(load_scenario(name).path).read_text(encoding='utf-8'))
+    if task:
+        data['task'] = {**data['task'], **task}
     for vessel in data['vessels']:
         vessel.update((changes or {}).get(vessel['key'], {}))
         added = (modules or {}).get(vessel['key'], {})
