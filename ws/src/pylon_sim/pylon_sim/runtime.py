@@ -238,7 +238,7 @@ class Simulator:
             main_body=vessel.body.name, available=self.available,
             body_relative_position=(float(relative[0]), float(relative[1]),
                                     float(relative[2])),
-            max_speed=speed, dt=self.world.physics_step * self.world.warp_rate,
+            max_speed=speed, dt=self.world.frame_step,
             ut=self.world.ut)
         if reset or first:
             self._on_reset(first)
@@ -360,7 +360,7 @@ class Simulator:
         self._undock()
         vessel = self.world.active
         force, torque, self._answers = self.control.tick(
-            vessel, self.clock, self.world.physics_step * self.world.warp_rate)
+            vessel, self.clock, self.world.frame_step)
         return Acting(vessel.key, force, torque, self.control.typed(vessel).wheel_inputs(),
                       self.control)
 
@@ -400,8 +400,7 @@ class Simulator:
                                           tuple(float(v) for v in vessel.mass.com))
                 payload.update(self.control.actuator_fields(vessel, name))
                 self.emit('pylon_actuator_state', payload)
-            impulse = topology.ejection_impulse(actuator.module,
-                                                self.world.physics_step * self.world.warp_rate)
+            impulse = topology.ejection_impulse(actuator.module, self.world.frame_step)
             new_id = self._new_id()
             new = self.world.separate(vessel.key, actuator.part_index,
                                       f'{vessel.key}:{new_id[:8]}', new_id, impulse)
@@ -488,7 +487,8 @@ class Simulator:
 
         The part of the pair further from the root leaves with everything beyond it, as
         the vessel it was before docking (its id, key and name) when the simulator docked
-        it, pushed off with ``docking.UNDOCK_EJECTION_FORCE`` for one step; both ports
+        it, pushed off with ``docking.UNDOCK_EJECTION_FORCE`` for the frame's integrated step
+        (``World.frame_step``, as a separator's ejection); both ports
         are then ``Disengage``.
         """
         active = self.world.active
@@ -502,7 +502,8 @@ class Simulator:
             child = b if parts[b].parent == a else a
             key, identity = self.docked_identity.pop(parts[child].persistent_id, (None, None))
             new_id = identity.vessel_id if identity is not None else self._new_id()
-            impulse = -docking.UNDOCK_EJECTION_FORCE * 1000.0 * self.world.physics_step
+            impulse = -topology.push_impulse(docking.UNDOCK_EJECTION_FORCE,
+                                             self.world.frame_step)
             new = self.world.separate(active.key, child, key or f'{active.key}:{new_id[:8]}',
                                       new_id, impulse, identity)
             self.control.topology_changed(active, [active, new])

@@ -159,6 +159,11 @@ class World:
         return self.scenario.terrains.get(body_name)
 
     @property
+    def frame_step(self) -> float:
+        """Return the time one physics frame integrates, s: ``physics_step`` x warp rate."""
+        return self.physics_step * self.warp_rate
+
+    @property
     def on_rails(self) -> bool:
         """Tell whether on-rails warp packs every vessel."""
         return self.warp_mode == 'rails' and self.warp_rate > 1.0
@@ -258,7 +263,7 @@ class World:
         ``wheel_commands`` a vessel key to ``TypedActuators.wheel_inputs`` (stock wheels
         when absent).
         """
-        dt = self.physics_step * self.warp_rate
+        dt = self.frame_step
         forces = forces or {}
         wheel_commands = wheel_commands or {}
         focus = self.focus
