@@ -156,7 +156,8 @@ class World:
 
     def terrain_of(self, body_name: str) -> SiteTerrain | None:
         """Return the body's terrain (body-fixed, the scenario's ``terrain:``) or None."""
-        return self.scenario.terrains.get(body_name)
+        site = self.scenario.terrain
+        return site if site is not None and site.spec.body == body_name else None
 
     @property
     def frame_step(self) -> float:
@@ -211,8 +212,8 @@ class World:
         beyond_res = topology.split_resources(vessel.resources, cut.beyond_indices)
         kept_mass = mass_properties(cut.kept, kept_res)
         beyond_mass = mass_properties(cut.beyond, beyond_res)
-        identity = np.array([0.0, 0.0, 0.0, 1.0])
-        pieces = (topology.Piece(kept_mass, identity, -1.0),
+        unrotated = np.array([0.0, 0.0, 0.0, 1.0])    # the kept piece keeps its axes
+        pieces = (topology.Piece(kept_mass, unrotated, -1.0),
                   topology.Piece(topology.in_frame(beyond_mass, cut.origin, cut.rotation),
                                  cut.rotation, 1.0))
         axis = rotations.rotate(cut.rotation, (1.0, 0.0, 0.0))
