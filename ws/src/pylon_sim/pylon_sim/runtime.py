@@ -2,14 +2,18 @@
 
 Time model. One loop iteration is one game frame and one physics step
 (``physics_step``, 0.02 s of simulator clock). Everything the mod times by the wall clock
-(send rates, and later lease durations, command timeouts, acquisition windows) runs on the
-simulator's own clock, which advances ``rate`` times faster than real time; UT advances
-with physics (``physics_step`` x warp per frame, not at all while paused). ``rate`` 1 is
-real time; ``rate`` 0 runs frames back to back (as fast as possible) for simulator-only
-tests and benchmarks. ROS nodes in the loop faster than real time run on its game time
-(``use_sim_time``); a controller among them can hold the clock back with
-``lockstep_lead`` (``Simulator.hold``), so a late controller delays the game instead of
-steering it from the past.
+(send rates, lease durations, command timeouts, acquisition windows) runs on the
+simulator's own clock; UT advances with physics (``physics_step`` x warp per frame, not
+at all while paused). ``pace`` (``--rate``) keeps the clock at most ``rate`` times real
+time: it sleeps while ahead, and after slow frames runs the next ones back to back until
+it has caught up (it never skips a frame, so a machine too slow for ``rate`` runs
+slower). ``rate`` 1 is real time; ``rate`` 0 runs frames back to back (as fast as
+possible) for simulator-only tests and benchmarks. ROS nodes in the loop faster than real
+time run on its game time (``use_sim_time``); a controller among them can hold the clock
+back with ``lockstep_lead`` (``--lockstep-lead``, ``Simulator.hold``: no frame runs until
+its next body wrench, at most ``LOCKSTEP_WAIT_WALL_SEC`` of wall time, and the wait does
+not count against the pace), so a late controller delays the game instead of steering it
+from the past.
 """
 
 from __future__ import annotations
