@@ -104,7 +104,6 @@ import math
 import numpy as np
 from pylon_protocol import names, rotations
 from scipy.linalg import lapack
-from scipy.optimize import lsq_linear
 
 from pylon_sim.vessel import VesselSpec
 
@@ -471,6 +470,9 @@ class Allocator:
             x, converged = bounded_lstsq(self.system, target, *self.bounds)
             if converged:
                 return x
+        # the fallback only: scipy.optimize is not loaded at import
+        from scipy.optimize import lsq_linear
+
         method = 'trf' if self.method == 'trf' else 'bvls'
         with np.errstate(divide='ignore', invalid='ignore'):
             result = lsq_linear(self.system, target, bounds=self.bounds, method=method,

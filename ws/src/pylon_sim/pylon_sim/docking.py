@@ -11,9 +11,9 @@ axis_b) is near 1. The states and limits are KSP's ModuleDockingNode defaults:
   ``CAPTURE_MIN_FWD_DOT`` (0.998, about 3.6°) and a relative speed of the contact points
   below ``CAPTURE_MAX_RVEL`` (0.3 m/s): ``Docked (docker)`` on the active vessel's port,
   ``Docked (dockee)`` on the other;
-- undocking pushes the two apart with ``UNDOCK_EJECTION_FORCE`` (10 kN for one physics
-  step) and leaves both ports in ``Disengage`` until they are more than
-  ``MIN_DISTANCE_TO_REENGAGE`` (1 m) apart, then ``Ready``.
+- undocking pushes the two apart with ``UNDOCK_EJECTION_FORCE`` (10 kN for the frame's
+  integrated step, ``topology.push_impulse``) and leaves both ports in ``Disengage``
+  until they are more than ``MIN_DISTANCE_TO_REENGAGE`` (1 m) apart, then ``Ready``.
 """
 
 from __future__ import annotations

@@ -2,14 +2,18 @@
 
 Time model. One loop iteration is one game frame and one physics step
 (``physics_step``, 0.02 s of simulator clock). Everything the mod times by the wall clock
-(send rates, and later lease durations, command timeouts, acquisition windows) runs on the
-simulator's own clock, which advances ``rate`` times faster than real time; UT advances
-with physics (``physics_step`` x warp per frame, not at all while paused). ``rate`` 1 is
-real time; ``rate`` 0 runs frames back to back (as fast as possible) for simulator-only
-tests and benchmarks. ROS nodes in the loop faster than real time run on its game time
-(``use_sim_time``); a controller among them can hold the clock back with
-``lockstep_lead`` (``Simulator.hold``), so a late controller delays the game instead of
-steering it from the past.
+(send rates, lease durations, command timeouts, acquisition windows) runs on the
+simulator's own clock; UT advances with physics (``physics_step`` x warp per frame, not
+at all while paused). ``pace`` (``--rate``) keeps the clock at most ``rate`` times real
+time: it sleeps while ahead, and after slow frames runs the next ones back to back until
+it has caught up (it never skips a frame, so a machine too slow for ``rate`` runs
+slower). ``rate`` 1 is real time; ``rate`` 0 runs frames back to back (as fast as
+possible) for simulator-only tests and benchmarks. ROS nodes in the loop faster than real
+time run on its game time (``use_sim_time``); a controller among them can hold the clock
+back with ``lockstep_lead`` (``--lockstep-lead``, ``Simulator.hold``: no frame runs until
+its next body wrench, at most ``LOCKSTEP_WAIT_WALL_SEC`` of wall time, and the wait does
+not count against the pace), so a late controller delays the game instead of steering it
+from the past.
 """
 
 from __future__ import annotations
@@ -238,7 +242,7 @@ class Simulator:
             main_body=vessel.body.name, available=self.available,
             body_relative_position=(float(relative[0]), float(relative[1]),
                                     float(relative[2])),
-            max_speed=speed, dt=self.world.physics_step * self.world.warp_rate,
+            max_speed=speed, dt=self.world.frame_step,
             ut=self.world.ut)
         if reset or first:
             self._on_reset(first)
@@ -360,7 +364,7 @@ class Simulator:
         self._undock()
         vessel = self.world.active
         force, torque, self._answers = self.control.tick(
-            vessel, self.clock, self.world.physics_step * self.world.warp_rate)
+            vessel, self.clock, self.world.frame_step)
         return Acting(vessel.key, force, torque, self.control.typed(vessel).wheel_inputs(),
                       self.control)
 
@@ -400,8 +404,7 @@ class Simulator:
                                           tuple(float(v) for v in vessel.mass.com))
                 payload.update(self.control.actuator_fields(vessel, name))
                 self.emit('pylon_actuator_state', payload)
-            impulse = topology.ejection_impulse(actuator.module,
-                                                self.world.physics_step * self.world.warp_rate)
+            impulse = topology.ejection_impulse(actuator.module, self.world.frame_step)
             new_id = self._new_id()
             new = self.world.separate(vessel.key, actuator.part_index,
                                       f'{vessel.key}:{new_id[:8]}', new_id, impulse)
@@ -488,7 +491,8 @@ class Simulator:
 
         The part of the pair further from the root leaves with everything beyond it, as
         the vessel it was before docking (its id, key and name) when the simulator docked
-        it, pushed off with ``docking.UNDOCK_EJECTION_FORCE`` for one step; both ports
+        it, pushed off with ``docking.UNDOCK_EJECTION_FORCE`` for the frame's integrated step
+        (``World.frame_step``, as a separator's ejection); both ports
         are then ``Disengage``.
         """
         active = self.world.active
@@ -502,7 +506,8 @@ class Simulator:
             child = b if parts[b].parent == a else a
             key, identity = self.docked_identity.pop(parts[child].persistent_id, (None, None))
             new_id = identity.vessel_id if identity is not None else self._new_id()
-            impulse = -docking.UNDOCK_EJECTION_FORCE * 1000.0 * self.world.physics_step
+            impulse = -topology.push_impulse(docking.UNDOCK_EJECTION_FORCE,
+                                             self.world.frame_step)
             new = self.world.separate(active.key, child, key or f'{active.key}:{new_id[:8]}',
                                       new_id, impulse, identity)
             self.control.topology_changed(active, [active, new])

@@ -137,7 +137,7 @@ class Scenario:
     active: str
     vessels: tuple[VesselStart, ...]
     bodies: dict[str, Body] = field(default_factory=dict)
-    terrains: dict[str, SiteTerrain] = field(default_factory=dict)   # by body name
+    terrain: SiteTerrain | None = None   # the ``terrain:`` block's site (one body's)
     vehicles: tuple[str, ...] = ()
     task: Task | None = None
 
@@ -488,10 +488,10 @@ def _features(reader: _Reader, key: str, patch: float, clear: float) -> dict:
     return values
 
 
-def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
-    """Return the scenario's terrains by body (the ``terrain:`` block), checked."""
+def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> SiteTerrain | None:
+    """Return the scenario's terrain (the ``terrain:`` block), checked; None without one."""
     if not top.has('terrain'):
-        return {}
+        return None
     reader = top.sub('terrain')
     reader.check_keys(('body', 'latitude', 'longitude', 'radius', 'seed', 'clear_radius',
                        'craters', 'boulders'))
@@ -517,7 +517,7 @@ def _terrain(top: _Reader, bodies: dict[str, Body], vessels: tuple) -> dict:
                          f'{where.altitude} m puts the centre of mass {-clearance:.2f} m '
                          'below the terrain there')
             _check_parts_above(top, i, vessel, terrain, body)
-    return {body.name: terrain}
+    return terrain
 
 
 def _lowest_points(vessel: VesselStart, body: Body) -> list[tuple[int, np.ndarray, float]]:
@@ -605,7 +605,7 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
         path=path, start_ut=top.number('start_ut', 0.0, low=0.0),
         physics_step=top.number('physics_step', 0.02, low=0.001, high=0.1),
         active=active, vessels=vessels, bodies=bodies,
-        terrains=_terrain(top, bodies, vessels), vehicles=vehicles or (active,),
+        terrain=_terrain(top, bodies, vessels), vehicles=vehicles or (active,),
         task=_task(top, keys))
 
 

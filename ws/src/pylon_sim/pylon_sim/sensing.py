@@ -246,9 +246,10 @@ class Sensing:
         The scenario's terrain (one site) lies on its own body, centred where that body is
         at ``ut`` (the Mun moves); without one it is Kerbin's bare sphere.
         """
-        if not self.world.scenario.terrains:
+        site = self.world.scenario.terrain
+        if site is None:
             return st.Terrain(np.zeros(3), KERBIN.radius), occluders
-        [(name, site)] = self.world.scenario.terrains.items()
+        name = site.spec.body
         body = self.world.scenario.bodies[name]
         center = body_center(name, ut)
         to_fixed = body_fixed_rotation(body, ut)

@@ -18,7 +18,6 @@ from pylon_protocol import frames, rotations
 from pylon_sim import power, thermal
 from pylon_sim.bodies import air_density, body_fixed_rotation, enu_rotation, geodetic_from_fixed
 from pylon_sim.ksp_view import KspView
-from pylon_sim.physics import altitude
 from pylon_sim.vessel import LOADED_RANGE_M
 from pylon_sim.world import SimVessel, World
 
@@ -301,8 +300,3 @@ def session(world: World, envelope_vessel_id: str, available: bool, paused: bool
         'paused': paused, 'packed': packed, 'warpRate': world.warp_rate,
         'physicsWarp': world.warp_mode == 'physics' and world.warp_rate > 1.0,
     }
-
-
-def altitude_of(vessel: SimVessel) -> float:
-    """Return the vessel's altitude above its body's sphere."""
-    return altitude(vessel.body, vessel.state.position)

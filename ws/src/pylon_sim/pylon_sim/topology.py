@@ -33,12 +33,21 @@ CONTROL_MODULE = 'command'
 DEFAULT_EJECTION_FORCE_KN = 100.0   # a separator's ``ejection_force`` without a setting
 
 
+def push_impulse(force_kn: float, dt: float) -> float:
+    """Return the impulse, N s, of a push of ``force_kn`` (kN) for one integrated step.
+
+    ``dt`` is the step the frame integrates (``World.frame_step``: ``physics_step`` x the
+    physics warp rate), so a push gives the same momentum at every warp rate.
+    """
+    return float(force_kn) * 1000.0 * dt
+
+
 def ejection_impulse(module, dt: float) -> float:
     """Return a separator's impulse, N s: its ``ejection_force`` (kN) for one step ``dt``."""
     force = module.get('ejection_force', DEFAULT_EJECTION_FORCE_KN)
     if isinstance(force, bool) or not isinstance(force, int | float) or not force >= 0.0:
         force = DEFAULT_EJECTION_FORCE_KN
-    return float(force) * 1000.0 * dt
+    return push_impulse(force, dt)
 
 
 class NothingBeyondError(ValueError):

@@ -69,7 +69,8 @@ Separators (modules ``decoupler``, ``fairing``, ``launch_clamp``)
     (``nothing_beyond``, nothing changes); ``separate: false`` changes nothing. A fired
     separator reports separated and not available. Splitting the vessel is the caller's
     business: ``take_fired`` hands over the separators fired since the last call, once.
-    The impulse of the split is the module's ``ejection_force`` (kN) for one physics step.
+    The impulse of the split is the module's ``ejection_force`` (kN) for the frame's
+    integrated step (``topology.push_impulse``).
 
 Docking ports (module ``docking_port``, ``pylon_docking_port_command``)
     Action 1 selects this port's camera; one docking camera streams at a time, so

@@ -33,23 +33,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-import math
 
 import numpy as np
 from pylon_protocol import names, packets
 from pylon_protocol.envelope import Envelope
-from pylon_protocol.packets import (
-    MAX_COMMAND_TIMEOUT_SEC,
-    MIN_COMMAND_TIMEOUT_SEC,
-    MOD_DEFAULT_COMMAND_TIMEOUT_SEC,
-)
 
 from pylon_sim import allocation, safety
 from pylon_sim.authority import ControlAuthority, Decision
 from pylon_sim.flight_control import FlightControl, stock_input_wrench
 from pylon_sim.safety import SafetyLimits
 from pylon_sim.separation_journal import operation_of, refusal, SeparationJournal
-from pylon_sim.typed_actuators import ACCEPTED, TypedActuators
+from pylon_sim.typed_actuators import ACCEPTED, clamp_timeout, TypedActuators
 from pylon_sim.vessel import mass_properties, RESOURCE_DENSITY
 from pylon_sim.world import SimVessel
 
@@ -130,14 +124,6 @@ def _module_thrust(nozzles: list[allocation.Nozzle], thrust) -> dict[str, float]
     return out
 
 
-def clamp_timeout(value: object) -> float:
-    """Return a command timeout as the mod applies it: 0.05–10 s, 0.5 s if unusable."""
-    if not isinstance(value, int | float) or isinstance(value, bool) \
-            or not math.isfinite(value) or value <= 0.0:
-        return MOD_DEFAULT_COMMAND_TIMEOUT_SEC
-    return min(max(float(value), MIN_COMMAND_TIMEOUT_SEC), MAX_COMMAND_TIMEOUT_SEC)
-
-
 def wire_wrench(force, torque) -> dict:
     """Return a wrench as the wire writes it."""
     return {'force': [float(v) for v in force], 'torque': [float(v) for v in torque]}
@@ -180,7 +166,9 @@ class VehicleManager:
         self.engine_thrust: dict[str, float] = {}   # N per engine, last tick
         self.sas_torque = ZERO                      # N·m, the stock SAS's, last tick
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
-        self.zeroed_at: float | None = None   # clock at which the applied wrench became zero
+        # clock of the last fail-safe stop: a tick with neither a wrench nor flight inputs in
+        # force after one that applied a wrench (what acts stays: stock engines, the SAS)
+        self.zeroed_at: float | None = None
         self.authority_command_at: float | None = None  # clock of the last authority command
         self.held = False     # a mission not started (or finished): every command refused
         self.unbacked_steps = 0               # steps that pushed without backing (``_audit``)
@@ -548,7 +536,9 @@ class VehicleManager:
         wheel = ZERO
         self.rcs_thrust = {}
         if flight is None:
-            self._apply_zero(now)
+            if np.any(self.applied[0]) or np.any(self.applied[1]):
+                self.zeroed_at = now
+            self.last_allocation = None
         else:
             stock = stock_input_wrench(flight.pitch, flight.yaw, flight.roll, allocator)
             force, torque = force + stock.force, torque + stock.torque - stock.wheel_torque
@@ -699,13 +689,6 @@ class VehicleManager:
             'refused': {f'{kind}:{reason}': count
                         for (kind, reason), count in self.refused.items()},
         }
-
-    def _apply_zero(self, now: float) -> None:
-        if np.any(self.applied[0]) or np.any(self.applied[1]):
-            self.zeroed_at = now
-        self.measured = (ZERO, ZERO)
-        self.applied = (ZERO, ZERO)
-        self.last_allocation = None
 
     def _status(self, identity: dict, accepted: bool, reason: str, vessel: SimVessel, *,
                 command: WrenchCommand | None = None, allocated=None, achieved=None) -> Packet:

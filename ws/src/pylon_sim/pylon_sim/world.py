@@ -156,7 +156,13 @@ class World:
 
     def terrain_of(self, body_name: str) -> SiteTerrain | None:
         """Return the body's terrain (body-fixed, the scenario's ``terrain:``) or None."""
-        return self.scenario.terrains.get(body_name)
+        site = self.scenario.terrain
+        return site if site is not None and site.spec.body == body_name else None
+
+    @property
+    def frame_step(self) -> float:
+        """Return the time one physics frame integrates, s: ``physics_step`` x warp rate."""
+        return self.physics_step * self.warp_rate
 
     @property
     def on_rails(self) -> bool:
@@ -206,8 +212,8 @@ class World:
         beyond_res = topology.split_resources(vessel.resources, cut.beyond_indices)
         kept_mass = mass_properties(cut.kept, kept_res)
         beyond_mass = mass_properties(cut.beyond, beyond_res)
-        identity = np.array([0.0, 0.0, 0.0, 1.0])
-        pieces = (topology.Piece(kept_mass, identity, -1.0),
+        unrotated = np.array([0.0, 0.0, 0.0, 1.0])    # the kept piece keeps its axes
+        pieces = (topology.Piece(kept_mass, unrotated, -1.0),
                   topology.Piece(topology.in_frame(beyond_mass, cut.origin, cut.rotation),
                                  cut.rotation, 1.0))
         axis = rotations.rotate(cut.rotation, (1.0, 0.0, 0.0))
@@ -258,7 +264,7 @@ class World:
         ``wheel_commands`` a vessel key to ``TypedActuators.wheel_inputs`` (stock wheels
         when absent).
         """
-        dt = self.physics_step * self.warp_rate
+        dt = self.frame_step
         forces = forces or {}
         wheel_commands = wheel_commands or {}
         focus = self.focus
@@ -344,7 +350,8 @@ class WorldView:
     """One game's view of a shared world: the world, with the game's own active vessel.
 
     Everything but ``active_key`` and ``active`` is the world's (vessels, UT, warp, the
-    physics step, terrain); the world's ``reset`` puts the view back on its ``home``.
+    physics step, terrain), passed through by the properties and methods below, the part
+    of ``World`` a game uses; the world's ``reset`` puts the view back on its ``home``.
     """
 
     def __init__(self, world: World, home: str) -> None:
@@ -358,9 +365,79 @@ class WorldView:
         """Return this game's active vessel."""
         return self.world.vessels[self.active_key]
 
-    def __getattr__(self, name: str):
-        """Return the shared world's attribute ``name``."""
-        return getattr(self.world, name)
+    @property
+    def scenario(self) -> Scenario:
+        """Return the shared world's scenario."""
+        return self.world.scenario
+
+    @property
+    def physics_step(self) -> float:
+        """Return the shared world's physics step, s."""
+        return self.world.physics_step
+
+    @property
+    def frame_step(self) -> float:
+        """Return the time one physics frame integrates, s (``World.frame_step``)."""
+        return self.world.frame_step
+
+    @property
+    def ut(self) -> float:
+        """Return the shared world's UT."""
+        return self.world.ut
+
+    @property
+    def vessels(self) -> dict[str, SimVessel]:
+        """Return every vessel of the shared world by key."""
+        return self.world.vessels
+
+    @property
+    def warp_rate(self) -> float:
+        """Return the shared world's warp rate."""
+        return self.world.warp_rate
+
+    @property
+    def warp_mode(self) -> str:
+        """Return the shared world's warp mode (``physics`` or ``rails``)."""
+        return self.world.warp_mode
+
+    @property
+    def focus(self) -> set[str]:
+        """Return the keys of every game's active vessel (``World.focus``)."""
+        return self.world.focus
+
+    @property
+    def on_rails(self) -> bool:
+        """Tell whether on-rails warp packs every vessel (``World.on_rails``)."""
+        return self.world.on_rails
+
+    def find(self, key_or_id: str) -> SimVessel:
+        """Return a vessel by scenario key or vessel id (``World.find``)."""
+        return self.world.find(key_or_id)
+
+    def terrain_of(self, body_name: str) -> SiteTerrain | None:
+        """Return the body's terrain or None (``World.terrain_of``)."""
+        return self.world.terrain_of(body_name)
+
+    def is_packed(self, vessel: SimVessel) -> bool:
+        """Tell whether KSP has the vessel on rails (``World.is_packed``)."""
+        return self.world.is_packed(vessel)
+
+    def set_warp(self, rate: float, mode: str) -> None:
+        """Select the shared world's warp (``World.set_warp``)."""
+        self.world.set_warp(rate, mode)
+
+    def reset(self) -> None:
+        """Put the shared world back at the scenario's start (``World.reset``)."""
+        self.world.reset()
+
+    def separate(self, key: str, separator: int, new_key: str, new_vessel_id: str,
+                 impulse: float, identity: VesselSpec | None = None) -> SimVessel:
+        """Split a vessel of the shared world (``World.separate``)."""
+        return self.world.separate(key, separator, new_key, new_vessel_id, impulse, identity)
+
+    def dock(self, key: str, other_key: str, port: int, other_port: int) -> SimVessel:
+        """Join two vessels of the shared world (``World.dock``)."""
+        return self.world.dock(key, other_key, port, other_port)
 
 
 def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:

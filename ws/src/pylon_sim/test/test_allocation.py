@@ -1,6 +1,8 @@
 """Wrench allocation: geometry, exact feasible solves, optimal infeasible ones, ratios."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 from pylon_sim import allocation as al
@@ -577,3 +579,12 @@ def test_the_orbit_rcs_blocks_list_the_default_rv105_layout():
     assert [p.tolist() for p, _ in z_listed] == [p.tolist() for p, _ in default]
     [(origin, _)] = al.rcs_layout({'use_z_axis': True})
     assert origin.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_scipy_optimize_is_loaded_only_for_the_fallback():
+    # the active-set solver is the default: its fallback's import waits until it is needed
+    code = ('import sys, pylon_sim.allocation, pylon_sim.runtime; '
+            'print("scipy.optimize" in sys.modules)')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            check=True, timeout=60)
+    assert result.stdout.strip() == 'False'

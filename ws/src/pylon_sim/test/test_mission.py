@@ -2,10 +2,13 @@
 
 import json
 from pathlib import Path
+import re
 
 import numpy as np
 from pylon_protocol import management, packets
+from pylon_sim import world as world_module
 from pylon_sim.scenario import load_scenario, ScenarioError
+from pylon_sim.world import World, WorldView
 from pylon_testing.scenarios import write_scenario
 import pytest
 import yaml
@@ -199,3 +202,18 @@ def test_vehicles_and_task_are_checked_at_load(tmp_path):
                                   'hold_sec': -1}}, 'must be > 0')):
         with pytest.raises(ScenarioError, match=match):
             load_scenario(write({'top': top}))
+
+
+def test_a_view_offers_every_world_attribute_the_games_read():
+    # a game's modules read its world by name: each name must be a member of WorldView
+    source = Path(world_module.__file__).parent
+    read = set()
+    for path in source.glob('*.py'):
+        if path.name not in ('world.py', 'mission.py'):    # those hold the World itself
+            read |= set(re.findall(r'\bworld\.([a-z_]+)\b', path.read_text(encoding='utf-8')))
+    read.discard('step')          # runtime.advance steps the World itself, not a view
+    view = World(load_scenario('rendezvous')).view('chaser')
+    assert read >= {'active', 'ut', 'vessels', 'separate', 'frame_step'}
+    assert [name for name in sorted(read) if not hasattr(view, name)] == []
+    assert view.ut == view.world.ut and view.vessels is view.world.vessels
+    assert not hasattr(WorldView, '__getattr__')

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 from pylon_protocol import packets
+from pylon_sim import docking
 from pylon_sim.scenario import load_scenario
 import pytest
 import yaml
@@ -173,3 +174,48 @@ def test_a_wheel_that_left_with_a_separated_part_is_refused_as_unknown(harness):
     assert answers.count('unknown_actuator') == 1
     assert h.sim.control.typed(rover).state_fields('wheel_7700002_0')['commandActive']
     assert h.sim.control.last_reason in packets.AUTHORITY_REASONS   # not the refusal
+
+
+def record_parting(world, monkeypatch) -> list[tuple[float, float, float]]:
+    """Record each split's (parting speed, mass kept, mass beyond) right after it."""
+    seen = []
+    split = world.separate
+
+    def recording(key, *args, **kwargs):
+        new = split(key, *args, **kwargs)
+        kept = world.vessels[key]
+        speed = float(np.linalg.norm(new.state.velocity - kept.state.velocity))
+        seen.append((speed, kept.mass.mass, new.mass.mass))
+        return new
+    monkeypatch.setattr(world, 'separate', recording)
+    return seen
+
+
+def test_under_physics_warp_a_separator_pushes_for_the_step_integrated(harness, monkeypatch):
+    # a frame integrates physics_step x warp: the ejection force acts for all of it
+    # in orbit: on the ground the ground takes the impulse
+    h = harness('orbit', modules={'sat': {'fuelTankSmall': [
+        {'kind': 'decoupler', 'index': 5, 'ejection_force': 15.0}]}})
+    h.acquire()
+    seen = record_parting(h.sim.world, monkeypatch)
+    h.sim.world.set_warp(4, 'physics')
+    separate(h, name='decoupler_1100003_5', operationId='warped')
+    h.frames(1)
+    [(speed, kept, beyond)] = seen
+    impulse = 15.0 * 1e3 * 0.02 * 4
+    assert speed == pytest.approx(impulse * (1.0 / kept + 1.0 / beyond), rel=1e-3)
+
+
+def test_under_physics_warp_an_undock_pushes_for_the_step_integrated(harness, monkeypatch):
+    h = harness('docking')
+    h.run(14.0)                                   # the scripted approach docks
+    assert len(h.sim.world.vessels) == 1
+    h.acquire()
+    seen = record_parting(h.sim.world, monkeypatch)
+    h.sim.world.set_warp(4, 'physics')
+    h.send('pylon_docking_port_command', name='docking_port_3300002_0', action=3,
+           **h.identity())
+    h.frames(1)
+    [(speed, kept, beyond)] = seen
+    impulse = docking.UNDOCK_EJECTION_FORCE * 1e3 * 0.02 * 4
+    assert speed == pytest.approx(impulse * (1.0 / kept + 1.0 / beyond), rel=1e-3)

@@ -338,14 +338,20 @@ def test_the_most_features_a_terrain_holds_load(tmp_path):
     block = {**BASE, 'radius': 150, 'boulders': {'count': terrain.MAX_FEATURES - 1,
                                                  'radius': [0.1, 0.2],
                                                  'at': [{'east': 5, 'north': 0, 'radius': 0.2}]}}
-    t = load_scenario(str(write(tmp_path, block))).terrains['Kerbin']
+    t = load_scenario(str(write(tmp_path, block))).terrain
     assert len(t.boulders) == terrain.MAX_FEATURES == 300
+
+
+def test_a_scenario_has_one_terrain_or_none(tmp_path):
+    site = load_scenario(str(write(tmp_path, BASE))).terrain
+    assert site.spec.body == 'Kerbin'
+    assert load_scenario('orbit').terrain is None
 
 
 def test_terrain_block_defaults_are_the_terrain_specs(tmp_path):
     block = {'body': 'Kerbin', 'latitude': LAT, 'longitude': LON,
              'craters': {'count': 2}, 'boulders': {'count': 3}}
-    spec = load_scenario(str(write(tmp_path, block))).terrains['Kerbin'].spec
+    spec = load_scenario(str(write(tmp_path, block))).terrain.spec
     assert spec == TerrainSpec('Kerbin', LAT, LON, crater_count=2, boulder_count=3)
     assert (spec.radius, spec.crater_radius, spec.depth_ratio, spec.rim_ratio,
             spec.boulder_radius, spec.buried) == (200.0, (2.0, 10.0), 0.2, 0.04, (0.2, 0.8),
@@ -358,7 +364,7 @@ def test_a_vessel_standing_below_the_terrain_is_refused(tmp_path):
     with pytest.raises(ScenarioError, match=r'vessels\[0\]\.surface\.altitude: 0\.75 m puts '
                                             r'the centre of mass 1\.75 m below the terrain'):
         load_scenario(str(path))
-    assert load_scenario(str(write(tmp_path, block, altitude=3.5))).terrains['Kerbin']
+    assert load_scenario(str(write(tmp_path, block, altitude=3.5))).terrain is not None
 
 
 def test_a_start_with_a_part_inside_the_terrain_is_refused_wheels_within_their_travel(
@@ -366,7 +372,7 @@ def test_a_start_with_a_part_inside_the_terrain_is_refused_wheels_within_their_t
     flat = {**BASE}
     rest = 0.44413                      # the scenario's: the tyres touch the ground
     for altitude in (rest, rest - 0.04):       # 4 cm into the 5 cm of free travel: loads
-        assert load_scenario(str(write(tmp_path, flat, altitude=altitude))).terrains
+        assert load_scenario(str(write(tmp_path, flat, altitude=altitude))).terrain is not None
     with pytest.raises(ScenarioError, match=r'vessels\[0\]\.surface\.altitude: 0\.36413 m '
                        r'puts part 1 \(roverWheel1\) 0\.080 m inside the terrain \(its wheel '
                        r'may start 0\.050 m below it\)'):

@@ -159,7 +159,7 @@ def test_a_newer_command_replaces_the_override_and_its_timeout(typed):
 
 @pytest.mark.parametrize('given, applied', [(0.0, 0.5), (-1.0, 0.5), (math.nan, 0.5),
                                             (None, 0.5), (0.01, 0.05), (3.0, 3.0),
-                                            (100.0, 10.0)])
+                                            (100.0, 10.0), (0.2, 0.2), (True, 0.5)])
 def test_timeout_clamp(given, applied):
     assert clamp_timeout(given) == applied
 

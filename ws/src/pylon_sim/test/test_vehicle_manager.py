@@ -150,10 +150,9 @@ def test_the_audit_counts_a_step_that_pushes_without_backing(vessel, monkeypatch
     assert broken.status()['unbacked_steps'] == 2
 
 
-@pytest.mark.parametrize('given, used', [(0.2, 0.2), (0.0, 0.5), (20.0, 10.0), (0.01, 0.05),
-                                         (float('nan'), 0.5), (True, 0.5)])
-def test_timeouts_are_clamped_as_the_mod_does(given, used):
-    assert clamp_timeout(given) == used
+def test_a_body_wrench_timeout_is_clamped_by_the_typed_commands_rule():
+    # one rule for every command timeout (its cases: test_typed_actuators.test_timeout_clamp)
+    assert clamp_timeout is typed_actuators.clamp_timeout
 
 
 def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(vessel):
