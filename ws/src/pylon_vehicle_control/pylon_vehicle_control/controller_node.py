@@ -17,7 +17,7 @@ wires them to topics and a timer of ``command_period_sec``:
 - outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
   (exact zeros when disarmed or IDLE, and for a step whose state is older than
   ``state_max_age_sec``: a late estimate would steer with the rate of a past moment), and
-  ``~/diagnostics`` (``stale_state_steps`` counts those steps).
+  ``~/diagnostics`` (``stale_state_steps`` counts those steps), also on ``/diagnostics``.
 
 A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
 frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
@@ -131,7 +131,8 @@ class ControllerNode(Node):
                                             topics.qos(key, reader=True))
         self.authority_pub = publisher(ControlAuthorityCommand, 'control/authority/command')
         self.wrench_pub = publisher(BodyWrenchCommand, 'control/wrench_command')
-        self.diag_pub = publisher(DiagnosticArray, 'controller/diagnostics')
+        self.diag_pubs = (publisher(DiagnosticArray, 'controller/diagnostics'),
+                          publisher(DiagnosticArray, topics.ROS_DIAGNOSTICS))
         self.subs = [
             subscription(VesselLifecycle, 'lifecycle', self._on_lifecycle),
             subscription(ControlAuthorityState, 'control/authority/state', self._on_authority),
@@ -318,7 +319,8 @@ class ControllerNode(Node):
                                           for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(array)
+        for pub in self.diag_pubs:
+            pub.publish(array)
 
     def release(self) -> None:
         """Send ACTION_RELEASE when a lease is held (on shutdown)."""

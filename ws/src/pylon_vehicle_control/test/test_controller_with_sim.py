@@ -12,7 +12,7 @@ configuration (real time, the steady clock); ``tests/test_native_demo.py`` has t
 
 import math
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
 from pylon_common import topics
@@ -230,6 +230,7 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
         ros_process(['attitude_estimator'], name='estimator')
         ros_process(SEED_001, name='controller')
         user = User(ros_node, 'my_controller', '/my_controller/setpoint')
+        user.add('ros_diag', topics.name(topics.ROS_DIAGNOSTICS), DiagnosticArray, RELIABLE)
         wanted = _contract_subscriptions(topics.SETPOINT_CONTROLLER,
                                          setpoint='/my_controller/setpoint') - {'/clock'}
         user.until(lambda: subscriptions_of(ros_node, topics.SETPOINT_CONTROLLER) == wanted,
@@ -250,6 +251,29 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
     feedback = [m for m in user.messages('feedback', since)
                 if m.controller_id == user.controller_id and m.accepted]
     assert any(vector_of(m.requested.torque) != (0.0, 0.0, 0.0) for m in feedback)  # pushed
+    if not sim_time:
+        _check_ros_diagnostics(user)
+
+
+def _check_ros_diagnostics(user):
+    """Check the controller's and the bridge's reports on /diagnostics: name, id, level."""
+    def statuses(name):
+        return [s for m in user.got['ros_diag'] for s in m.status if s.name == name]
+    user.until(lambda: statuses('setpoint_controller') and statuses('pylon_bridge: session'),
+               "the controller's and the bridge's reports on /diagnostics")
+    controller = statuses('setpoint_controller')
+    assert {s.hardware_id for s in controller} == {'my_controller'}
+    for status in controller:                  # OK while it owns the lease, WARN otherwise
+        phase = {kv.key: kv.value for kv in status.values}['phase']
+        assert status.level == (DiagnosticStatus.OK if phase == 'owned'
+                                else DiagnosticStatus.WARN), (phase, status.level)
+    assert controller[-1].level == DiagnosticStatus.OK
+    bridge = [s for m in user.got['ros_diag'] for s in m.status
+              if s.name.startswith('pylon_bridge: ')]
+    assert {s.hardware_id for s in bridge} == {'udp_bridge'}
+    session = statuses('pylon_bridge: session')[-1]
+    assert session.level == DiagnosticStatus.OK
+    assert {kv.key: kv.value for kv in session.values}['state'] in ('ACTIVE', 'CHANGED')
 
 
 def _contract_subscriptions(node, namespace='/', prefix='/ksp_vessel', setpoint=None):
