@@ -4,7 +4,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from pylon_common.parameters import checked
+from pylon_common.parameters import checked, file_section
 from pylon_vehicle_control import controller_params, evaluator_node
 from pylon_vehicle_control.control_law import ControlParams
 import pytest
@@ -16,7 +16,7 @@ YAML = ROOT / 'config' / 'setpoint_controller.yaml'
 
 def test_yaml_lists_every_parameter_with_its_default():
     data = yaml.safe_load(YAML.read_text(encoding='utf-8'))
-    values = data['setpoint_controller']['ros__parameters']
+    values = data[file_section('setpoint_controller')]['ros__parameters']
     assert list(values) == list(controller_params.PARAMETER_NAMES)
     for row in controller_params.PARAMETERS:
         value = values[row.name]
