@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 
 from pylon_common import mission, topics
+from pylon_common.parameters import section_node
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.admin import ADMIN_PORT
@@ -218,7 +219,7 @@ def overlay_nodes(path: Path) -> set[str]:
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, Mapping):
         raise ValueError(f'{path}: not a ROS parameter file (a mapping of node names)')
-    return {str(key).lstrip('/') for key in data}
+    return {section_node(key) for key in data}
 
 
 def overlay_parameters(path: Path) -> dict[str, dict[str, object]]:
@@ -227,7 +228,7 @@ def overlay_parameters(path: Path) -> dict[str, dict[str, object]]:
     result: dict[str, dict[str, object]] = {}
     for node, section in data.items():
         params = (section or {}).get('ros__parameters', {}) or {}
-        result[str(node).lstrip('/')] = dict(_flatten(params))
+        result[section_node(node)] = dict(_flatten(params))
     return result
 
 

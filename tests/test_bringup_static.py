@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 
+from pylon_common.parameters import file_section
 from pylon_testing.plan import load_components
 import pytest
 import yaml
@@ -77,7 +78,8 @@ def test_every_base_parameter_file_exists_or_is_being_written():
                 continue  # written with the controller/estimator nodes (same issue)
             assert (ROOT / name).is_file(), name
             data = yaml.safe_load((ROOT / name).read_text())
-            assert set(data) <= set(comp.node_names) | {'/**'}, name
+            # keyed for every namespace (pylon_common.parameters.ANY_NAMESPACE)
+            assert set(data) <= {file_section(n) for n in comp.node_names} | {'/**'}, name
             for section in data.values():
                 assert 'ros__parameters' in section, name
 
@@ -134,6 +136,8 @@ def test_overlay_keys_are_parameters_of_their_base(overlay):
     from pylon_bridge import config
     bridge = {o.name for o in config.OPTIONS}
     nodes = {n: c for c in pc.COMPONENTS.values() for n in c.node_names}
+    keys = set(yaml.safe_load(overlay.read_text()))
+    assert keys <= {file_section(n) for n in nodes} | {'/**'}, (overlay.name, keys)
     for node, params in pc.overlay_parameters(overlay).items():
         assert node in nodes, f'{overlay.name}: no component runs a node {node!r}'
         if node == 'udp_bridge':

@@ -20,6 +20,7 @@ import time
 import traceback
 
 from diagnostic_msgs.msg import DiagnosticArray
+from pylon_common import topics
 from pylon_interfaces.msg import (
     BodyWrenchCommand,
     ControlAuthorityCommand,
@@ -313,7 +314,7 @@ class UdpBridge(Node):
     def _on_diagnostics(self) -> None:
         with self.lock:
             msg = self._diagnostics()
-            self._apply([Publish('diagnostics', msg)])
+            self._apply([Publish('diagnostics', msg), Publish(topics.ROS_DIAGNOSTICS, msg)])
 
     def _diagnostics(self) -> DiagnosticArray:
         published = self.core.stats.published

@@ -200,6 +200,33 @@ def topic_name_problem(name: str) -> str:
     return ''
 
 
+# -- parameter files ------------------------------------------------------------------------
+
+ANY_NAMESPACE = '/**/'
+"""How a shipped parameter file keys a node's section: ``/**/setpoint_controller``.
+
+ROS matches a section's key against the node's fully qualified name: a bare
+``setpoint_controller`` is ``/setpoint_controller`` and misses the same node started under
+a namespace (``-r __ns:=/vehicle_2``, as the topic contract advertises), which then runs on
+its defaults without a word. ``/**/<node>`` matches the node in every namespace (the root
+one too) and still only that node; ``/**`` alone would hand every section of an overlay
+(which may address the bridge and the controller at once) to every node given the file."""
+
+
+def file_section(node: str) -> str:
+    """Return the key of ``node``'s section in a parameter file (``ANY_NAMESPACE``)."""
+    return ANY_NAMESPACE + node
+
+
+def section_node(key: object) -> str:
+    """Return the node name a parameter file's section key addresses.
+
+    ``/**/setpoint_controller``, ``/vehicle_2/setpoint_controller`` and
+    ``setpoint_controller`` give ``setpoint_controller``; ``/**`` gives ``**`` (every node).
+    """
+    return str(key).rstrip('/').rsplit('/', 1)[-1]
+
+
 # -- ROS ------------------------------------------------------------------------------------
 
 def descriptor(row: Parameter) -> Any:

@@ -17,6 +17,10 @@ resolves them in the node's namespace. With relative prefixes (``topic_prefix:=k
 a whole stack follows a namespace (``--ros-args -r __ns:=/vehicle_2``), and ROS remapping
 (``-r /ksp_vessel/imu/data_raw:=/my/imu``) works on every resolved name as usual.
 
+Every node that reports diagnostics publishes each report twice: on its own topic (the
+bridge's ``/pylon/diagnostics``, the controller's ``~/diagnostics``) and on the global
+``/diagnostics`` (``ROS_DIAGNOSTICS``), where ROS tools look.
+
 Per-sensor and per-port topics carry ``{id}`` in their name (``star_tracker/{id}/state``).
 Plain data: nothing here imports rclpy.
 """
@@ -115,6 +119,9 @@ NEWEST = f'{SPECIFIED}; newest sample wins'
 NO_REPLAY = f'{SPECIFIED}; no command lost, none replayed'
 
 _CONTROL = (SETPOINT_CONTROLLER,)
+ROS_DIAGNOSTICS = 'ros_diagnostics'
+"""``/diagnostics``: every node's DiagnosticArray also goes there (each status with its
+name, hardware_id and level), besides the node's own diagnostics topic."""
 _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
               ('rcs', 'Rcs'), ('separation', 'Separation'))
 
@@ -139,6 +146,9 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             f'{SPECIFIED}; {LATE_JOINER}', namespace=BRIDGE),
     _bridge('diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
             'DEFAULT_STREAM', NO_SPEC, namespace=BRIDGE),
+    _bridge(ROS_DIAGNOSTICS, '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
+            'DEFAULT_STREAM', f'{NO_SPEC}; the ROS convention: diagnostic_aggregator and '
+            'rqt_robot_monitor read it', namespace=GLOBAL, writers=_CONTROL),
     _bridge('lifecycle', 'lifecycle', _MSG + 'VesselLifecycle', 'LATCHED',
             f'{SPECIFIED}; {LATE_JOINER}', readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',

@@ -5,9 +5,11 @@ from pylon_common.parameters import (
     checked,
     declare,
     descriptor,
+    file_section,
     Parameter,
     resolve,
     Retired,
+    section_node,
     topic_name_problem,
 )
 import pytest
@@ -97,3 +99,12 @@ def test_a_value_out_of_range_stops_the_declaration(ros_node):
             declare(node, ROWS)
     finally:
         node.destroy_node()
+
+
+@pytest.mark.parametrize('key, node', [
+    ('/**/setpoint_controller', 'setpoint_controller'), ('setpoint_controller',
+                                                           'setpoint_controller'),
+    ('/vehicle_2/udp_bridge', 'udp_bridge'), ('/**', '**'), ('/*/x', 'x')])
+def test_a_file_section_names_its_node(key, node):
+    assert section_node(key) == node
+    assert file_section(node) == f'/**/{node}' and section_node(file_section(node)) == node

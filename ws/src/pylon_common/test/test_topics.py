@@ -86,7 +86,10 @@ def test_who_publishes_and_subscribes_what():
         'lifecycle', 'imu', 'robot_description', 'control/authority/state',
         'control/wrench_feedback', 'setpoint', 'odometry'}
     assert set(topics.published_by(topics.SETPOINT_CONTROLLER)) == {
-        'control/authority/command', 'control/wrench_command', 'controller/diagnostics'}
+        'control/authority/command', 'control/wrench_command', 'controller/diagnostics',
+        topics.ROS_DIAGNOSTICS}
+    assert set(topics.published_by(topics.UDP_BRIDGE)) >= {'diagnostics', topics.ROS_DIAGNOSTICS}
+    assert topics.name(topics.ROS_DIAGNOSTICS, 'ksp_vessel', 'pylon') == '/diagnostics'
     assert set(topics.subscribed_by(topics.ATTITUDE_ESTIMATOR)) == {
         'lifecycle', 'imu', 'star_tracker/state'}
     assert set(topics.published_by(topics.ATTITUDE_ESTIMATOR)) == {'odometry', 'tf'}

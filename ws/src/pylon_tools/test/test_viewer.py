@@ -4,7 +4,7 @@ from pathlib import Path
 import threading
 
 from pylon_common import qos, topics
-from pylon_common.parameters import checked
+from pylon_common.parameters import checked, file_section
 from pylon_tools import viewer
 from pylon_tools.viewer import Allowlist, Catalogue, Event, Inbox, Interest, Offered, Throttle
 import pytest
@@ -17,7 +17,7 @@ SETPOINT_TYPE = 'pylon_interfaces/msg/ControlSetpoint'
 
 def test_yaml_lists_every_parameter_with_its_default():
     data = yaml.safe_load((ROOT / 'config' / 'pylon_viewer.yaml').read_text(encoding='utf-8'))
-    values = data[topics.VIEWER]['ros__parameters']
+    values = data[file_section(topics.VIEWER)]['ros__parameters']
     assert list(values) == [row.name for row in viewer.PARAMETERS]
     for row in viewer.PARAMETERS:
         assert type(values[row.name]) is type(row.default), row.name

@@ -9,15 +9,15 @@ wires them to topics and a timer of ``command_period_sec``:
 
 - inputs (names from the topic contract, the vessel's under ``topic_prefix``): the
   lifecycle, the authority state, the wrench feedback (only feedback on our own lease),
-  ``~/setpoint`` (ControlSetpoint), the state estimate ``pylon_estimator/odometry``
-  (Odometry; remap it to use another estimator), the IMU (DETUMBLE needs only the body
-  rate, so it works before the estimate exists, e.g. while spinning too fast for the star
-  tracker) and ``robot_description`` (mass and inertia, ``mass_properties``). Never a
-  ground-truth topic.
+  ``setpoint_topic`` (ControlSetpoint; default ``~/setpoint``), the state estimate
+  ``pylon_estimator/odometry`` (Odometry; remap it to use another estimator), the IMU
+  (DETUMBLE needs only the body rate, so it works before the estimate exists, e.g. while
+  spinning too fast for the star tracker) and ``robot_description`` (mass and inertia,
+  ``mass_properties``). Never a ground-truth topic.
 - outputs: authority commands, a BodyWrenchCommand every period while the lease is ours
   (exact zeros when disarmed or IDLE, and for a step whose state is older than
   ``state_max_age_sec``: a late estimate would steer with the rate of a past moment), and
-  ``~/diagnostics`` (``stale_state_steps`` counts those steps).
+  ``~/diagnostics`` (``stale_state_steps`` counts those steps), also on ``/diagnostics``.
 
 A setpoint's orientation is the target rotation ``base_link -> header.frame_id``; the
 frame must be empty, ``kerbol_inertial`` or the estimate's own frame (whose axes are
@@ -106,7 +106,7 @@ class ControllerNode(Node):
         self.last_refusal = ''
         self.last_period: float | None = None
         self.periods: list[float] = []
-        self._wire(p['topic_prefix'])
+        self._wire(p['topic_prefix'], p['setpoint_topic'])
         self.timer = self.create_timer(p['command_period_sec'], self._tick, clock=self.clock)
         self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics,
                                             clock=self.clock)
@@ -117,8 +117,12 @@ class ControllerNode(Node):
             return time.monotonic()
         return self.clock.now().nanoseconds * 1e-9
 
-    def _wire(self, prefix: str) -> None:
-        """Create the publishers and subscriptions, names and QoS from the topic contract."""
+    def _wire(self, prefix: str, setpoint_topic: str) -> None:
+        """Create the publishers and subscriptions, names and QoS from the topic contract.
+
+        The setpoint topic is the ``setpoint_topic`` parameter (the contract's ``~/setpoint``
+        by default), with the contract's QoS.
+        """
         def publisher(msg_type, key):
             return self.create_publisher(msg_type, topics.name(key, prefix), topics.qos(key))
 
@@ -127,12 +131,14 @@ class ControllerNode(Node):
                                             topics.qos(key, reader=True))
         self.authority_pub = publisher(ControlAuthorityCommand, 'control/authority/command')
         self.wrench_pub = publisher(BodyWrenchCommand, 'control/wrench_command')
-        self.diag_pub = publisher(DiagnosticArray, 'controller/diagnostics')
+        self.diag_pubs = (publisher(DiagnosticArray, 'controller/diagnostics'),
+                          publisher(DiagnosticArray, topics.ROS_DIAGNOSTICS))
         self.subs = [
             subscription(VesselLifecycle, 'lifecycle', self._on_lifecycle),
             subscription(ControlAuthorityState, 'control/authority/state', self._on_authority),
             subscription(WrenchFeedback, 'control/wrench_feedback', self._on_feedback),
-            subscription(ControlSetpoint, 'setpoint', self._on_setpoint),
+            self.create_subscription(ControlSetpoint, setpoint_topic, self._on_setpoint,
+                                     topics.qos('setpoint', reader=True)),
             subscription(Odometry, 'odometry', self._on_state),
             subscription(Imu, 'imu', self._on_imu),
             subscription(String, 'robot_description', self._on_model)]
@@ -313,7 +319,8 @@ class ControllerNode(Node):
                                           for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(array)
+        for pub in self.diag_pubs:
+            pub.publish(array)
 
     def release(self) -> None:
         """Send ACTION_RELEASE when a lease is held (on shutdown)."""

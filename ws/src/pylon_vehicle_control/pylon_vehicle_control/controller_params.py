@@ -1,9 +1,9 @@
 """The parameters of ``setpoint_controller``: its node's table and its control law's.
 
 ``NODE_PARAMETERS`` are what the node uses (identity, lease, timing, timeouts, the topic
-prefix); ``LAW_PARAMETERS`` are the gains and limits of ``control_law.ControlParams`` (same
-names, units in the names). ``PARAMETERS`` is both: the node declares every row as a
-read-only ROS parameter (``pylon_common.parameters.declare``), and
+prefix, the setpoint topic); ``LAW_PARAMETERS`` are the gains and limits of
+``control_law.ControlParams`` (same names, units in the names). ``PARAMETERS`` is both: the
+node declares every row as a read-only ROS parameter (``pylon_common.parameters.declare``), and
 ``config/setpoint_controller.yaml`` lists every row with its default (a test keeps the two
 in step). ``RETIRED`` names the parameters that no longer exist and what replaced them.
 
@@ -42,6 +42,9 @@ NODE_PARAMETERS: tuple[Parameter, ...] = (
               'this commands zeros and stays armed (game time: its stamp against the clock; '
               'steady clock: since it arrived)', 0.01, 10.0),
     topics.TOPIC_PREFIX,
+    Parameter('setpoint_topic', topics.name('setpoint'),
+              'the ControlSetpoint topic it flies (~/setpoint: /setpoint_controller/setpoint)',
+              topic=True),
 )
 """What the node uses: identity, lease, timing, timeouts, where the vessel's topics are."""
 
@@ -132,8 +135,6 @@ PARAMETER_NAMES = tuple(row.name for row in PARAMETERS)
 
 _TOPICS = 'its topics come from the topic contract under topic_prefix; remap with --ros-args -r'
 RETIRED = (
-    Retired('setpoint_topic', 'the setpoint topic is ~/setpoint (/setpoint_controller/'
-                              'setpoint); remap with --ros-args -r'),
     Retired('state_topic', "the state input is the estimator's pylon_estimator/odometry; "
                            'remap it with --ros-args -r /pylon_estimator/odometry:=<yours>'),
     Retired('imu_topic', f'{_TOPICS} (<topic_prefix>/imu/data_raw)'),

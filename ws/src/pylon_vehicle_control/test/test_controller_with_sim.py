@@ -12,7 +12,7 @@ configuration (real time, the steady clock); ``tests/test_native_demo.py`` has t
 
 import math
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
 from pylon_common import topics
@@ -78,8 +78,9 @@ def values_of(diagnostics):
 class User(TopicRecorder):
     """The test node: setpoints out; estimate, authority, feedback, truth rates in."""
 
-    def __init__(self, node):
+    def __init__(self, node, controller_id='setpoint_controller', setpoint=SETPOINT):
         super().__init__(node)
+        self.controller_id = controller_id
         self.add('odom', '/pylon_estimator/odometry', Odometry, RELIABLE)
         self.add('authority', '/ksp_vessel/control/authority/state', ControlAuthorityState,
                  LATCHED)
@@ -87,11 +88,11 @@ class User(TopicRecorder):
         self.add('twist', '/ksp_vessel/ground_truth/twist_body', TwistStamped,
                  STREAM)
         self.add('diag', '/setpoint_controller/diagnostics', DiagnosticArray, RELIABLE)
-        self.pub = node.create_publisher(ControlSetpoint, SETPOINT, RELIABLE)
+        self.pub = node.create_publisher(ControlSetpoint, setpoint, RELIABLE)
 
     def owned(self):
         return any(m.state == ControlAuthorityState.STATE_OWNED and
-                   m.controller_id == 'setpoint_controller' for m in self.got['authority'])
+                   m.controller_id == self.controller_id for m in self.got['authority'])
 
     def attitude(self):
         return attitude_of(self.last('odom'))
@@ -116,8 +117,15 @@ class User(TopicRecorder):
         self.until(armed, 'the controller armed by MODE_IDLE')
 
     def fly(self, mode, q, done, what):
-        """Send the setpoint with every new estimate (or body rate) until ``done()``."""
+        """Send the setpoint with every new estimate (or body rate) until ``done()``.
+
+        A stall of this busy machine longer than a timeout disarms the controller, as it
+        should (``test_supervisor.py``); a MODE_IDLE then re-arms it and the flight goes on
+        (whatever the flight asserts, on KSP time, still has to hold).
+        """
         while not done():
+            if self.got['diag'] and values_of(self.last('diag'))['armed'] == 'False':
+                self.arm()
             self.send(mode, q)
             mark = self.mark()
             self.until(lambda mark=mark: len(self.messages('odom', mark)) + len(
@@ -196,21 +204,37 @@ def test_controller_takes_the_lease_and_slews_within_the_rate_limit(
                   m.reason == 'lease_released', what='the lease released on shutdown')
 
 
-@pytest.mark.parametrize('sim_time', [False, True], ids=['real_time_steady_clock',
+SEED_001 = ['setpoint_controller', '--ros-args', '-p', 'controller_id:=my_controller',
+            '-p', 'setpoint_topic:=/my_controller/setpoint']
+"""The controller's command line as the vehicle-control documentation prints it (``ros2 run
+pylon_vehicle_control setpoint_controller`` runs this executable with these arguments)."""
+
+
+@pytest.mark.parametrize('sim_time', [False, True], ids=['real_time_documented_command_line',
                                                          f'rate_{RATE}_game_time'])
 def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_node,
                                                    lean_scenario, sim_time):
+    """On game time; and at real time on the steady clock, started as documented.
+
+    The documented command line names its own controller_id and setpoint topic: the lease
+    is ``my_controller``'s and the setpoints flown are those on ``/my_controller/setpoint``.
+    """
     scenario = lean_scenario(changes={'sat': {'angular_velocity': [0.0, 0.18, -0.24]}})
     if sim_time:            # the nodes run on the game time the bridge publishes on /clock
         game_stack(sim_stack, scenario=scenario)
         ros_process(ESTIMATOR, name='estimator')
         ros_process(CONTROLLER, name='controller')
-    else:                   # the shipped configuration: real time, the steady clock
+        user = User(ros_node)
+    else:                   # the shipped defaults: real time, the steady clock
         sim_stack(scenario=scenario)
         ros_process(['attitude_estimator'], name='estimator')
-        ros_process(['setpoint_controller', '--ros-args', '-p', 'input_timeout_sec:=3.0',
-                     '-p', 'setpoint_timeout_sec:=3.0'], name='controller')
-    user = User(ros_node)
+        ros_process(SEED_001, name='controller')
+        user = User(ros_node, 'my_controller', '/my_controller/setpoint')
+        user.add('ros_diag', topics.name(topics.ROS_DIAGNOSTICS), DiagnosticArray, RELIABLE)
+        wanted = _contract_subscriptions(topics.SETPOINT_CONTROLLER,
+                                         setpoint='/my_controller/setpoint') - {'/clock'}
+        user.until(lambda: subscriptions_of(ros_node, topics.SETPOINT_CONTROLLER) == wanted,
+                   f'the controller reading {sorted(wanted)} (not ~/setpoint)')
     user.until(user.owned, 'the controller owning the lease')
     first = user.wait_for('twist', what='ground truth rates')
     assert rate_of(first) == pytest.approx(0.3, abs=0.01)
@@ -221,12 +245,45 @@ def test_detumble_from_0_3_rad_s_on_the_gyro_alone(sim_stack, ros_process, ros_n
              lambda: rate_of(user.last('twist')) < 0.001, 'the detumble')
     began = stamp_of(user.messages('twist', since)[0])
     assert stamp_of(user.last('twist')) - began < 30.0      # KSP time
+    detumble = str(ControlSetpoint.MODE_DETUMBLE)
+    flown = [m for m in user.messages('diag', since) if values_of(m)['mode'] == detumble]
+    assert flown and all(m.status[0].hardware_id == user.controller_id for m in flown)
+    feedback = [m for m in user.messages('feedback', since)
+                if m.controller_id == user.controller_id and m.accepted]
+    assert any(vector_of(m.requested.torque) != (0.0, 0.0, 0.0) for m in feedback)  # pushed
+    if not sim_time:
+        _check_ros_diagnostics(user)
 
 
-def _contract_subscriptions(node, namespace='/', prefix='/ksp_vessel'):
-    """Return what the contract has ``node`` read, and /clock (use_sim_time: rclpy reads it)."""
-    return {topics.resolved(key, node, namespace, prefix, id='star_tracker_main')
-            for key in (*topics.subscribed_by(node), 'clock')}
+def _check_ros_diagnostics(user):
+    """Check the controller's and the bridge's reports on /diagnostics: name, id, level."""
+    def statuses(name):
+        return [s for m in user.got['ros_diag'] for s in m.status if s.name == name]
+    user.until(lambda: statuses('setpoint_controller') and statuses('pylon_bridge: session'),
+               "the controller's and the bridge's reports on /diagnostics")
+    controller = statuses('setpoint_controller')
+    assert {s.hardware_id for s in controller} == {'my_controller'}
+    for status in controller:                  # OK while it owns the lease, WARN otherwise
+        phase = {kv.key: kv.value for kv in status.values}['phase']
+        assert status.level == (DiagnosticStatus.OK if phase == 'owned'
+                                else DiagnosticStatus.WARN), (phase, status.level)
+    assert controller[-1].level == DiagnosticStatus.OK
+    bridge = [s for m in user.got['ros_diag'] for s in m.status
+              if s.name.startswith('pylon_bridge: ')]
+    assert {s.hardware_id for s in bridge} == {'udp_bridge'}
+    session = statuses('pylon_bridge: session')[-1]
+    assert session.level == DiagnosticStatus.OK
+    assert {kv.key: kv.value for kv in session.values}['state'] in ('ACTIVE', 'CHANGED')
+
+
+def _contract_subscriptions(node, namespace='/', prefix='/ksp_vessel', setpoint=None):
+    """Return what the contract has ``node`` read, and /clock (use_sim_time: rclpy reads it).
+
+    ``setpoint``: the controller's ``setpoint_topic`` in place of the contract's ``~/setpoint``.
+    """
+    names = {key: topics.resolved(key, node, namespace, prefix, id='star_tracker_main')
+             for key in (*topics.subscribed_by(node), 'clock')}
+    return set({**names, **({'setpoint': setpoint} if setpoint else {})}.values())
 
 
 def test_controller_and_estimator_follow_topic_prefix_as_the_contract_says(

@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from pylon_common.parameters import file_section
 from pylon_protocol import rotations
 from pylon_vehicle_control import estimator as est
 from pylon_vehicle_control.estimator import ARCSEC, AttitudeEstimator
@@ -316,7 +317,7 @@ def test_yaml_matches_the_parameter_table():
     from pylon_common.parameters import checked
     from pylon_vehicle_control import estimator_params
     data = yaml.safe_load((ROOT / 'config' / 'attitude_estimator.yaml').read_text())
-    params = data['attitude_estimator']['ros__parameters']
+    params = data[file_section('attitude_estimator')]['ros__parameters']
     assert list(params) == [row.name for row in estimator_params.PARAMETERS]
     for row in estimator_params.PARAMETERS:
         assert params[row.name] == row.default and type(params[row.name]) is row.type, row.name

@@ -4,7 +4,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from pylon_common.parameters import checked
+from pylon_common.parameters import checked, file_section
 from pylon_vehicle_control import controller_params, evaluator_node
 from pylon_vehicle_control.control_law import ControlParams
 import pytest
@@ -16,7 +16,7 @@ YAML = ROOT / 'config' / 'setpoint_controller.yaml'
 
 def test_yaml_lists_every_parameter_with_its_default():
     data = yaml.safe_load(YAML.read_text(encoding='utf-8'))
-    values = data['setpoint_controller']['ros__parameters']
+    values = data[file_section('setpoint_controller')]['ros__parameters']
     assert list(values) == list(controller_params.PARAMETER_NAMES)
     for row in controller_params.PARAMETERS:
         value = values[row.name]
@@ -42,7 +42,7 @@ def test_the_node_rows_and_the_law_rows_are_apart():
         'controller_id': 'setpoint_controller', 'priority': 0, 'lease_duration_sec': 1.0,
         'suppress_sas': True, 'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
         'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'state_max_age_sec': 0.25,
-        'topic_prefix': '/ksp_vessel',
+        'topic_prefix': '/ksp_vessel', 'setpoint_topic': '~/setpoint',
     }
     law = {row.name for row in controller_params.LAW_PARAMETERS}
     assert law == set(ControlParams.__dataclass_fields__)
@@ -62,7 +62,7 @@ def test_bad_values_are_refused(name, value):
 
 def test_the_retired_parameters_say_what_replaced_them():
     retired = {r.name: r.instead for r in controller_params.RETIRED}
-    assert set(retired) == {'setpoint_topic', 'state_topic', 'imu_topic'}
+    assert set(retired) == {'state_topic', 'imu_topic'}
     assert not set(retired) & set(controller_params.PARAMETER_NAMES)
     assert 'remap' in retired['state_topic']
 
