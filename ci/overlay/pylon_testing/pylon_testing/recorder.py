@@ -11,7 +11,7 @@ orders what several topics of one publisher said, however late the test took the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pylon_common.stamps import to_seconds
@@ -43,6 +43,7 @@ class TopicRecorder:
         self.got: dict[str, list[Any]] = {}
         self.sent: dict[str, list[float]] = {}   # publication stamps (s) beside ``got``
         self.subscriptions: list[Any] = []
+        self.by_name: dict[str, Any] = {}
 
     def add(self, name: str, topic: str, msg_type: type, qos: QoSProfile | int,
             **kwargs: Any) -> TopicRecorder:
@@ -53,9 +54,15 @@ class TopicRecorder:
         def keep(msg: Any, info: Mapping[str, int]) -> None:
             sent.append(info['source_timestamp'] * 1e-9)
             received.append(msg)
-        self.subscriptions.append(
-            self.node.create_subscription(msg_type, topic, keep, qos, **kwargs))
+        subscription = self.node.create_subscription(msg_type, topic, keep, qos, **kwargs)
+        self.subscriptions.append(subscription)
+        self.by_name[name] = subscription
         return self
+
+    def unmatched(self, names: Iterable[str] | None = None) -> list[str]:
+        """Return those of ``names`` (default: all) whose subscription matches no publisher."""
+        return [name for name in (self.by_name if names is None else names)
+                if not self.by_name[name].get_publisher_count()]
 
     def mark(self) -> dict[str, int]:
         """Return the point reached so far: how many messages each topic has given."""
@@ -132,3 +139,4 @@ class TopicRecorder:
         for subscription in self.subscriptions:
             self.node.destroy_subscription(subscription)
         self.subscriptions.clear()
+        self.by_name.clear()

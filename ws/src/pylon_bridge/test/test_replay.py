@@ -44,8 +44,6 @@ RECORDED = {       # name -> (topic key, sensor or port id in the file)
     'result': ('actuators/separation/result', ''), 'simulator': ('simulator/state', ''),
 }
 RECORDED_NAMES = {name: topics.name(key, id=sensor) for name, (key, sensor) in RECORDED.items()}
-FIRST_PUBLISHED = ('imu', 'pose', 'engine', 'joints', 'dock')
-"""Topics the bridge creates with their first message: waited for before the second pass."""
 
 
 def mod_datagrams():
@@ -101,17 +99,19 @@ def one_frame_later(data: bytes) -> bytes:
 
 def feed(sender: Sender, got: TopicRecorder, cases: list[tuple[str, bytes]]) -> None:
     """Open the session, send the file twice, a model and two bad IMU samples."""
-    node = got.node
     sender.send(dict(cases)['pylon_session'])
     got.wait_for('life', lambda m: m.vessel_id == d.VESSEL, what='the session opened')
     # The bridge creates a topic with its first message, which a subscriber that has not
     # matched the new publisher yet misses: the whole file goes out twice, the second time
-    # 0.1 s later in UT and one frame later (the mod's own text otherwise).
+    # 0.1 s later in UT and one frame later (the mod's own text otherwise), once every
+    # recorded subscription has matched its publisher.
     for case, data in cases:
         if case != 'pylon_session':
             sender.send(data)
-    got.until(lambda: all(node.count_publishers(RECORDED_NAMES[name])
-                          for name in FIRST_PUBLISHED), 'the bridge publishing')
+    try:
+        got.until(lambda: not got.unmatched(), 'every recorded topic matched')
+    except TimeoutError as exc:
+        raise TimeoutError(f'{exc}: unmatched {got.unmatched()}') from exc
     for _, data in cases:
         sender.send(one_frame_later(data))
     for chunk in d.model_chunks(env=d.envelope(epoch=MOD_EPOCH)):
@@ -140,10 +140,14 @@ def replay(module_ros_process, free_udp_port, module_ros_node):
     sender = Sender(port)
     try:
         feed(sender, got, cases)
-        got.until(lambda: all(got.messages(name) for name in RECORDED
-                              if name not in ('life', 'root', 'diag'))
-                  and got.messages('root', predicate=lambda m: m.data),
-                  'every bridged topic')
+        def missing() -> list[str]:
+            return [name for name in RECORDED if name not in ('life', 'root', 'diag')
+                    and not got.messages(name)] + (
+                [] if got.messages('root', predicate=lambda m: m.data) else ['root'])
+        try:
+            got.until(lambda: not missing(), 'every bridged topic')
+        except TimeoutError as exc:
+            raise TimeoutError(f'{exc}: none on {missing()}') from exc
         got.until(lambda: got.last('diag') is not None and int(
             diagnostics_values(got.last('diag')).get('received', 0)) == sender.sent,
             'diagnostics counting every datagram')
