@@ -25,6 +25,11 @@ export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 # shellcheck disable=SC1091
 source "$INSTALL/setup.bash"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# Keep compiled modules (__pycache__, and pytest's rewritten test modules): where the machine
+# sets PYTHONDONTWRITEBYTECODE, each of the suite's ~300 processes would compile the
+# workspace's modules again and each pytest worker rewrite every test module (collection
+# 7.7 s of CPU instead of 2.5 s, four times a run).
+unset PYTHONDONTWRITEBYTECODE
 for dir in "$INSTALL"/*/lib/*/; do
   case "$dir" in */lib/python*) continue ;; esac
   PATH="${dir%/}:$PATH"
