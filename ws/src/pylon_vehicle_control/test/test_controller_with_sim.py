@@ -40,8 +40,10 @@ SETPOINT = '/setpoint_controller/setpoint'
 RATE = 3
 """The simulator's --rate: x real time, with the controller and the estimator on game time."""
 ON_GAME_TIME = ('-p', 'use_sim_time:=true')
-LOCKSTEP_LEAD = 0.1
-"""Game s the simulator runs past the controller's last wrench before it waits (2 periods)."""
+LOCKSTEP_LEAD = 0.05
+"""Game s the simulator runs past the controller's last wrench before it waits: one command
+period, as on an idle machine at real time. With two, a controller that a busy machine keeps
+a period late flew its slew 5 % past the rate limit (1.578 deg/s for 1.5, seen in a full run)."""
 # These tests judge the control law on KSP time. The supervisor's timeouts (0.5 s stale
 # input, 1 s old setpoint) are correct for a live craft, but on a machine running two suites
 # at once a process can stall that long; they are tested on a given clock in
