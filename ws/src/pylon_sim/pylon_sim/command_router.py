@@ -89,10 +89,14 @@ class CommandRouter:
     def __init__(self, manager: Manager) -> None:
         """Route for ``manager``; no refusal yet, an empty separation journal."""
         self.manager = manager
-        self.authority = manager.authority
         self.refused: Counter = Counter()           # (command type, reason) of every refusal
         self.journal = SeparationJournal()          # separation operations and results
         self.authority_command_at: float | None = None  # clock of the last authority command
+
+    @property
+    def authority(self) -> ControlAuthority:
+        """Return the manager's control authority (it checks every command)."""
+        return self.manager.authority
 
     def command(self, packet: dict, vessel: SimVessel, now: float,
                 session: Envelope | None = None) -> list[Packet]:
