@@ -27,7 +27,7 @@ from pylon_protocol import rotations
 from pylon_sim import kepler, physics, power, rover, thermal, topology, wheels
 from pylon_sim.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.physics import RigidState
-from pylon_sim.scenario import OrbitStart, Scenario, SurfaceStart, VesselStart
+from pylon_sim.save import OrbitStart, Scenario, SurfaceStart, VesselStart
 from pylon_sim.terrain import SiteTerrain
 from pylon_sim.vessel import mass_properties, MassProperties, VesselSpec
 

@@ -169,7 +169,7 @@ def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(v
 
 
 def test_thrust_burns_propellant_and_moves_the_centre_of_mass(vessel):
-    from pylon_sim.vehicle_manager import G0
+    from pylon_sim.propellant import G0
     control = VehicleManager()
     acquire(control, vessel)
     before = vessel.spec.resource_totals(vessel.resources)

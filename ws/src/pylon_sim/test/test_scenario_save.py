@@ -1,0 +1,30 @@
+"""The data a game starts from lives in ``save``; the YAML loader stays above the game."""
+
+import subprocess
+import sys
+
+from pylon_sim import save, scenario
+from pylon_sim.scenario import load_scenario
+
+MOVED = ('OrbitStart', 'SurfaceStart', 'VesselStart', 'Task', 'TASK_KINDS', 'TASK_DEFAULTS',
+         'Scenario')
+
+
+def test_the_loader_returns_the_save_s_dataclasses_and_re_exports_them():
+    for name in MOVED:
+        assert getattr(scenario, name) is getattr(save, name), name
+    loaded = load_scenario('rendezvous')
+    assert isinstance(loaded, save.Scenario) and isinstance(loaded.task, save.Task)
+    assert all(isinstance(v, save.VesselStart) for v in loaded.vessels)
+    assert isinstance(loaded.vessels[0].start, (save.OrbitStart, save.SurfaceStart))
+
+
+def test_the_game_starts_without_the_scenario_loader():
+    code = ('import sys, pylon_sim.world, pylon_sim.propellant; '
+            'print(sorted(m for m in sys.modules if m.startswith("pylon_sim.")))')
+    loaded = subprocess.run([sys.executable, '-c', code], check=True, capture_output=True,
+                            text=True).stdout
+    assert 'pylon_sim.save' in loaded and 'pylon_sim.world' in loaded
+    for above in ('pylon_sim.scenario', 'pylon_sim.allocation', 'pylon_sim.runtime',
+                  'pylon_sim.vehicle_manager', 'pylon_sim.relative_nav'):
+        assert f"'{above}'" not in loaded, (above, loaded)
