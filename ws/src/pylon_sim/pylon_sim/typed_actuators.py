@@ -97,7 +97,7 @@ Module settings read here (all optional; unknown settings are ignored)
     of them in part order), ``fuel`` (resource names burned; default ``SolidFuel`` for a
     throttle-locked engine, else ``LiquidFuel`` and ``Oxidizer``; ``[]`` never flames out).
     rcs: ``thruster_power`` N per nozzle, ``nozzles`` / ``thrust_directions`` (the nozzle
-    layout, ``allocation.rcs_layout``; its length is the nozzle count), ``enabled``
+    layout, ``rcs_geometry.rcs_layout``; its length is the nozzle count), ``enabled``
     (default true), ``thrust_limit_fraction`` (stock limiter 0..1, default 1).
     wheel: ``max_drive_torque``, ``steerable``, ``max_steering_angle_deg`` (the others
     and every default: ``wheels.SETTINGS``).
@@ -124,9 +124,9 @@ from pylon_protocol.packets import (
 )
 
 from pylon_sim import topology, wheels
-from pylon_sim.actuators import Actuator, actuators_of
-from pylon_sim.allocation import nozzle_count
 from pylon_sim.docking import ACQUIRE, DISENGAGE, DOCKER, READY
+from pylon_sim.parts import Actuator, actuators_of
+from pylon_sim.rcs_geometry import nozzle_count
 from pylon_sim.vessel import VesselSpec
 
 ACCEPTED = 'command_accepted'
