@@ -10,53 +10,15 @@ manager once the vessel rolls).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
 
-from pylon_protocol import names
-
 from pylon_sim import wheels
-from pylon_sim.allocation import nozzle_count
-from pylon_sim.vessel import Module, Part, VesselSpec
 
-SEPARATION_KINDS = ('decoupler', 'fairing', 'launch_clamp')
-
-
-@dataclass(frozen=True)
-class Actuator:
-    """One actuator of the active vessel."""
-
-    actuator_type: str     # wheel, engine, rcs, separation, motor
-    name: str
-    part: Part
-    part_index: int
-    module: Module
-
-
-def servo_name(part, module) -> str:
-    """Return a servo's motor name: its ``/ksp_vessel/joint_states`` entry."""
-    raw = module.get('motor_name') or (
-        f'servo_{part.persistent_id or part.flight_id}_{module.module_index}')
-    return names.sanitize_name(str(raw), f'servo_{part.persistent_id}', max_length=64)
-
-
-def actuators_of(spec: VesselSpec) -> list[Actuator]:
-    """Return the vessel's actuators in part order."""
-    found: list[Actuator] = []
-    for index, part in enumerate(spec.parts):
-        for module in part.modules:
-            kind = module.kind
-            if kind in ('wheel', 'engine', 'rcs') or kind in SEPARATION_KINDS:
-                actuator_type = 'separation' if kind in SEPARATION_KINDS else kind
-                name = names.actuator_name(kind, part.persistent_id, part.flight_id,
-                                           module.module_index)
-            elif kind == 'servo':
-                actuator_type = 'motor'
-                name = servo_name(part, module)
-            else:
-                continue
-            found.append(Actuator(actuator_type, name, part, index, module))
-    return found
+# Actuator, actuators_of, servo_name and SEPARATION_KINDS live in parts (the game's view of
+# a vessel's actuators); they are re-exported for runtime.py and test_proxy_model.py.
+from pylon_sim.parts import Actuator, actuators_of, SEPARATION_KINDS, servo_name  # noqa: F401
+from pylon_sim.rcs_geometry import nozzle_count
+from pylon_sim.vessel import VesselSpec
 
 
 def manifest(spec: VesselSpec) -> dict:
@@ -83,13 +45,13 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
     if actuator.actuator_type == 'engine':
         payload.update({
             'enabled': False, 'operational': False, 'flameout': False, 'throttle': 0.0,
-            'thrust': 0.0, 'maxThrust': float(module.get('max_thrust', 0.0)),
+            'thrust': 0.0, 'maxThrust': module.number('max_thrust', 0.0),
             'commandActive': False,
-            'gimbalAvailable': float(module.get('gimbal_range_deg', 0.0)) > 0.0,
+            'gimbalAvailable': module.number('gimbal_range_deg', 0.0) > 0.0,
             'gimbalCommandActive': False, 'gimbalPitch': 0.0, 'gimbalYaw': 0.0,
             'gimbalRoll': 0.0})
     elif actuator.actuator_type == 'rcs':
-        power = float(module.get('thruster_power', 0.0))
+        power = module.number('thruster_power', 0.0)
         nozzles = nozzle_count(module.settings)
         payload.update({
             'enabled': True, 'active': False, 'flameout': False, 'thrust': 0.0,
@@ -97,18 +59,19 @@ def state(actuator: Actuator, spec: VesselSpec, ut: float, observation_sequence:
             'nozzleCount': nozzles})     # our extension: the bridge's unit conversion
     elif actuator.actuator_type == 'wheel':
         position = [p - c for p, c in zip(actuator.part.position, com)]
-        radius = float(module.get('radius', wheels.SETTINGS['radius'][0]))
+        radius = module.number('radius', wheels.SETTINGS['radius'][0])
+        steerable = module.flag('steerable', False)
         payload.update({
             'enabled': True, 'wheelCount': 1, 'radius': radius, 'position': position,
-            'rollingSign': 1, 'steeringSign': 1 if module.get('steerable') else 0,
-            'steeringEnabled': bool(module.get('steerable', False)),
-            'maxSteeringAngle': math.radians(float(module.get('max_steering_angle_deg', 0.0))),
+            'rollingSign': 1, 'steeringSign': 1 if steerable else 0,
+            'steeringEnabled': steerable,
+            'maxSteeringAngle': math.radians(module.number('max_steering_angle_deg', 0.0)),
             'bodyMin': [position[0] - radius, position[1] - 0.1, position[2] - radius],
             'bodyMax': [position[0] + radius, position[1] + 0.1, position[2] + radius],
             'grounded': False, 'angularPosition': 0.0, 'angularVelocity': 0.0,
             'steeringAngle': 0.0, 'driveTorque': 0.0, 'brakeTorque': 0.0, 'slip': 0.0,
-            'maxDriveTorque': float(module.get('max_drive_torque',
-                                               wheels.SETTINGS['max_drive_torque'][0])),
+            'maxDriveTorque': module.number('max_drive_torque',
+                                            wheels.SETTINGS['max_drive_torque'][0]),
             'commandActive': False})
     else:
         payload.update({'mechanism': module.kind, 'available': True, 'separated': False})

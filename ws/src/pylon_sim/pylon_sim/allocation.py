@@ -6,18 +6,11 @@ right-handed, axial).
 
 Sign conventions
 ----------------
-- An RCS module's nozzles (KSP's ``thrusterTransforms``, ``rcs_layout``) each have their
-  own position and exhaust direction in part axes. The module setting ``nozzles`` lists
-  them: ``[{position: [x, y, z], direction: [x, y, z]}, ...]`` (m from the part origin;
-  ``direction`` as KSP defines a thruster transform: the way the exhaust leaves). Without
-  it, each ``thrust_directions`` entry is a nozzle ``nozzle_arm`` (default 0.1 m) from the
-  part origin along its exhaust direction, and without either the module is an RV-105
-  quad: four nozzles in a cross in the part's XY plane, exhaust along part +X, -X, +Y, -Y,
-  each 0.1 m out along its exhaust. The force on the vessel is the opposite of the
-  exhaust, ``-R_part @ direction`` (normalised), acting at ``R_part @ position`` from the
-  part origin. With the module setting ``use_z_axis: true`` (KSP's ``useZaxis``) every
-  nozzle uses the part's +Z axis as its exhaust axis instead (a module that lists no
-  nozzle then has one, at the part origin).
+- An RCS module's nozzles each have their own position and exhaust direction in part
+  axes (``rcs_geometry.rcs_layout``: the module settings ``nozzles``, else
+  ``thrust_directions`` at ``nozzle_arm``, else an RV-105 cross; ``use_z_axis``). The
+  force on the vessel is the opposite of the exhaust, ``-R_part @ direction``
+  (normalised), acting at ``R_part @ position`` from the part origin.
 - An engine's exhaust leaves along the part's -X axis (its stack axis; the module setting
   ``thrust_direction`` overrides it, part axes, exhaust direction), so the force on the
   vessel is along the part's +X: the sat's engine at the -X end pushes base_link +X.
@@ -103,9 +96,11 @@ import math
 
 import numpy as np
 from pylon_protocol import names, rotations
-from scipy.linalg import lapack
 
-from pylon_sim.vessel import VesselSpec
+# rcs_layout is re-exported for scenario.py, which imports it from here
+from pylon_sim.box_lstsq import bounded_lstsq
+from pylon_sim.rcs_geometry import layout_arrays, rcs_layout  # noqa: F401
+from pylon_sim.vessel import flag_setting, number_setting, VesselSpec
 
 CHANNELS = ('+pitch', '-pitch', '+yaw', '-yaw', '+roll', '-roll',
             '+x', '-x', '+y', '-y', '+z', '-z')
@@ -117,19 +112,10 @@ CHANNEL_AXES = np.repeat(_AXES, 2, axis=0) * np.tile([1.0, -1.0], 6)[:, None]  #
 PENALTY = 1.0e3         # weight of the nozzle over-command rows (see Allocator)
 REGULARIZATION = 1.0e-8  # tie-break towards the smallest actuation (see Allocator)
 TOLERANCE = 1.0e-14      # lsq_linear's tol: its default 1e-10 stops bvls early here
-KKT_TOLERANCE = 1.0e-11  # bounded_lstsq: gradient tolerance, relative to its scale
-ALPHA_TIE = 1.0e-12      # bounded_lstsq: a step this short is no step
-TIE_SLACK = 1.0e4        # bounded_lstsq: see its docstring
 METHODS = ('active-set', 'bvls', 'trf')
 _TINY = 1e-12
 ROLL_AXIS, PITCH_AXIS, YAW_AXIS = np.eye(3)     # base_link +X, +Y, +Z
-NOZZLE_ARM = 0.1        # m, nozzle from the part origin when a module lists no positions
 ROLL_FULL_ARM = 0.1     # m, an engine this far off the roll axis answers roll with its full range
-RV105_EXHAUSTS = ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, -1.0, 0.0))
-LAYOUT_KEYS = ('nozzles', 'thrust_directions', 'nozzle_arm', 'use_z_axis')
-MAX_LAYOUTS = 256       # distinct nozzle layouts kept parsed (geometry runs every frame)
-_LAYOUTS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-_gels = lapack.get_lapack_funcs('gels', dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -176,17 +162,6 @@ class Allocation:
 
 
 # -- geometry ---------------------------------------------------------------------------------
-def _flag(value: object, default: bool) -> bool:
-    return value if isinstance(value, bool) else default
-
-
-def _number(value: object, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        return default
-    return float(value)
-
-
 def _unit(v: np.ndarray) -> np.ndarray | None:
     n = float(np.linalg.norm(v))
     return v / n if n > _TINY else None
@@ -224,22 +199,22 @@ def geometry(spec: VesselSpec, com: Sequence[float] | np.ndarray,
             ident = names.actuator_name(module.kind, part.persistent_id, part.flight_id,
                                         module.module_index)
             conf = {**module.settings, **settings.get(ident, {})}
-            enabled = _flag(conf.get('enabled'), True)
+            enabled = flag_setting(conf, 'enabled', True)
             if module.kind == 'rcs':
                 nozzles.extend(_rcs_nozzles(ident, conf, enabled, rot, position))
             elif module.kind == 'engine':
                 engines.append(_engine(ident, conf, enabled, rot, position))
             else:
-                torque = max(0.0, _number(conf.get('torque'), 0.0))
+                torque = max(0.0, number_setting(conf, 'torque', 0.0))
                 wheels.append(Wheel(ident, torque if enabled else 0.0))
     return nozzles, engines, wheels
 
 
 def _engine(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
             position: np.ndarray) -> Engine:
-    limit = max(0.0, _number(conf.get('max_thrust'), 0.0))
-    limit = min(limit, max(0.0, _number(conf.get('thrust_limit'), limit)))
-    on = enabled and _flag(conf.get('operational'), True)
+    limit = max(0.0, number_setting(conf, 'max_thrust', 0.0))
+    limit = min(limit, max(0.0, number_setting(conf, 'thrust_limit', limit)))
+    on = enabled and flag_setting(conf, 'operational', True)
     exhaust = conf.get('thrust_direction', (-1.0, 0.0, 0.0))
     direction = _unit(-(rot @ np.asarray(exhaust, dtype=float)))
     if direction is None:
@@ -248,83 +223,21 @@ def _engine(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarr
     pitch = _unit(rot[:, 1] - (rot[:, 1] @ direction) * direction)
     if pitch is None:
         pitch = _unit(rot[:, 2] - (rot[:, 2] @ direction) * direction)
-    span = math.radians(max(0.0, _number(conf.get('gimbal_range_deg'), 0.0)))
+    span = math.radians(max(0.0, number_setting(conf, 'gimbal_range_deg', 0.0)))
     return Engine(ident, position.copy(), direction, limit if on else 0.0, span,
                   np.array([pitch, np.cross(direction, pitch)]))
 
 
-def rcs_layout(conf: Mapping[str, object]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """
-    Return ``(position, exhaust direction)`` of each nozzle of an RCS module, part axes.
-
-    ``conf`` is the module's settings (module docstring: ``nozzles``, else
-    ``thrust_directions`` at ``nozzle_arm``, else the RV-105 cross; ``use_z_axis``). Raise
-    ValueError with the reason when a setting is malformed.
-    """
-    listed = conf.get('nozzles')
-    if listed is not None:
-        if not isinstance(listed, list | tuple) or not listed:
-            raise ValueError('nozzles must be a non-empty list of {position, direction}')
-        pairs = [(_vector3(entry, 'position'), _vector3(entry, 'direction'))
-                 for entry in listed]
-    else:
-        arm = _number(conf.get('nozzle_arm', NOZZLE_ARM), math.nan)
-        if not arm >= 0.0:
-            raise ValueError(f'nozzle_arm must be a number >= 0, got {conf["nozzle_arm"]!r}')
-        entries = conf.get('thrust_directions')
-        if entries is None:
-            entries = [] if _flag(conf.get('use_z_axis'), False) else RV105_EXHAUSTS
-        if not isinstance(entries, list | tuple) or not (entries or _flag(
-                conf.get('use_z_axis'), False)):
-            raise ValueError('thrust_directions must be a non-empty list of 3-vectors')
-        directions = [_vector3({'direction': entry}, 'direction') for entry in entries]
-        pairs = [(arm * d / np.linalg.norm(d), d) for d in directions]
-    if _flag(conf.get('use_z_axis'), False):
-        pairs = [(p, np.array([0.0, 0.0, 1.0])) for p, _ in pairs] or \
-            [(np.zeros(3), np.array([0.0, 0.0, 1.0]))]
-    return pairs
-
-
-def _vector3(entry: object, key: str) -> np.ndarray:
-    value = entry.get(key) if isinstance(entry, Mapping) else None
-    try:
-        vector = np.array(value, dtype=float) if isinstance(value, list | tuple) else None
-    except (TypeError, ValueError):
-        vector = None
-    if vector is None or vector.shape != (3,) or not np.isfinite(vector).all():
-        raise ValueError(f'nozzle {key} must be 3 finite numbers, got {value!r}')
-    if key == 'direction' and float(vector @ vector) <= _TINY * _TINY:
-        raise ValueError('a nozzle direction is zero')
-    return vector
-
-
-def _layout_arrays(conf: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``rcs_layout`` as (N x 3 positions, N x 3 exhausts), parsed once per layout."""
-    key = repr([conf.get(k) for k in LAYOUT_KEYS])
-    found = _LAYOUTS.get(key)
-    if found is None:
-        layout = rcs_layout(conf)
-        found = (np.array([p for p, _ in layout]), np.array([d for _, d in layout]))
-        if len(_LAYOUTS) < MAX_LAYOUTS:
-            _LAYOUTS[key] = found
-    return found
-
-
-def nozzle_count(conf: Mapping[str, object]) -> int:
-    """Return how many nozzles an RCS module's layout has (``rcs_layout``, parsed once)."""
-    return len(_layout_arrays(conf)[0])
-
-
 def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
                  position: np.ndarray) -> list[Nozzle]:
-    power = max(0.0, _number(conf.get('thruster_power'), 0.0))
-    limit = min(power, max(0.0, _number(conf.get('thrust_limit'), power)))
-    limit *= min(1.0, max(0.0, _number(conf.get('thrust_limit_fraction'), 1.0)))
-    if not enabled or not _flag(conf.get('has_propellant'), True):
+    power = max(0.0, number_setting(conf, 'thruster_power', 0.0))
+    limit = min(power, max(0.0, number_setting(conf, 'thrust_limit', power)))
+    limit *= min(1.0, max(0.0, number_setting(conf, 'thrust_limit_fraction', 1.0)))
+    if not enabled or not flag_setting(conf, 'has_propellant', True):
         limit = 0.0
-    enables = tuple(_flag(conf.get(key), True) for key in ENABLE_KEYS)
+    enables = tuple(flag_setting(conf, key, True) for key in ENABLE_KEYS)
     try:
-        offsets, exhausts = _layout_arrays(conf)
+        offsets, exhausts = layout_arrays(conf)
     except ValueError as error:
         raise ValueError(f'{ident}: {error}') from None
     offsets = offsets @ rot.T
@@ -520,99 +433,6 @@ def allocate(nozzles: Sequence[Nozzle], engines: Sequence[Engine], wheels: Seque
     """
     return Allocator(nozzles, engines, wheels, force_scale=force_scale,
                      torque_scale=torque_scale, use_engines=use_engines).solve(force, torque)
-
-
-def bounded_lstsq(matrix: np.ndarray, target: np.ndarray, lower: np.ndarray,
-                  upper: np.ndarray, *, tol: float = KKT_TOLERANCE,
-                  max_iter: int | None = None) -> tuple[np.ndarray, bool]:
-    """
-    Minimise ``|| matrix x - target ||`` over ``lower <= x <= upper`` by an active set.
-
-    Lawson and Hanson's NNLS extended to two bounds. Starts at ``clip(0, lower, upper)``
-    with the unknowns strictly inside their bounds free. Then, repeatedly: the held unknown
-    whose gradient most wants to leave its bound is freed; the least-squares point of the
-    free unknowns (the held ones fixed) is approached along the segment from the current
-    point until an unknown meets a bound and is held there, until the point is reached.
-    An unknown freed only to leave its bound again at once (a numerical tie) is set aside
-    until the next real step, and after ``2 n`` frees the lowest-index candidate is taken
-    instead of the largest (Bland's rule): the method cannot cycle.
-
-    Returns ``(x, converged)``; ``converged`` is false when the Karush-Kuhn-Tucker
-    conditions do not hold to ``tol`` (relative to the gradient's scale) within
-    ``max_iter`` frees (default ``4 n + 8``): the caller then solves another way.
-    Unknowns set aside still wanting to leave their bound by at most ``TIE_SLACK`` times
-    the tolerance at the end count as converged. ``matrix`` must have full column rank
-    (add regularisation rows).
-    """
-    n = matrix.shape[1]
-    max_iter = 4 * n + 8 if max_iter is None else max_iter
-    x = np.clip(np.zeros(n), lower, upper)
-    free = (x > lower) & (x < upper)
-    side = np.where(free, 0.0, np.where(x <= lower, 1.0, -1.0))  # +1 at lower, -1 at upper
-    set_aside = np.zeros(n, dtype=bool)
-    limit = tol * (float(np.abs(matrix.T @ target).max(initial=0.0))
-                   + float(np.abs(matrix).max(initial=0.0)))
-    freed = -1
-    for iteration in range(max_iter + 1):
-        if free.any():
-            _descend(matrix, target, lower, upper, x, free, side, set_aside, freed)
-        want = side * (matrix.T @ (target - matrix @ x))  # > 0: leaving the bound helps
-        if float(want.max(initial=0.0)) <= limit:
-            return x, True
-        worst = float(want.max())
-        want[set_aside] = 0.0
-        candidates = np.flatnonzero(want > limit)
-        if not candidates.size:     # only ties set aside remain: numerical noise if small
-            return x, worst <= TIE_SLACK * limit
-        if iteration == max_iter:
-            return x, False
-        freed = int(candidates[0] if iteration >= 2 * n else np.argmax(want))
-        free[freed], side[freed] = True, 0.0
-    return x, False
-
-
-def _descend(matrix: np.ndarray, target: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-             x: np.ndarray, free: np.ndarray, side: np.ndarray, set_aside: np.ndarray,
-             freed: int) -> None:
-    """Move ``x`` to the least-squares point of the free unknowns, holding those it meets."""
-    first = True
-    while free.any():
-        cols = np.flatnonzero(free)
-        z = _lstsq(matrix[:, cols], target - matrix @ np.where(free, 0.0, x))
-        lo, up = lower[cols], upper[cols]
-        below, above = z < lo, z > up
-        out = below | above
-        if not out.any():
-            x[cols] = z
-            set_aside[:] = False
-            return
-        step = z - x[cols]
-        with np.errstate(divide='ignore', invalid='ignore'):
-            reach = np.where(below, (lo - x[cols]) / step,
-                             np.where(above, (up - x[cols]) / step, np.inf))
-        alpha = min(1.0, max(0.0, float(reach.min())))
-        if first and alpha <= ALPHA_TIE and freed >= 0 and out[cols == freed].any():
-            free[freed] = False     # freed in vain: x is still the optimum without it
-            side[freed] = 1.0 if x[freed] <= lower[freed] else -1.0
-            set_aside[freed] = True
-            return
-        first = False
-        x[cols] += alpha * step
-        hit = out & (reach <= alpha + ALPHA_TIE)
-        idx = cols[hit]
-        x[idx] = np.where(below[hit], lower[idx], upper[idx])
-        side[idx] = np.where(below[hit], 1.0, -1.0)
-        free[idx] = False
-        if alpha > ALPHA_TIE:
-            set_aside[:] = False
-
-
-def _lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Least squares of a full-column-rank system by Householder QR (LAPACK gels)."""
-    _, solution, info = _gels(a, b)
-    if info != 0:
-        raise np.linalg.LinAlgError(f'gels failed (info {info})')
-    return solution[:a.shape[1]]
 
 
 # -- measured wrench and ratios ---------------------------------------------------------------

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pylon_sim import power, raycast, thermal
-from pylon_sim.actuators import actuators_of
 from pylon_sim.bodies import (
     air_density,
     KERBIN,
@@ -29,6 +28,7 @@ from pylon_sim.bodies import (
     mun_position,
     sun_position,
 )
+from pylon_sim.parts import actuators_of
 from pylon_sim.physics import altitude
 from pylon_sim.vessel import part_masses, VesselSpec
 from pylon_sim.world import SimVessel

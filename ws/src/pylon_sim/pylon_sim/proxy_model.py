@@ -42,7 +42,7 @@ from pylon_protocol.packets import MOTOR_JOINT_TYPES
 from pylon_protocol.urdf import box_inertia, joint_name, link_name, robot_name
 import xacro
 
-from pylon_sim.actuators import servo_name
+from pylon_sim.parts import servo_name
 from pylon_sim.vessel import Module, VesselSpec
 
 MIN_MASS_KG = 0.001           # the mod's floor for a part's mass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+import math
 
 import numpy as np
 from pylon_protocol import rotations
@@ -78,6 +79,30 @@ class Shape:
         return np.eye(3) * 0.4 * mass * r * r
 
 
+def flag_setting(settings: Mapping[str, object], key: str, default: bool) -> bool:
+    """Return a module's yes/no setting: a bool (YAML ``true``/``false``), else ``default``.
+
+    One rule for every reader of a module's settings (the allocation, the typed actuators,
+    the packets): an absent setting or one of another type (``0``, ``1``, ``'yes'``) is
+    the default, never an error, so every reader sees the same value.
+    """
+    value = settings.get(key, default)
+    return value if isinstance(value, bool) else default
+
+
+def number_setting(settings: Mapping[str, object], key: str, default: float) -> float:
+    """Return a module's numeric setting: a finite int or float, else ``default``.
+
+    The same rule as ``flag_setting``: absent, a bool, a string or a non-finite value gives
+    the default (which may itself be non-finite, e.g. ``-inf`` for no limit).
+    """
+    value = settings.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        return default
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Module:
     """One PartModule: its kind, index in the part and its settings."""
@@ -89,6 +114,14 @@ class Module:
     def get(self, key: str, default: object = None) -> object:
         """Return one setting."""
         return self.settings.get(key, default)
+
+    def flag(self, key: str, default: bool) -> bool:
+        """Return a yes/no setting (``flag_setting``: not a bool gives ``default``)."""
+        return flag_setting(self.settings, key, default)
+
+    def number(self, key: str, default: float) -> float:
+        """Return a numeric setting (``number_setting``: a non-number gives ``default``)."""
+        return number_setting(self.settings, key, default)
 
 
 @dataclass(frozen=True)

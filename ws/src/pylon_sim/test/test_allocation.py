@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 from pylon_sim import allocation as al
+from pylon_sim import box_lstsq, rcs_geometry
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vessel import mass_properties
 import pytest
@@ -265,7 +266,7 @@ def test_bounded_lstsq_matches_scipy_on_random_problems():
         t = rng.normal(size=rows + cols) * 3.0
         lo = rng.uniform(-1.0, 0.5, cols)
         hi = lo + rng.uniform(0.0, 1.5, cols)      # some unknowns fixed (lo == hi)
-        x, converged = al.bounded_lstsq(m, t, lo, hi)
+        x, converged = box_lstsq.bounded_lstsq(m, t, lo, hi)
         assert converged
         assert np.all(x >= lo) and np.all(x <= hi)
         cost = float(np.sum((m @ x - t) ** 2))
@@ -274,13 +275,13 @@ def test_bounded_lstsq_matches_scipy_on_random_problems():
 
 def test_bounded_lstsq_known_answers():
     m = np.eye(3)
-    x, ok = al.bounded_lstsq(m, np.array([2.0, -2.0, 0.25]), np.full(3, -1.0), np.ones(3))
+    x, ok = box_lstsq.bounded_lstsq(m, np.array([2.0, -2.0, 0.25]), np.full(3, -1.0), np.ones(3))
     assert ok
     np.testing.assert_allclose(x, [1.0, -1.0, 0.25], atol=1e-15)
     # an unconstrained optimum inside the box is the plain least-squares solution
     m = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
     t = m @ np.array([0.3, -0.2])
-    x, ok = al.bounded_lstsq(m, t, np.full(2, -1.0), np.ones(2))
+    x, ok = box_lstsq.bounded_lstsq(m, t, np.full(2, -1.0), np.ones(2))
     assert ok
     np.testing.assert_allclose(x, [0.3, -0.2], atol=1e-12)
 
@@ -289,7 +290,7 @@ def test_bounded_lstsq_reports_no_convergence_when_stopped_early():
     rng = np.random.default_rng(5)
     m = np.vstack([rng.normal(size=(10, 8)), 1e-6 * np.eye(8)])
     t = rng.normal(size=18) * 10.0
-    x, ok = al.bounded_lstsq(m, t, np.zeros(8), np.ones(8), max_iter=0)
+    x, ok = box_lstsq.bounded_lstsq(m, t, np.zeros(8), np.ones(8), max_iter=0)
     assert not ok
     assert np.all(x >= 0.0) and np.all(x <= 1.0)
 
@@ -512,9 +513,10 @@ def test_listed_nozzles_and_bad_layouts():
     nozzles, _, _ = al.geometry(spec, (0.0, 0.0, 0.0))
     np.testing.assert_allclose([n.position for n in nozzles], [[1, 0.05, 0.02], [1, 0, 0.3]])
     np.testing.assert_allclose([n.direction for n in nozzles], [[0, -1, 0], [0, 0, -1]])
-    assert len(al.rcs_layout({'thrust_directions': [[0, 0, 1]], 'nozzle_arm': 0.2})) == 1
-    np.testing.assert_allclose(al.rcs_layout({'thrust_directions': [[0, 0, 3]],
-                                              'nozzle_arm': 0.2})[0][0], [0, 0, 0.2])
+    assert len(rcs_geometry.rcs_layout({'thrust_directions': [[0, 0, 1]], 'nozzle_arm': 0.2})) == 1
+    np.testing.assert_allclose(rcs_geometry.rcs_layout({'thrust_directions': [[0, 0, 3]],
+                                                        'nozzle_arm': 0.2})[0][0],
+                               [0, 0, 0.2])
     for bad, reason in (({'nozzles': []}, 'non-empty'),
                         ({'nozzles': [{'position': [0, 0], 'direction': [1, 0, 0]}]},
                          'position'),
@@ -527,7 +529,7 @@ def test_listed_nozzles_and_bad_layouts():
                         ({'nozzle_arm': -0.1}, 'nozzle_arm'),
                         ({'nozzle_arm': 'far'}, 'nozzle_arm')):
         with pytest.raises(ValueError, match=reason):
-            al.rcs_layout(bad)
+            rcs_geometry.rcs_layout(bad)
 
 
 def test_the_allocator_meets_a_feasible_torque_with_nozzles_where_they_sit(sat):
@@ -565,19 +567,19 @@ def test_the_orbit_rcs_blocks_list_the_default_rv105_layout():
     spec = load_scenario('orbit').vessel('sat').spec
     modules = [m for part in spec.parts for m in part.modules_of('rcs')]
     assert len(modules) == 4
-    default = al.rcs_layout({})
-    assert [d.tolist() for _, d in default] == [list(e) for e in al.RV105_EXHAUSTS]
+    default = rcs_geometry.rcs_layout({})
+    assert [d.tolist() for _, d in default] == [list(e) for e in rcs_geometry.RV105_EXHAUSTS]
     for module in modules:
-        listed = al.rcs_layout(module.settings)
+        listed = rcs_geometry.rcs_layout(module.settings)
         assert len(listed) == len(default) == 4
         for (position, direction), (want_p, want_d) in zip(listed, default):
             np.testing.assert_allclose(direction, want_d, atol=1e-15)
-            np.testing.assert_allclose(position, al.NOZZLE_ARM * want_d, atol=1e-15)
+            np.testing.assert_allclose(position, rcs_geometry.NOZZLE_ARM * want_d, atol=1e-15)
             np.testing.assert_allclose(position, want_p, atol=1e-15)
     # with use_z_axis the listed positions stay, the default is one nozzle at the origin
-    z_listed = al.rcs_layout({**modules[0].settings, 'use_z_axis': True})
+    z_listed = rcs_geometry.rcs_layout({**modules[0].settings, 'use_z_axis': True})
     assert [p.tolist() for p, _ in z_listed] == [p.tolist() for p, _ in default]
-    [(origin, _)] = al.rcs_layout({'use_z_axis': True})
+    [(origin, _)] = rcs_geometry.rcs_layout({'use_z_axis': True})
     assert origin.tolist() == [0.0, 0.0, 0.0]
 
 
