@@ -136,15 +136,17 @@ def march(
     """March unit rays (origin at the planet centre) through the terrain shell.
 
     Return the first crossing below the surface (inf: none): ``steps`` even samples over
-    the ray's stretch in the shell, then ``refine`` bisections of the crossing.
+    the ray's stretch in the shell, then ``refine`` bisections of the crossing. A ray whose
+    stretch ends on the inner sphere (the field's lowest bound) is on the ground there at
+    the latest, whatever the rounding of its last gap says.
     """
     n = len(o)
     t_out = np.full(n, np.inf)
-    start, stop, _ = _shell_stretch(o, d, radius, terrain, max_range)
+    start, stop, floor = _shell_stretch(o, d, radius, terrain, max_range)
     live = np.flatnonzero(start < stop)
     if live.size == 0:
         return t_out
-    o, d, start, stop = o[live], d[live], start[live], stop[live]
+    o, d, start, stop, floor = o[live], d[live], start[live], stop[live], floor[live]
 
     def gap(t: np.ndarray, idx=slice(None)) -> np.ndarray:
         p = o[idx] + t[:, None] * d[idx]
@@ -160,7 +162,7 @@ def march(
     todo = ~already
     for k in range(1, steps + 1):
         t = start + (stop - start) * (k / steps)
-        cross = todo & (gap(t) <= 0.0)
+        cross = todo & ((gap(t) <= 0.0) | (floor & (k == steps)))
         lo_t[cross] = prev_t[cross]
         hi_t[cross] = t[cross]
         todo &= ~cross

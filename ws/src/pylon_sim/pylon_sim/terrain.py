@@ -357,11 +357,13 @@ class SiteTerrain(raycast.Terrain):
         stop = np.minimum(stop, last[live[ray]])
         keep = start < stop
         ray, crater, start, stop = ray[keep], crater[keep], start[keep], stop[keep]
+        # the field never lies below the inner sphere: a ray reaching it is on the ground
+        floor = stop >= inner[live[ray]]
         found = np.full(live.size, np.inf)
         groups = self._k_groups[crater]
         np.minimum.at(found, ray, march_relief(
             lambda idx, t: self._gap(o[live[ray[idx]]], d[live[ray[idx]]], t, groups[idx]),
-            start, stop, self._k_slope[crater]))
+            start, stop, self._k_slope[crater], floor))
         inside = np.zeros(live.size, dtype=bool)
         inside[ray[(bare[live[ray]] >= start) & (bare[live[ray]] <= stop)]] = True
         t = bare.copy()
@@ -423,7 +425,7 @@ class SiteTerrain(raycast.Terrain):
 
 
 def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
-                 ) -> np.ndarray:
+                 floor: np.ndarray) -> np.ndarray:
     """March rays from ``start`` to ``stop``; return the first crossing (inf: none).
 
     ``gap(idx, t)`` returns the height above the field of rays ``idx`` at ``t`` and their
@@ -431,7 +433,9 @@ def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
     (c = the ray's climb rate d|p|/dt at the step's start, which only grows along a
     straight line; L = ``slope``, a bound on the field's slope along the ray's stretch;
     1.01 covers the projection's stretch), so a step of gap / that rate cannot pass
-    through the surface; steps are at least ``MIN_STEP``, and a crossing is bisected.
+    through the surface; steps are at least ``MIN_STEP``, and a crossing is bisected. A
+    ray whose ``stop`` is on the inner sphere (``floor``: the field's lowest bound) has
+    crossed by the time it gets there, whatever the rounding of its last gap says.
     """
     n = len(start)
     found = np.full(n, np.inf)
@@ -447,7 +451,7 @@ def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
         step = np.maximum(g[todo] / np.maximum(rate, 1e-9), MIN_STEP)
         t_new = np.minimum(t[todo] + step, stop[todo])
         g_new, climb_new = gap(todo, t_new)
-        crossed = g_new <= 0.0
+        crossed = (g_new <= 0.0) | (floor[todo] & (t_new >= stop[todo]))
         lo[todo[crossed]], hi[todo[crossed]] = t[todo[crossed]], t_new[crossed]
         t[todo], g[todo], climb[todo] = t_new, g_new, climb_new
         todo = todo[~crossed & (t_new < stop[todo])]

@@ -260,6 +260,38 @@ def test_a_level_camera_sees_the_whole_boulder_above_the_crater_field():
     assert np.all(reference.ranges[above] < 8.0)
 
 
+@pytest.mark.parametrize('body', [KERBIN, MUN])
+def test_a_ray_down_to_the_deepest_floor_meets_it_whatever_its_rounding(body):
+    # The crater's floor is the field's lowest bound (the inner sphere of the march). Rays
+    # straight down its centre, their origins off by the 1e-10 m an inertial round trip
+    # adds, used to stop at the inner sphere a hair above the floor and miss the ground
+    # (4 of these 200 on Kerbin, 44 on the Mun).
+    spec = TerrainSpec(body.name, 10.0, 20.0, radius=100.0,
+                       craters=(Crater(30.0, 0.0, 10.0, 2.0, 0.4),))
+    t = SiteTerrain(spec, body)
+    up = t.up_of([[30.0, 0.0]])[0]
+    o = (body.radius + 10.0) * up + np.random.default_rng(0).normal(size=(200, 3)) * 3e-10
+    ranges, _ = t.intersect(o, np.broadcast_to(-up, o.shape), body.radius, 100.0, False)
+    assert ranges == pytest.approx(np.full(200, 12.0), abs=1e-6)
+    # the default march of a height field stops at its inner sphere the same way
+    bowl = Bowl(up, body.radius)
+    ranges, _ = bowl.intersect(o, np.broadcast_to(-up, o.shape), body.radius, 100.0, False)
+    assert ranges == pytest.approx(np.full(200, 12.0), abs=1e-6)
+
+
+class Bowl(raycast.Terrain):
+    """A cone 2 m deep at ``centre`` (its lowest bound), 10 m across: the default march."""
+
+    min_height, max_height = -2.0, 0.0
+
+    def __init__(self, centre, radius):
+        self.centre, self.radius = centre, radius
+
+    def height(self, up):
+        off = np.linalg.norm(up - self.centre, axis=1) * self.radius
+        return -2.0 * np.clip(1.0 - off / 10.0, 0.0, 1.0)
+
+
 def test_star_tracker_terrain_includes_the_boulders():
     world = World(load_scenario('surface'))
     surface = Sensing(world).tracking.surface(world.ut)
