@@ -4,10 +4,10 @@ The PyLoN mod has no such part and never sends ``pylon_relative_nav``; the simul
 models one so that a chaser can fly to a target on its own vessel's topics alone (a 3D
 LiDAR of 1 024 rays does not resolve a 2 m target at 200 m). A part module
 ``{kind: relative_nav, index: N, ...}`` carries it; this module is its model, and
-``sensing.Sensing`` puts it in the loop (rate on the simulator clock, power, the on/off
-switch, only the active vessel's sensors).
+``nav_loop.NavLoop`` (for ``sensing.Sensing``) puts it in the loop (rate on the simulator
+clock, power, the on/off switch, only the active vessel's sensors).
 
-- What it sees: the vessels it is handed (``Sensing`` hands it every other vessel on the
+- What it sees: the vessels it is handed (``NavLoop`` hands it every other vessel on the
   observer's body that is not packed) within ``max_range_m`` of the observer, centre of
   mass to centre of mass; omnidirectional (no field of view), no occlusion (RF). At most
   ``packets.MAX_RELATIVE_NAV_TARGETS`` (32, the nearby vessels' cap), the nearest by true

@@ -15,7 +15,8 @@ One sample (``step``) decides a ``reason`` in this order of precedence::
   apparent disc + half the FOV + the limb margin (5 deg); inside a body's sphere counts;
 - ``occluded``: one of 17 rays (the axis plus two rings of 8 at half and full half-FOV)
   from the aperture hits a vessel primitive, a body sphere or the terrain within 2 km;
-  the tracker's own part is excluded;
+  the tracker's own part is excluded. The rays are cast by ``raycast``, the simulator's
+  one kernel (a ray starting inside a shape meets it where it leaves);
 - ``atmosphere``: below any body's atmosphere height, day or night;
 - ``no_power``: ElectricCharge short of ``electric_charge_per_second * dt``;
 - ``slew_rate_exceeded``: the optical head's inertial rate is above the limit (2 deg/s) or
@@ -38,7 +39,7 @@ turn about +Z (``KERBOL_FROM_KCI``). ``Inputs.kerbol_from_inertial`` can overrid
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 import math
 import random
@@ -48,7 +49,8 @@ from pylon_protocol import rotations
 from pylon_protocol.frames import BASE_LINK, KERBOL_INERTIAL
 from pylon_protocol.names import new_guid_hex, sensor_id
 
-from pylon_sim.vessel import Module, Part, Shape
+from pylon_sim import raycast
+from pylon_sim.vessel import Module, Part
 
 KIND = 'star_tracker'
 ARCSEC = math.pi / (180.0 * 3600.0)
@@ -59,7 +61,6 @@ BORESIGHT_PART = np.array([0.0, 0.0, -1.0])  # optical axis in part axes
 OCCLUSION_RANGE = 2000.0                   # m
 RING_AZIMUTHS = 8
 GAP_RESTART_SECONDS = 2.0                  # a longer gap between samples restarts acquisition
-TERRAIN_STEP = 10.0                        # m between terrain samples along a ray
 
 #: KCI -> kerbol_inertial (see the module docstring).
 KERBOL_FROM_KCI = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
@@ -159,145 +160,7 @@ class StarTrackerConfig:
             **values)
 
 
-# -- occluders and rays --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Primitive:
-    """A solid box, cylinder or sphere posed in the inertial frame.
-
-    ``size`` follows ``vessel.Shape``: box (x, y, z) full lengths, cylinder (radius,
-    length) with its axis along local +X, sphere (radius,). ``rotation`` is the 3x3
-    matrix local -> inertial; ``position`` the centre. ``vessel_id``/``part_id`` name the
-    owner so that a sensor can leave its own part out.
-    """
-
-    kind: str
-    size: tuple[float, ...]
-    position: np.ndarray
-    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
-    vessel_id: str = ''
-    part_id: int | None = None
-
-    @classmethod
-    def from_shape(cls, shape: Shape, position: np.ndarray, rotation: np.ndarray,
-                   vessel_id: str = '', part_id: int | None = None) -> Primitive:
-        """Return a primitive for a part ``Shape`` at an inertial pose."""
-        return cls(shape.kind, tuple(float(v) for v in shape.size),
-                   np.asarray(position, dtype=float), np.asarray(rotation, dtype=float),
-                   vessel_id, part_id)
-
-
-def vessel_primitives(parts: Sequence[Part], position: np.ndarray,
-                      attitude: np.ndarray, com: np.ndarray | None = None,
-                      vessel_id: str = '') -> list[Primitive]:
-    """Return the parts' shapes in the inertial frame.
-
-    ``position`` is the vessel's centre of mass (inertial), ``attitude`` the quaternion
-    base_link -> inertial and ``com`` the centre of mass in the vessel frame.
-    """
-    rot = rotations.to_matrix(attitude)
-    com = np.zeros(3) if com is None else np.asarray(com, dtype=float)
-    out = []
-    for part in parts:
-        centre = np.asarray(position, dtype=float) + rot @ (np.asarray(part.position) - com)
-        part_rot = rot @ rotations.to_matrix(part.rotation)
-        out.append(Primitive.from_shape(part.shape, centre, part_rot, vessel_id,
-                                        part.persistent_id or part.flight_id))
-    return out
-
-
-def _sphere_hits(o: np.ndarray, d: np.ndarray, radius: float) -> np.ndarray:
-    b = np.einsum('ij,ij->i', o, d)
-    c = np.einsum('ij,ij->i', o, o) - radius * radius
-    disc = b * b - c
-    root = np.sqrt(np.maximum(disc, 0.0))
-    far = -b + root
-    near = -b - root
-    t = np.where(near >= 0.0, near, np.where(far >= 0.0, 0.0, np.inf))  # inside: 0
-    return np.where(disc >= 0.0, t, np.inf)
-
-
-def _box_hits(o: np.ndarray, d: np.ndarray, half: np.ndarray) -> np.ndarray:
-    with np.errstate(divide='ignore', invalid='ignore'):
-        inv = 1.0 / d
-        t1 = (-half - o) * inv
-        t2 = (half - o) * inv
-    lo = np.minimum(t1, t2)
-    hi = np.maximum(t1, t2)
-    # a ray parallel to a slab: inside it -> no constraint, outside -> miss
-    parallel = d == 0.0
-    inside_slab = np.abs(o) <= half
-    lo = np.where(parallel, np.where(inside_slab, -np.inf, np.inf), lo)
-    hi = np.where(parallel, np.where(inside_slab, np.inf, -np.inf), hi)
-    t_near = lo.max(axis=1)
-    t_far = hi.min(axis=1)
-    hit = (t_near <= t_far) & (t_far >= 0.0)
-    return np.where(hit, np.maximum(t_near, 0.0), np.inf)
-
-
-def _cylinder_hits(o: np.ndarray, d: np.ndarray, radius: float, length: float) -> np.ndarray:
-    half = 0.5 * length
-    oy, oz, dy, dz = o[:, 1], o[:, 2], d[:, 1], d[:, 2]
-    a = dy * dy + dz * dz
-    b = oy * dy + oz * dz
-    c = oy * oy + oz * oz - radius * radius
-    best = np.full(len(o), np.inf)
-    inside = (c <= 0.0) & (np.abs(o[:, 0]) <= half)
-    best[inside] = 0.0
-    # curved side
-    with np.errstate(divide='ignore', invalid='ignore'):
-        disc = b * b - a * c
-        root = np.sqrt(np.maximum(disc, 0.0))
-        for t in ((-b - root) / a, (-b + root) / a):
-            x = o[:, 0] + t * d[:, 0]
-            ok = (a > 0.0) & (disc >= 0.0) & (t >= 0.0) & (np.abs(x) <= half)
-            best = np.where(ok & (t < best), t, best)
-        # end caps
-        for cap in (-half, half):
-            t = (cap - o[:, 0]) / d[:, 0]
-            y = oy + t * dy
-            z = oz + t * dz
-            ok = (d[:, 0] != 0.0) & (t >= 0.0) & (y * y + z * z <= radius * radius)
-            best = np.where(ok & (t < best), t, best)
-    return best
-
-
-def ray_distances(origins: np.ndarray, directions: np.ndarray, max_range: float,
-                  primitives: Sequence[Primitive]) -> np.ndarray:
-    """Return the distance to the first primitive along each ray, ``inf`` for none.
-
-    ``origins`` is (3,) or (N, 3), ``directions`` (N, 3) unit vectors, both in the frame of
-    the primitives' poses (m). A ray starting inside a solid hits it at distance 0. Hits
-    beyond ``max_range`` are reported as ``inf``. Spheres, oriented boxes and finite
-    cylinders (with caps) are exact; everything is vectorised over the rays.
-    """
-    d = np.atleast_2d(np.asarray(directions, dtype=float))
-    o = np.broadcast_to(np.asarray(origins, dtype=float), d.shape)
-    best = np.full(len(d), np.inf)
-    for prim in primitives:
-        rot = np.asarray(prim.rotation, dtype=float)
-        lo = (o - np.asarray(prim.position, dtype=float)) @ rot   # into the local frame
-        ld = d @ rot
-        if prim.kind == 'sphere':
-            t = _sphere_hits(lo, ld, prim.size[0])
-        elif prim.kind == 'box':
-            t = _box_hits(lo, ld, 0.5 * np.asarray(prim.size, dtype=float))
-        elif prim.kind == 'cylinder':
-            t = _cylinder_hits(lo, ld, prim.size[0], prim.size[1])
-        else:
-            raise ValueError(f'unknown primitive kind {prim.kind!r}')
-        best = np.minimum(best, t)
-    return np.where(best <= max_range, best, np.inf)
-
-
-def ray_hits(origin: np.ndarray, directions: np.ndarray, max_range: float,
-             primitives: Sequence[Primitive]) -> np.ndarray:
-    """Return, per ray, whether it hits any primitive within ``max_range`` (bool (N,)).
-
-    Same arguments as ``ray_distances``.
-    """
-    return np.isfinite(ray_distances(origin, directions, max_range, primitives))
+# -- occlusion rays ------------------------------------------------------------------------
 
 
 def fov_rays(boresight: np.ndarray, half_fov: float) -> np.ndarray:
@@ -335,16 +198,16 @@ class BodyDisc:
 
 
 @dataclass(frozen=True)
-class Terrain:
-    """Terrain around one body: its sphere plus an optional height field.
+class Surface:
+    """The ground of one body as the occlusion rays meet it: its sphere, maybe a terrain.
 
-    ``height(points)`` takes (N, 3) inertial points relative to ``center`` and returns the
-    terrain height above ``radius`` in m (N,). Rays are sampled every ``TERRAIN_STEP``.
+    ``terrain`` (a ``raycast.Terrain``, e.g. a ``terrain.SiteTerrain`` seen from the
+    inertial frame with ``in_frame``) displaces the sphere; None: the bare sphere.
     """
 
-    center: np.ndarray
-    radius: float
-    height: Callable[[np.ndarray], np.ndarray] | None = None
+    center: np.ndarray             # m, inertial
+    radius: float                  # m
+    terrain: raycast.Terrain | None = None
 
 
 @dataclass(frozen=True)
@@ -358,8 +221,8 @@ class Inputs:
     body_rate: np.ndarray | None = None  # rad/s, inertial rate in base_link; None: measure it
     sun_radius: float = 261_600_000.0    # m
     bodies: Sequence[BodyDisc] = ()
-    occluders: Sequence[Primitive] = ()
-    terrain: Terrain | None = None
+    occluders: Sequence[raycast.Primitive] = ()  # owners (vessel_id, part persistent id)
+    surface: Surface | None = None
     com: np.ndarray | None = None        # m, centre of mass in the vessel frame
     electric_charge: float = math.inf    # ElectricCharge available to the part
     enabled: bool = True                 # the part's on/off switch
@@ -415,23 +278,21 @@ def _unit_attitude(q: object) -> np.ndarray | None:
 
 def _occluded(config: StarTrackerConfig, inputs: Inputs, aperture: np.ndarray,
               rays: np.ndarray) -> bool:
-    own = [p for p in inputs.occluders
-           if not (p.part_id == config.part_persistent_id and p.vessel_id == inputs.vessel_id)]
-    spheres = [Primitive('sphere', (b.radius,), np.asarray(b.position, dtype=float))
-               for b in inputs.bodies]
-    if inputs.terrain is not None:
-        spheres.append(Primitive('sphere', (inputs.terrain.radius,),
-                                 np.asarray(inputs.terrain.center, dtype=float)))
-    if ray_hits(aperture, rays, config.occlusion_range, own + spheres).any():
-        return True
-    terrain = inputs.terrain
-    if terrain is None or terrain.height is None:
-        return False
-    steps = np.arange(TERRAIN_STEP, config.occlusion_range + 0.5 * TERRAIN_STEP, TERRAIN_STEP)
-    rel = aperture - np.asarray(terrain.center, dtype=float)
-    points = (rel + rays[:, None, :] * steps[None, :, None]).reshape(-1, 3)
-    height = np.asarray(terrain.height(points), dtype=float).reshape(-1)
-    return bool(np.any(np.linalg.norm(points, axis=1) - terrain.radius < height))
+    """Tell whether any ray meets a surface within the occlusion range (``raycast``).
+
+    The occluders but the tracker's own part, every body's sphere and the surface (its
+    sphere and terrain) are cast at; a ray starting inside a shape meets it where it
+    leaves (``shapes``).
+    """
+    bodies = [raycast.Primitive('sphere', (b.radius,), b.position, owner=('body', b.name))
+              for b in inputs.bodies]
+    surface = inputs.surface
+    center, radius, terrain = ((surface.center, surface.radius, surface.terrain)
+                               if surface is not None else (None, None, None))
+    ranges = raycast.cast(aperture, rays, config.occlusion_range,
+                          list(inputs.occluders) + bodies, center, radius, terrain,
+                          exclude={(inputs.vessel_id, config.part_persistent_id)})
+    return bool(np.isfinite(ranges).any())
 
 
 def _blocking_reason(config: StarTrackerConfig, inputs: Inputs, head_rot: np.ndarray,

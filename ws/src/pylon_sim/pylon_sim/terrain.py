@@ -346,7 +346,8 @@ class SiteTerrain(raycast.Terrain):
         box_lo, box_hi = raycast.sphere_interval(o - self.site, d, self.relief_reach)
         first = np.maximum(np.maximum(shell_lo, box_lo), 0.0)
         last = np.minimum(np.minimum(shell_hi, box_hi), max_range)
-        last = np.minimum(last, np.where(inner_lo > 0.0, inner_lo, np.inf))
+        inner = np.where(inner_lo > 0.0, inner_lo, np.inf)
+        last = np.minimum(last, inner)
         live = np.flatnonzero(first < last)
         if live.size == 0:
             return bare, marched
@@ -356,10 +357,13 @@ class SiteTerrain(raycast.Terrain):
         stop = np.minimum(stop, last[live[ray]])
         keep = start < stop
         ray, crater, start, stop = ray[keep], crater[keep], start[keep], stop[keep]
+        # the field never lies below the inner sphere: a ray reaching it is on the ground
+        floor = stop >= inner[live[ray]]
         found = np.full(live.size, np.inf)
-        np.minimum.at(found, ray, self._march(o[live[ray]], d[live[ray]], start, stop,
-                                              self._k_slope[crater],
-                                              self._k_groups[crater]))
+        groups = self._k_groups[crater]
+        np.minimum.at(found, ray, march_relief(
+            lambda idx, t: self._gap(o[live[ray[idx]]], d[live[ray[idx]]], t, groups[idx]),
+            start, stop, self._k_slope[crater], floor))
         inside = np.zeros(live.size, dtype=bool)
         inside[ray[(bare[live[ray]] >= start) & (bare[live[ray]] <= stop)]] = True
         t = bare.copy()
@@ -377,43 +381,6 @@ class SiteTerrain(raycast.Terrain):
         radius = np.linalg.norm(p, axis=1)
         climb = np.einsum('ij,ij->i', p, d) / radius
         return radius - self.body_radius - self._heights(self.local(p)[0], groups), climb
-
-    def _march(self, o: np.ndarray, d: np.ndarray, start: np.ndarray,
-               stop: np.ndarray, slope: np.ndarray, groups: np.ndarray) -> np.ndarray:
-        """March rays from ``start`` to ``stop``; return the first crossing (inf: none).
-
-        The gap to the field falls by at most ``max(0, -c) + 1.01 L`` per metre of ray (c =
-        the ray's climb rate d|p|/dt at the step's start, which only grows along a straight
-        line; L = ``slope``, a bound on the field's slope along the ray's stretch, where
-        only the craters ``groups`` reach; 1.01 covers the projection's stretch), so a step
-        of gap / that rate cannot pass through the surface; steps are at least
-        ``MIN_STEP``, and a crossing is bisected.
-        """
-        found = np.full(len(o), np.inf)
-        t = start.copy()
-        g, climb = self._gap(o, d, t, groups)
-        found[g <= 0.0] = t[g <= 0.0]
-        lo, hi = np.zeros(len(o)), np.full(len(o), -1.0)
-        todo = np.flatnonzero(g > 0.0)
-        for _ in range(MAX_MARCH):
-            if todo.size == 0:
-                break
-            rate = np.maximum(-climb[todo], 0.0) + 1.01 * slope[todo]
-            step = np.maximum(g[todo] / np.maximum(rate, 1e-9), MIN_STEP)
-            t_new = np.minimum(t[todo] + step, stop[todo])
-            g_new, climb_new = self._gap(o[todo], d[todo], t_new, groups[todo])
-            crossed = g_new <= 0.0
-            lo[todo[crossed]], hi[todo[crossed]] = t[todo[crossed]], t_new[crossed]
-            t[todo], g[todo], climb[todo] = t_new, g_new, climb_new
-            todo = todo[~crossed & (t_new < stop[todo])]
-        idx = np.flatnonzero(hi >= 0.0)
-        a, b = lo[idx], hi[idx]
-        for _ in range(BISECTIONS if idx.size else 0):
-            mid = 0.5 * (a + b)
-            below = self._gap(o[idx], d[idx], mid, groups[idx])[0] <= 0.0
-            a, b = np.where(below, a, mid), np.where(below, mid, b)
-        found[idx] = b
-        return found
 
     def _boulder_hits(self, o: np.ndarray, d: np.ndarray, t: np.ndarray, max_range: float,
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -455,6 +422,47 @@ class SiteTerrain(raycast.Terrain):
         """Return the boulders as (centre, radius) in another frame (``to_frame`` @ fixed)."""
         centers = self.boulder_centers @ np.asarray(to_frame, dtype=float).T + center
         return [(c, float(r)) for c, r in zip(centers, self._b_radius)]
+
+
+def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
+                 floor: np.ndarray) -> np.ndarray:
+    """March rays from ``start`` to ``stop``; return the first crossing (inf: none).
+
+    ``gap(idx, t)`` returns the height above the field of rays ``idx`` at ``t`` and their
+    climb rates there. The gap falls by at most ``max(0, -c) + 1.01 L`` per metre of ray
+    (c = the ray's climb rate d|p|/dt at the step's start, which only grows along a
+    straight line; L = ``slope``, a bound on the field's slope along the ray's stretch;
+    1.01 covers the projection's stretch), so a step of gap / that rate cannot pass
+    through the surface; steps are at least ``MIN_STEP``, and a crossing is bisected. A
+    ray whose ``stop`` is on the inner sphere (``floor``: the field's lowest bound) has
+    crossed by the time it gets there, whatever the rounding of its last gap says.
+    """
+    n = len(start)
+    found = np.full(n, np.inf)
+    t = start.copy()
+    g, climb = gap(np.arange(n), t)
+    found[g <= 0.0] = t[g <= 0.0]
+    lo, hi = np.zeros(n), np.full(n, -1.0)
+    todo = np.flatnonzero(g > 0.0)
+    for _ in range(MAX_MARCH):
+        if todo.size == 0:
+            break
+        rate = np.maximum(-climb[todo], 0.0) + 1.01 * slope[todo]
+        step = np.maximum(g[todo] / np.maximum(rate, 1e-9), MIN_STEP)
+        t_new = np.minimum(t[todo] + step, stop[todo])
+        g_new, climb_new = gap(todo, t_new)
+        crossed = (g_new <= 0.0) | (floor[todo] & (t_new >= stop[todo]))
+        lo[todo[crossed]], hi[todo[crossed]] = t[todo[crossed]], t_new[crossed]
+        t[todo], g[todo], climb[todo] = t_new, g_new, climb_new
+        todo = todo[~crossed & (t_new < stop[todo])]
+    idx = np.flatnonzero(hi >= 0.0)
+    a, b = lo[idx], hi[idx]
+    for _ in range(BISECTIONS if idx.size else 0):
+        mid = 0.5 * (a + b)
+        below = gap(idx, mid)[0] <= 0.0
+        a, b = np.where(below, a, mid), np.where(below, mid, b)
+    found[idx] = b
+    return found
 
 
 def _sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,

@@ -8,7 +8,7 @@ from pylon_protocol import packets, rotations
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.lidar import fibonacci_hemisphere_directions, vertical_major_directions
 from pylon_protocol.wire import encode_state
-from pylon_sim import raycast
+from pylon_sim import imaging, lidar_scan, raycast
 from pylon_sim.raycast import Primitive
 from pylon_sim.scenario import load_scenario
 import pytest
@@ -71,6 +71,69 @@ def test_own_part_excluded_and_inside_start():
     assert np.isinf(raycast.cast(np.zeros(3), ray, 4.0, [other])[0])
 
 
+def test_star_tracker_cases_on_the_one_kernel():
+    # The star tracker's own kernel had these cases; the one kernel answers them alike,
+    # except a ray from inside a box: it meets the box where it leaves (0.5 m), where the
+    # star tracker's kernel said 0.
+    o = np.zeros(3)
+    dirs = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [-1.0, 0, 0]])
+    sphere = Primitive('sphere', (1.0,), np.array([5.0, 0, 0]))
+    assert raycast.cast(o, dirs, 100.0, [sphere]) == pytest.approx([4.0, np.inf, np.inf, np.inf])
+    assert np.isinf(raycast.cast(o, dirs, 3.9, [sphere])).all()
+    turn = rotations.to_matrix((0, 0, math.sin(math.pi / 8), math.cos(math.pi / 8)))  # 45 deg
+    box = Primitive('box', (2.0, 2.0, 2.0), np.array([0, 10.0, 0]), turn)
+    assert raycast.cast(o, dirs, 100.0, [box])[1] == pytest.approx(10.0 - math.sqrt(2))
+    # cylinder along local X turned onto Z: its side faces a ray along X, its cap one along Z
+    up = rotations.to_matrix((0, -math.sin(math.pi / 4), 0, math.cos(math.pi / 4)))
+    assert up @ [1, 0, 0] == pytest.approx([0, 0, 1])
+    side = Primitive('cylinder', (0.5, 4.0), np.array([3.0, 0, 0]), up, owner=('a', 1))
+    cap = Primitive('cylinder', (0.5, 4.0), np.array([0, 0, 6.0]), up, owner=('b', 1))
+    assert raycast.cast(o, dirs, 100.0, [side, cap]) == pytest.approx(
+        [2.5, np.inf, 4.0, np.inf])
+    inside = Primitive('box', (1.0, 1.0, 1.0), np.zeros(3))
+    assert raycast.cast(o, dirs, 100.0, [inside]) == pytest.approx([0.5] * 4)
+    # a ray parallel to a box face, outside the slab, misses
+    slab = Primitive('box', (10.0, 1.0, 1.0), np.array([5.0, 3.0, 0]))
+    assert raycast.cast(o, dirs, 100.0, [slab])[0] == np.inf
+
+
+@pytest.mark.parametrize('kind, size', [('box', (2.0, 2.0, 2.0)), ('sphere', (1.0,)),
+                                        ('cylinder', (1.0, 2.0))])
+def test_a_ray_starting_inside_a_shape_meets_it_where_it_leaves(kind, size):
+    # One rule for every closed shape: the exit, with the normal facing back at the ray;
+    # a ray starting on the surface going out does not hit it (HIT_EPS).
+    shape = Primitive(kind, size, (0.0, 0.0, 0.0))
+    o = np.array([0.25, 0.0, 0.0])
+    dirs = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])
+    hits = raycast.cast_full(o, dirs, 10.0, [shape])
+    assert hits.ranges == pytest.approx([0.75, 1.25])
+    assert hits.normals == pytest.approx(np.array([[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    on_surface = raycast.cast(np.array([1.0, 0.0, 0.0]), dirs, 10.0, [shape])
+    assert np.isinf(on_surface[0]) and on_surface[1] == pytest.approx(2.0)
+    # the bare planet sphere follows the same rule
+    assert raycast.cast(o, dirs[:1], 10.0, (), (0.0, 0.0, 0.0), 1.0)[0] == pytest.approx(0.75)
+
+
+def test_one_parallel_threshold_for_box_faces_and_cylinder_walls():
+    # A ray whose component across a slab is below PARALLEL runs along it: on the face
+    # (the boundary counts as inside) it hits; just outside it never does, whatever the
+    # sign of that tiny component. Exactly 0 and 0.5 PARALLEL are the same case.
+    box = Primitive('box', (2.0, 2.0, 2.0), (5.0, 0.0, 0.0))
+    can = Primitive('cylinder', (1.0, 2.0), (5.0, 0.0, 0.0))    # axis along +X
+    for tiny in (0.0, 0.5 * raycast.PARALLEL, -0.5 * raycast.PARALLEL):
+        ray = np.array([[1.0, tiny, 0.0]])
+        assert raycast.cast((0.0, 1.0, 0.0), ray, 100.0, [box])[0] == pytest.approx(4.0)
+        assert np.isinf(raycast.cast((0.0, 1.0 + 1e-9, 0.0), ray, 100.0, [box])[0])
+        assert raycast.cast((0.0, 1.0, 0.0), ray, 100.0, [can])[0] == pytest.approx(4.0)
+        assert np.isinf(raycast.cast((0.0, 1.0 + 1e-9, 0.0), ray, 100.0, [can])[0])
+        hits = raycast.cast_full((0.0, 0.5, 0.0), ray, 100.0, [can])
+        assert hits.normals[0] == pytest.approx([-1.0, 0.0, 0.0])   # the end cap
+    # a component just above it is an ordinary slanted ray
+    ray = np.array([[1.0, -1e-3, 0.0]])
+    assert raycast.cast((0.0, 1.0 + 1e-3, 0.0), ray, 100.0, [box])[0] == pytest.approx(
+        4.0, abs=1e-5)
+
+
 def test_scenario_vessel_parts_in_view():
     scenario = load_scenario('orbit', seed=1)
     parts = scenario.vessel(scenario.active).spec.parts
@@ -92,17 +155,17 @@ def test_terrain_is_hit_between_its_bounds():
 
 
 def test_hemisphere_ray_count_from_density():
-    assert raycast.hemisphere_ray_count(100.0) == round(200 * math.pi)
-    assert raycast.hemisphere_ray_count(0.0) == raycast.hemisphere_ray_count(math.nan) == 1
-    assert raycast.hemisphere_ray_count(1e9) == 20000
+    assert lidar_scan.hemisphere_ray_count(100.0) == round(200 * math.pi)
+    assert lidar_scan.hemisphere_ray_count(0.0) == lidar_scan.hemisphere_ray_count(math.nan) == 1
+    assert lidar_scan.hemisphere_ray_count(1e9) == 20000
 
 
 def test_scan_from_a_rotated_sensor():
     # Sensor +X pointed down (pitch +90 deg about +Y): the 3D LiDAR sees the planet.
     q = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))
     dirs = fibonacci_hemisphere_directions(300)
-    ranges = raycast.scan(dirs, (0.0, 0.0, R + 50.0), q, 200.0,
-                          sphere_center=(0.0, 0.0, 0.0), sphere_radius=R)
+    ranges = lidar_scan.scan(dirs, (0.0, 0.0, R + 50.0), q, 200.0,
+                             sphere_center=(0.0, 0.0, 0.0), sphere_radius=R)
     hit = np.isfinite(ranges)
     assert hit.any() and not hit.all()
     nadir = int(np.argmax(dirs[:, 0]))
@@ -118,7 +181,7 @@ def test_scan_fields_fit_the_packet_schema(mode):
     ranges = np.full(len(dirs), np.inf)
     ranges[::3] = 12.5
     ranges[1] = 500.0   # beyond maxDistance -> no return
-    fields = raycast.lidar_scan_fields(
+    fields = lidar_scan.lidar_scan_fields(
         mode=mode, sensor_id='lidar_x', vessel='Sat', part_flight_id=42,
         universal_time=10.0, ranges=ranges, directions=dirs, max_distance=100.0,
         scan_rate_hz=10.0, frame_position=(0.1, 0.0, 0.35), hemisphere_density=2.5,
@@ -141,7 +204,6 @@ def test_lidar_reuses_its_own_vessels_ranges_only_while_the_parts_hold_still():
     from dataclasses import replace
 
     from pylon_sim.runtime import Simulator
-    from pylon_sim.sensing import Sensing
 
     sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
     sensing = sim.sensing
@@ -149,12 +211,12 @@ def test_lidar_reuses_its_own_vessels_ranges_only_while_the_parts_hold_still():
     vessel = sim.world.active
 
     def scans_and_truth():
-        scene = sensing._scene(sim.world.ut)
-        fields = sensing._lidar(lidar, scene, vessel, sim.world.ut)
-        position, rotation = Sensing._pose(scene, vessel.key, lidar.part,
-                                           lidar.frame_position, lidar.frame_rotation)
-        _, exclude = Sensing._seen(scene, vessel, lidar.part, position)
-        truth = raycast.scan(lidar.directions, position, rotation, 200.0,
+        scene = imaging.scene(sim.world, sim.world.ut)
+        fields = imaging.lidar_fields(lidar, scene, vessel, sim.world.ut)
+        position, rotation = imaging.pose(scene, vessel.key, lidar.part,
+                                          lidar.frame_position, lidar.frame_rotation)
+        _, exclude = imaging.seen(scene, vessel, lidar.part, position)
+        truth = lidar_scan.scan(lidar.directions, position, rotation, 200.0,
                              scene['primitives'], *scene['planet'][:2], exclude=exclude)
         return np.array(fields['ranges']), np.where(np.isfinite(truth), truth, -1.0)
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 from pylon_protocol import camera, packets, rotations
 from pylon_protocol.envelope import Envelope
-from pylon_sim import raycast, render
+from pylon_sim import imaging, raycast, render
 from pylon_sim.raycast import Primitive
 from pylon_testing.cost import cpu_seconds
 import pytest
@@ -190,9 +190,9 @@ def test_the_orbit_cameras_frame_costs_a_fraction_of_the_per_pixel_cast():
 
     def one_frame() -> bytes:
         sim.world.step({})
-        scene = sensing._scene(sim.world.ut)
-        return sensing._frame(scene, vessel, camera_.part, camera_.settings,
-                              camera_.frame_position, camera_.frame_rotation)
+        scene = imaging.scene(sim.world, sim.world.ut)
+        return imaging.frame(scene, vessel, camera_.part, camera_.settings,
+                             camera_.frame_position, camera_.frame_rotation)
 
     first = np.frombuffer(one_frame(), np.uint8).reshape(H, W, 3)
     assert (first.max(axis=2) > 0).mean() > 0.2       # the docking port, not just sky

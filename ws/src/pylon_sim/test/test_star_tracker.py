@@ -12,7 +12,7 @@ import random
 import numpy as np
 from pylon_protocol import rotations
 from pylon_protocol.packets import STAR_TRACKER
-from pylon_sim import ksp_view
+from pylon_sim import ksp_view, raycast
 from pylon_sim import star_tracker as st
 from pylon_sim.bodies import KERBIN, KERBOL, MUN
 from pylon_sim.scenario import load_scenario
@@ -76,13 +76,12 @@ def inputs(ut, **changes) -> st.Inputs:
     return replace(base, **changes)
 
 
-def housing(vessel_id: str) -> st.Primitive:
+def housing(vessel_id: str) -> raycast.Primitive:
     """Return a box (part 77) that contains the aperture: part z = -0.293 m."""
     rot = rotations.to_matrix(look([0, 0, 1]))
     aperture = POS + rot @ (np.array([-0.3, 0.0, 0.6]) + [0.0, 0.0, 0.293])
     centre = aperture - rot @ [0.0, 0.0, 0.1]
-    return st.Primitive('box', (0.22, 0.19, 0.293), centre, rot, vessel_id=vessel_id,
-                        part_id=77)
+    return raycast.Primitive('box', (0.22, 0.19, 0.293), centre, rot, owner=(vessel_id, 77))
 
 
 class Run:
@@ -146,15 +145,15 @@ EXCLUSIONS = {
         -POS, [0, 0, 1], math.degrees(math.asin(R / np.linalg.norm(POS))) + 15.0 - 1.0))}),
     'mun': ('body_in_fov', {'bodies': (kerbin(), sun_disc(), st.BodyDisc(
         'Mun', POS + np.array([0.0, 0.0, 5.0e6]), MUN.radius))}),
-    'box_ahead': ('occluded', {'occluders': (st.Primitive(
-        'box', (5.0, 5.0, 5.0), POS + np.array([0.0, 0.0, 100.0]), vessel_id='cd' * 16),)}),
+    'box_ahead': ('occluded', {'occluders': (raycast.Primitive(
+        'box', (5.0, 5.0, 5.0), POS + np.array([0.0, 0.0, 100.0]), owner=('cd' * 16, 1)),)}),
     # a thin pole 9.5 deg off the axis, 50 m away: only outer-ring rays can see it
-    'pole_at_fov_edge': ('occluded', {'occluders': (st.Primitive(
+    'pole_at_fov_edge': ('occluded', {'occluders': (raycast.Primitive(
         'cylinder', (0.5, 40.0), POS + 50.0 * off_axis([0, 0, 1], [1, 0, 0], 9.5)
         + np.array([0.0, 0.0, 0.6]), rotations.to_matrix(
             (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))),
-        vessel_id='cd' * 16),)}),
-    'ball_ahead': ('occluded', {'occluders': (st.Primitive(
+        owner=('cd' * 16, 2)),)}),
+    'ball_ahead': ('occluded', {'occluders': (raycast.Primitive(
         'sphere', (2.0,), POS + np.array([0.0, 0.0, 1500.0])),)}),
     'spin': ('slew_rate_exceeded', {'body_rate': np.radians([0.0, 2.1, 0.0])}),
     'atmosphere_day': ('atmosphere', {'position': np.array([R + 50_000.0, 0.0, 0.0]),
@@ -190,9 +189,9 @@ NEAR_MISSES = {
     'sun_outside_exclusion': {'attitude': look(off_axis(SUN - POS, [0, 0, 1], 36.5))},
     'kerbin_limb_clear': {'attitude': look(off_axis(
         -POS, [0, 0, 1], math.degrees(math.asin(R / np.linalg.norm(POS))) + 15.0 + 1.0))},
-    'box_beyond_2km': {'occluders': (st.Primitive(
+    'box_beyond_2km': {'occluders': (raycast.Primitive(
         'box', (50.0, 50.0, 5.0), POS + np.array([0.0, 0.0, 2100.0])),)},
-    'box_outside_fov': {'occluders': (st.Primitive(
+    'box_outside_fov': {'occluders': (raycast.Primitive(
         'box', (5.0, 5.0, 5.0), POS + 100.0 * off_axis([0, 0, 1], [1, 0, 0], 15.0)),)},
     # the tracker's own housing around the aperture is not an obstacle
     'own_part': {'occluders': (housing(VESSEL),)},
@@ -213,21 +212,26 @@ def test_a_housing_of_another_vessel_around_the_aperture_occludes():
     assert Run().sample(occluders=(housing('cd' * 16),))['reason'] == 'occluded'
 
 
+class Wall(raycast.Terrain):
+    """A wall of terrain 1 km high north of 500 m (z > 500 m on the sphere)."""
+
+    min_height, max_height = 0.0, 1000.0
+
+    def height(self, up):
+        return np.where(up[:, 2] * R > 500.0, 1000.0, 0.0)
+
+
 def test_terrain_height_occludes_near_the_ground():
     landed = np.array([R + 10.0, 0.0, 0.0])
-    # a wall of terrain 1 km high, 500 m north
-    def height(points):
-        return np.where(points[:, 2] > 500.0, 1000.0, 0.0)
-
     clear = {'position': landed, 'bodies': (),
              'attitude': look(off_axis([1, 0, 0], [0, 0, 1], 45))}
-    terrain = st.Terrain(np.zeros(3), R)
-    samples = Run().for_seconds(3.0, terrain=terrain, **clear)
+    surface = st.Surface(np.zeros(3), R)
+    samples = Run().for_seconds(3.0, surface=surface, **clear)
     assert samples[-1]['reason'] == 'tracking'
-    wall = Run().sample(terrain=replace(terrain, height=height), **clear)
+    wall = Run().sample(surface=replace(surface, terrain=Wall()), **clear)
     assert wall['reason'] == 'occluded'
     # looking below the horizon hits the smooth sphere
-    down = Run().sample(terrain=terrain, position=landed, bodies=(),
+    down = Run().sample(surface=surface, position=landed, bodies=(),
                         attitude=look(off_axis([1, 0, 0], [0, 0, 1], 95)))
     assert down['reason'] == 'occluded'
 
@@ -363,31 +367,7 @@ def test_settings_are_clamped_and_ids_generated():
     assert st.default_sensor_id('My Tracker!') == 'my_tracker'
 
 
-# -- rays ----------------------------------------------------------------------------------
-
-
-def test_ray_primitives():
-    o = np.zeros(3)
-    dirs = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [-1.0, 0, 0]])
-    sphere = st.Primitive('sphere', (1.0,), np.array([5.0, 0, 0]))
-    assert st.ray_distances(o, dirs, 100.0, [sphere]) == pytest.approx(
-        [4.0, np.inf, np.inf, np.inf])
-    assert list(st.ray_hits(o, dirs, 3.9, [sphere])) == [False] * 4
-    turn = rotations.to_matrix((0, 0, math.sin(math.pi / 8), math.cos(math.pi / 8)))  # 45 deg
-    box = st.Primitive('box', (2.0, 2.0, 2.0), np.array([0, 10.0, 0]), turn)
-    assert st.ray_distances(o, dirs, 100.0, [box])[1] == pytest.approx(10.0 - math.sqrt(2))
-    # cylinder along local X turned onto Z: its side faces a ray along X, its cap one along Z
-    up = rotations.to_matrix((0, -math.sin(math.pi / 4), 0, math.cos(math.pi / 4)))
-    assert up @ [1, 0, 0] == pytest.approx([0, 0, 1])
-    side = st.Primitive('cylinder', (0.5, 4.0), np.array([3.0, 0, 0]), up)
-    cap = st.Primitive('cylinder', (0.5, 4.0), np.array([0, 0, 6.0]), up)
-    dist = st.ray_distances(o, dirs, 100.0, [side, cap])
-    assert dist == pytest.approx([2.5, np.inf, 4.0, np.inf])
-    inside = st.Primitive('box', (1.0, 1.0, 1.0), np.zeros(3))
-    assert st.ray_distances(o, dirs, 100.0, [inside]) == pytest.approx([0.0] * 4)
-    # a ray parallel to a box face, outside the slab, misses
-    slab = st.Primitive('box', (10.0, 1.0, 1.0), np.array([5.0, 3.0, 0]))
-    assert st.ray_distances(o, dirs, 100.0, [slab])[0] == np.inf
+# -- rays ------------------------------------------------------------------------------------
 
 
 def test_fov_rays_are_17_within_the_half_fov():

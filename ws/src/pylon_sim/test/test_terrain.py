@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from pylon_protocol import lidar, rotations
-from pylon_sim import raycast, render, terrain
+from pylon_sim import imaging, raycast, render, terrain
 from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN, mun_position
 from pylon_sim.scenario import load_scenario, ScenarioError
 from pylon_sim.sensing import Sensing
@@ -179,11 +179,11 @@ def test_the_surface_scenario_has_terrain_and_the_lidar_sees_the_placed_boulder(
     assert normal[0] == pytest.approx(fixed / np.linalg.norm(fixed), abs=1e-12)
     sensing = Sensing(world)
     imager = next(i for i in sensing.imagers if i.kind == 'lidar_2d')
-    scene = sensing._scene(world.ut)
-    fields = sensing._lidar(imager, scene, world.active, world.ut)
+    scene = imaging.scene(world, world.ut)
+    fields = imaging.lidar_fields(imager, scene, world.active, world.ut)
     ranges = np.where(np.array(fields['hitMask']) == 1, np.array(fields['ranges']), np.inf)
     # predicted: the sensor's pose, the boulder's sphere, in the body-fixed frame
-    position, rotation = sensing._pose(scene, 'rover', imager.part, (0, 0, 0), (0, 0, 0, 1))
+    position, rotation = imaging.pose(scene, 'rover', imager.part, (0, 0, 0), (0, 0, 0, 1))
     to_fixed = body_fixed_rotation(KERBIN, world.ut)
     o = to_fixed @ position
     d = imager.directions @ rotation.T @ to_fixed.T
@@ -260,20 +260,58 @@ def test_a_level_camera_sees_the_whole_boulder_above_the_crater_field():
     assert np.all(reference.ranges[above] < 8.0)
 
 
+@pytest.mark.parametrize('body', [KERBIN, MUN])
+def test_a_ray_down_to_the_deepest_floor_meets_it_whatever_its_rounding(body):
+    # The crater's floor is the field's lowest bound (the inner sphere of the march). Rays
+    # straight down its centre, their origins off by the 1e-10 m an inertial round trip
+    # adds, used to stop at the inner sphere a hair above the floor and miss the ground
+    # (4 of these 200 on Kerbin, 44 on the Mun).
+    spec = TerrainSpec(body.name, 10.0, 20.0, radius=100.0,
+                       craters=(Crater(30.0, 0.0, 10.0, 2.0, 0.4),))
+    t = SiteTerrain(spec, body)
+    up = t.up_of([[30.0, 0.0]])[0]
+    o = (body.radius + 10.0) * up + np.random.default_rng(0).normal(size=(200, 3)) * 3e-10
+    ranges, _ = t.intersect(o, np.broadcast_to(-up, o.shape), body.radius, 100.0, False)
+    assert ranges == pytest.approx(np.full(200, 12.0), abs=1e-6)
+    # the default march of a height field stops at its inner sphere the same way
+    bowl = Bowl(up, body.radius)
+    ranges, _ = bowl.intersect(o, np.broadcast_to(-up, o.shape), body.radius, 100.0, False)
+    assert ranges == pytest.approx(np.full(200, 12.0), abs=1e-6)
+
+
+class Bowl(raycast.Terrain):
+    """A cone 2 m deep at ``centre`` (its lowest bound), 10 m across: the default march."""
+
+    min_height, max_height = -2.0, 0.0
+
+    def __init__(self, centre, radius):
+        self.centre, self.radius = centre, radius
+
+    def height(self, up):
+        off = np.linalg.norm(up - self.centre, axis=1) * self.radius
+        return -2.0 * np.clip(1.0 - off / 10.0, 0.0, 1.0)
+
+
 def test_star_tracker_terrain_includes_the_boulders():
     world = World(load_scenario('surface'))
-    sensing = Sensing(world)
-    shape, occluders = sensing._tracker_terrain(world.ut, [])
+    surface = Sensing(world).tracking.surface(world.ut)
     t = world.terrain_of('Kerbin')
-    assert len(occluders) == len(t.boulders)
+    assert surface.radius == R and surface.center == pytest.approx(np.zeros(3))
     to_inertial = body_fixed_rotation(KERBIN, world.ut).T
-    last = occluders[-1]
-    assert last.position == pytest.approx(to_inertial @ t.boulder_centers[-1], abs=1e-6)
+    # a ray cast straight down at the last boulder's top meets it (the one kernel)
+    boulder = to_inertial @ t.boulder_centers[-1]
+    up = boulder / np.linalg.norm(boulder)
+    above = boulder + (t.boulders[-1].radius + 5.0) * up
+    ranges = raycast.cast(above, -up[None, :], 100.0, (), surface.center, surface.radius,
+                          surface.terrain)
+    assert ranges[0] == pytest.approx(5.0, abs=1e-6)
     crater = t.craters[0]
     floor = to_inertial @ t.up_of([[crater.east, crater.north]])[0] * R
     field = t.field([[crater.east, crater.north]])[0][0]
     assert field < -0.5 * crater.depth
-    assert shape.height(floor[None, :])[0] == pytest.approx(field, abs=1e-6)
+    down = raycast.cast(floor + 10.0 * floor / R, -floor[None, :], 100.0, (), surface.center,
+                        surface.radius, surface.terrain)
+    assert down[0] == pytest.approx(10.0 - field, abs=1e-6)
 
 
 def test_star_tracker_terrain_is_on_its_own_body_where_that_body_is(tmp_path):
@@ -285,15 +323,19 @@ def test_star_tracker_terrain_is_on_its_own_body_where_that_body_is(tmp_path):
     assert world.terrain_of('Kerbin') is None
     sensing = Sensing(world)
     for ut in (world.ut, world.ut + 3600.0):        # the Mun moves on its orbit
-        shape, occluders = sensing._tracker_terrain(ut, [])
+        surface = sensing.tracking.surface(ut)
         center = mun_position(ut)
-        assert shape.center == pytest.approx(center) and shape.radius == MUN.radius
+        assert surface.center == pytest.approx(center) and surface.radius == MUN.radius
         to_inertial = body_fixed_rotation(MUN, ut).T
-        [boulder] = occluders
-        assert boulder.position == pytest.approx(center + to_inertial @ site.boulder_centers[0],
-                                                 abs=1e-6)
-        floor = to_inertial @ site.up_of([[30.0, 0.0]])[0] * MUN.radius   # from its centre
-        assert shape.height(floor[None, :])[0] == pytest.approx(-0.2 * 10, abs=1e-9)
+        boulder = center + to_inertial @ site.boulder_centers[0]
+        up = (boulder - center) / np.linalg.norm(boulder - center)
+        ranges = raycast.cast(boulder + 7.0 * up, -up[None, :], 100.0, (), surface.center,
+                              surface.radius, surface.terrain)
+        assert ranges[0] == pytest.approx(5.0, abs=1e-6)           # its 2 m top
+        bowl = to_inertial @ site.up_of([[33.0, 0.0]])[0]     # unit, from the Mun's centre
+        down = raycast.cast(center + (MUN.radius + 10.0) * bowl, -bowl[None, :], 100.0, (),
+                            surface.center, surface.radius, surface.terrain)
+        assert down[0] == pytest.approx(10.0 + 2.0 - 2.4 * 0.3 ** 2, abs=1e-6)  # s = 0.3
     assert np.linalg.norm(mun_position(world.ut + 3600.0) - mun_position(world.ut)) > 5e5
 
 
