@@ -5,7 +5,7 @@ on the simulator clock (``Schedule``). ``Reports`` holds what the producers keep
 frames (the ground-truth anchor, the IMU's skipped first sample after a reset, the proxy
 model's producer and chunks) and sends through the ``emit`` it is given; which packets a
 frame sends, and in what order with the sensors' packets, is the frame loop's
-(``runtime.Simulator.emit_due``).
+(``frame_packets.FramePackets``).
 """
 
 from __future__ import annotations

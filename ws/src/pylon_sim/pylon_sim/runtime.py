@@ -2,8 +2,10 @@
 
 ``Simulator`` is the game the entry point, missions and tests drive; its parts each do one
 job: the runtime session and its resets (``lifecycle``), the send path and a frame's held
-datagrams (``outbox``), the mod's state packets and their rates (``reports``), the vessels'
-splits and joins (``topology_changes``) and the admin requests (``admin_requests``).
+datagrams (``outbox``), a frame's packets in their order (``frame_packets``), the mod's
+state packets and their rates (``reports``), the command port (``commands``), the
+vessels' splits and joins (``topology_changes``), the admin requests (``admin_requests``)
+and the wait for a lock-stepped controller (``lockstep``).
 
 Time model. One loop iteration is one game frame and one physics step
 (``physics_step``, 0.02 s of simulator clock). Everything the mod times by the wall clock
@@ -24,7 +26,6 @@ from the past.
 from __future__ import annotations
 
 from collections.abc import Callable
-import contextlib
 from dataclasses import dataclass
 import ipaddress
 import logging
@@ -38,8 +39,9 @@ from pylon_protocol import packets
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.session import RuntimeSession
 
-from pylon_sim import admin, admin_requests, environment, ksp_view
+from pylon_sim import admin, admin_requests, environment
 from pylon_sim.commands import CommandIntake
+from pylon_sim.frame_packets import FramePackets
 from pylon_sim.lifecycle import Lifecycle
 from pylon_sim.lockstep import Lockstep
 from pylon_sim.outbox import Outbox, Stats, Throttle, UdpSender
@@ -135,6 +137,8 @@ class Simulator:
         self.topology = TopologyChanges(self.world, self.control, self.sensing, emit,
                                         self._new_id, self.environment)
         self.lifecycle = Lifecycle(runtime, self.world, self.control, self.reports)
+        self.packets = FramePackets(self.world, self.control, self.sensing, self.reports,
+                                    self.lifecycle, emit)
         self._observe(first=True)
 
     def _new_id(self) -> str:
@@ -178,15 +182,11 @@ class Simulator:
         order they were built), so that the receiver is not woken while the simulator still
         has the frame's work to do on a shared core.
         """
-        with self.sending():
+        with self.outbox.sending():
             acting = self.begin_frame()
             if not self.paused:
                 advance(self.world, self.environment, [acting] if acting else [])
             self.end_frame()
-
-    def sending(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the packets emitted inside, and send them (in order) when it ends."""
-        return self.outbox.sending()
 
     def begin_sending(self) -> None:
         """Hold every packet emitted from now on (a frame's), until ``end_sending``."""
@@ -219,59 +219,17 @@ class Simulator:
                       self.control)
 
     def end_frame(self) -> None:
-        """End a frame after the physics step: docking, the runtime session, the packets."""
+        """End a frame after the physics step: docking, the runtime session, the packets.
+
+        The packets: the frame's answers, then every packet due (``FramePackets``).
+        """
         if not self.paused and self.available:
             self.topology.dock()
         self._observe()
         if self.available:
-            emit = self.outbox.emit
-            for type_name, payload in self._answers:
-                emit(type_name, payload)
-            for name, resulting in self._separated:   # in the session the split reset to
-                for type_name, payload in self.control.separated(name, resulting,
-                                                                 self.envelope, self.clock):
-                    emit(type_name, payload)
+            self.packets.answers(self._answers, self._separated, self.clock)
         self._answers, self._separated = [], []
-        self.emit_due()
-
-    def emit_due(self) -> None:
-        """Send every packet whose period has elapsed on the simulator clock.
-
-        The frame's measurements (IMU, ground truth, nearby vessels) go first, as soon as
-        physics produced them, so that the periodic reports of the same frame do not
-        delay them at the receiver; only a runtime session's first heartbeat goes before
-        them, since the bridge takes nothing of a session it has not seen.
-        """
-        reports, lifecycle, emit = self.reports, self.lifecycle, self.outbox.emit
-        due = reports.due(self.clock)
-        now = self._moment()
-        heartbeat = due['session'] and self.heartbeat_enabled
-        measuring = now.available and not now.paused
-        if heartbeat and (not measuring or lifecycle.unannounced):
-            lifecycle.heartbeat(now)
-            heartbeat = False
-        view = None
-        if measuring:
-            view = ksp_view.observe(self.world.active, self.world.ut)
-            reports.motion(due, view)
-        if heartbeat:
-            lifecycle.heartbeat(now)
-        if not now.paused:       # also while packed: the tracker then says ``packed``
-            for sample in self.sensing.star_tracker_samples(self.clock, self.world.ut):
-                emit('pylon_star_tracker', sample)
-        if not now.available:
-            return
-        reports.vessel(due, self.runtime.epoch, now)
-        if now.paused:
-            return
-        reports.control_state(due, view, now)
-        reports.health(due, now)
-        for type_name, payload in self.sensing.imaging_packets(
-                self.clock, self.world.ut, reports.camera_port()):
-            emit(type_name, payload)
-        for payload in self.sensing.relative_nav_samples(self.clock, self.world.ut):
-            emit('pylon_relative_nav', payload)
-        reports.docking(due)
+        self.packets.due(self._moment(), self.heartbeat_enabled)
 
     # -- commands and admin -------------------------------------------------------------
     def drain_commands(self) -> None:
@@ -349,7 +307,7 @@ class Simulator:
                                   self._read_commands, self.control.wrench_received_at)
 
     def _read_commands(self) -> None:
-        with self.sending():
+        with self.outbox.sending():
             self.drain_commands()
 
     def _behind(self) -> bool:
