@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pylon_sim import ksp_view
 from pylon_sim.lifecycle import Lifecycle
-from pylon_sim.reports import Emit, Moment, Reports
+from pylon_sim.outbox import Emit
+from pylon_sim.reports import Moment, Reports
 from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import Packet, VehicleManager
 from pylon_sim.world import WorldView

@@ -24,6 +24,9 @@ LOG = logging.getLogger('pylon_sim')
 MAX_DATAGRAM_BYTES = 65000
 LOG_THROTTLE_SEC = 5.0
 
+#: ``Outbox.emit``: ``(type name, payload[, max_bytes])`` -> the packet sent, or None
+Emit = Callable[..., 'dict | None']
+
 
 @dataclass
 class Stats:

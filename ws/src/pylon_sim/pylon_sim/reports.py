@@ -18,6 +18,7 @@ from pylon_protocol.envelope import ENVELOPE_KEYS_SET
 from pylon_protocol.model_chunks import chunk_model
 
 from pylon_sim import actuators, ksp_view, proxy_model, telemetry
+from pylon_sim.outbox import Emit
 from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import Part, part_masses
 from pylon_sim.world import WorldView
@@ -31,8 +32,6 @@ SCHEDULED = {
     'docking': 'pylon_docking_port_state', 'docking_manifest': 'pylon_docking_port_manifest',
     'snapshot': 'pylon_control_snapshot', 'health': 'pylon_vehicle_health',
     'thermal': 'pylon_part_thermal_state'}
-
-Emit = Callable[..., 'dict | None']
 
 
 class Schedule:

@@ -60,7 +60,13 @@ LOCKSTEP_WAIT_WALL_SEC = 1.0   # s of wall time a lock-stepped game waits for a 
 
 
 class Simulator:
-    """KSP plus the PyLoN mod: a world, its runtime session and the mod's packets."""
+    """KSP plus the PyLoN mod: a world, its runtime session and the mod's packets.
+
+    The game's frame loop and its face to the entry point, missions and tests; each job is
+    one of its parts (see the module docstring). A restart (``restart``) makes the parts of
+    a KSP process afresh: the control, the sensors, the producers, the topology changes
+    and the runtime session.
+    """
 
     def __init__(self, scenario: Scenario, *, send: Callable[[bytes], None] | None = None,
                  state_addr: tuple[str, int] = ('127.0.0.1', packets.STATE_PORT),

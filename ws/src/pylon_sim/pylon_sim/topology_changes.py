@@ -14,14 +14,13 @@ from collections.abc import Callable
 import numpy as np
 
 from pylon_sim import actuators, docking, environment, topology
+from pylon_sim.outbox import Emit
 from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import Part
 from pylon_sim.world import WorldView
 
 DOCKING_SCAN_M = 50.0     # m between centres of mass within which ports are compared
-
-Emit = Callable[..., 'dict | None']
 
 
 class TopologyChanges:
