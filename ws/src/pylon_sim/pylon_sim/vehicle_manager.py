@@ -313,3 +313,18 @@ class VehicleManager:
             'saturated': bool(r['saturated']),
             'achievedQuality': packets.ACHIEVED_QUALITY,
         }
+
+    def docked(self, vessel: SimVessel, other: SimVessel) -> TypedActuators:
+        """Follow ``other`` docking to ``vessel``: return the joined vessel's actuator state.
+
+        It carries both vessels' lasting state (``TypedActuators.carried``); ``other``'s
+        is dropped with the vessel.
+        """
+        merged = self.typed(vessel).carried(vessel.spec, self.typed(other))
+        self.typed_by_vessel[vessel.vessel_id] = merged
+        self.typed_by_vessel.pop(other.vessel_id, None)
+        return merged
+
+    def forget_vessels(self) -> None:
+        """Drop every vessel's actuator state (a revert: each as the scenario has it)."""
+        self.typed_by_vessel.clear()

@@ -6,6 +6,7 @@ import json
 import socket
 
 from pylon_protocol import packets, wire
+from pylon_sim import admin, admin_requests
 from pylon_sim.runtime import Simulator
 from pylon_sim.scenario import load_scenario
 from pylon_testing.scenarios import write_crowd
@@ -249,6 +250,12 @@ def test_admin_events_have_their_runtime_consequences():
         sim.admin({'cmd': 'explode'})
     with pytest.raises(ValueError, match='debris'):
         sim.admin({'cmd': 'switch', 'vessel': 'debris'})
+
+
+def test_the_admin_cli_offers_exactly_the_requests_a_game_carries_out():
+    # ``admin.REQUESTS`` (the CLI's choices, the error's list) and the handler table agree
+    assert tuple(admin_requests.HANDLERS) == admin.REQUESTS
+    assert admin_requests.WORLD_REQUESTS <= set(admin.REQUESTS)
 
 
 def test_hostile_command_datagrams_are_counted_and_dropped():
