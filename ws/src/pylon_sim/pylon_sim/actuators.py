@@ -13,10 +13,7 @@ from __future__ import annotations
 import math
 
 from pylon_sim import wheels
-
-# Actuator, actuators_of, servo_name and SEPARATION_KINDS live in parts (the game's view of
-# a vessel's actuators); they are re-exported for runtime.py and test_proxy_model.py.
-from pylon_sim.parts import Actuator, actuators_of, SEPARATION_KINDS, servo_name  # noqa: F401
+from pylon_sim.parts import Actuator, actuators_of
 from pylon_sim.rcs_geometry import nozzle_count
 from pylon_sim.vessel import VesselSpec
 

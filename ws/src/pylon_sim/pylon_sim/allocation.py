@@ -97,9 +97,8 @@ import math
 import numpy as np
 from pylon_protocol import names, rotations
 
-# rcs_layout is re-exported for scenario.py, which imports it from here
 from pylon_sim.box_lstsq import bounded_lstsq
-from pylon_sim.rcs_geometry import layout_arrays, rcs_layout  # noqa: F401
+from pylon_sim.rcs_geometry import layout_arrays
 from pylon_sim.vessel import flag_setting, number_setting, VesselSpec
 
 CHANNELS = ('+pitch', '-pitch', '+yaw', '-yaw', '+roll', '-roll',

@@ -28,7 +28,8 @@ from pylon_protocol.envelope import Envelope
 
 from pylon_sim.authority import ControlAuthority, Decision
 from pylon_sim.separation_journal import operation_of, refusal, SeparationJournal
-from pylon_sim.typed_actuators import ACCEPTED, TypedActuators
+from pylon_sim.typed_actuators import TypedActuators
+from pylon_sim.typed_common import ACCEPTED
 from pylon_sim.world import SimVessel
 
 Packet = tuple[str, dict]

@@ -33,7 +33,7 @@ from pylon_protocol import management
 
 from pylon_sim import admin
 from pylon_sim.runtime import advance, pace, Simulator
-from pylon_sim.scenario import Scenario
+from pylon_sim.save import Scenario
 from pylon_sim.vessel import propellant_mass
 from pylon_sim.world import World
 

@@ -17,7 +17,7 @@ from pylon_protocol import packets
 from pylon_protocol.envelope import ENVELOPE_KEYS_SET
 from pylon_protocol.model_chunks import chunk_model
 
-from pylon_sim import actuators, ksp_view, proxy_model, telemetry
+from pylon_sim import actuators, ksp_view, parts, proxy_model, telemetry
 from pylon_sim.outbox import Emit
 from pylon_sim.vehicle_manager import VehicleManager
 from pylon_sim.vessel import Part, part_masses
@@ -200,12 +200,12 @@ class Reports:
                     payload.update(self.control.actuator_fields(vessel, actuator.name))
                     self.emit('pylon_motor_state', payload)
 
-    def _actuators(self, spec) -> list[actuators.Actuator]:
+    def _actuators(self, spec) -> list[parts.Actuator]:
         """Return the vessel's actuators, found again only for another vessel or topology."""
         key = spec.topology_hash()
         cached = self._actuator_list
         if cached is None or cached[0] is not spec or cached[1] != key:
-            cached = self._actuator_list = (spec, key, actuators.actuators_of(spec))
+            cached = self._actuator_list = (spec, key, parts.actuators_of(spec))
         return cached[2]
 
     def _snapshot(self, flight: dict, states: list[dict]) -> None:

@@ -47,7 +47,7 @@ from pylon_sim.lockstep import Lockstep
 from pylon_sim.outbox import Outbox, Stats, Throttle, UdpSender
 from pylon_sim.reports import ModelSender, Moment, Reports
 from pylon_sim.safety import SafetyLimits
-from pylon_sim.scenario import Scenario
+from pylon_sim.save import Scenario
 from pylon_sim.sensing import Sensing
 from pylon_sim.topology_changes import TopologyChanges
 from pylon_sim.vehicle_manager import VehicleManager

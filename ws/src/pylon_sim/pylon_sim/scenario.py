@@ -21,8 +21,8 @@ from pylon_protocol import rotations
 import yaml
 
 from pylon_sim import relative_nav
-from pylon_sim.allocation import rcs_layout
 from pylon_sim.bodies import BODIES, Body, enu_rotation, fixed_from_geodetic
+from pylon_sim.rcs_geometry import rcs_layout
 from pylon_sim.save import (  # what a scenario is (re-exported for the loader's importers)
     OrbitStart,
     Scenario,

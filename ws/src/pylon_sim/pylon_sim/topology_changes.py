@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pylon_sim import actuators, docking, environment, topology
+from pylon_sim import actuators, docking, environment, parts, topology
 from pylon_sim.outbox import Emit
 from pylon_sim.sensing import Sensing
 from pylon_sim.vehicle_manager import VehicleManager
@@ -60,7 +60,7 @@ class TopologyChanges:
         for name in fired:
             vessel, actuator = next(
                 (v, a) for v in self.world.vessels.values()
-                for a in actuators.actuators_of(v.spec) if a.name == name)
+                for a in parts.actuators_of(v.spec) if a.name == name)
             if vessel is self.world.active:     # its last state: fired, leaving the vessel
                 payload = actuators.state(actuator, vessel.spec, self.world.ut, sequence,
                                           tuple(float(v) for v in vessel.mass.com))

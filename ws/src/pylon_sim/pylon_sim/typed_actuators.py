@@ -54,18 +54,9 @@ from pylon_sim.typed_separators import Separators
 from pylon_sim.typed_servos import Servos
 from pylon_sim.vessel import VesselSpec
 
-__all__ = ['ACCEPTED', 'clamp_timeout', 'TypedActuators']
-
 
 class TypedActuators:
     """The KSP-side state of the typed actuator overrides of one vessel."""
-
-    # the families' command handlers by name (test_vehicle_manager reads their reasons)
-    _engine_command = Engines.command
-    _rcs_command = Rcs.command
-    _wheel_command = Wheels.command
-    _separation_command = Separators.command
-    _motor_command = Servos.command
 
     def __init__(self, spec: VesselSpec) -> None:
         self.spec = spec

@@ -39,7 +39,8 @@ from pylon_sim.command_router import CommandRouter, Packet
 from pylon_sim.flight_control import FlightControl
 from pylon_sim.push_audit import PushAudit
 from pylon_sim.safety import SafetyLimits
-from pylon_sim.typed_actuators import clamp_timeout, TypedActuators
+from pylon_sim.typed_actuators import TypedActuators
+from pylon_sim.typed_common import clamp_timeout
 from pylon_sim.world import SimVessel
 
 ZERO = np.zeros(3)

@@ -262,7 +262,7 @@ def test_servo_joints_are_an_opt_in_extension():
     joint = joints_by_child(servo)[f'{PREFIX}_link_0002']
     assert joint.get('type') == 'revolute'
     # named as the servo's joint_states entry (its motor name)
-    from pylon_sim.actuators import actuators_of
+    from pylon_sim.parts import actuators_of
     motors = [a.name for a in actuators_of(SPEC) if a.actuator_type == 'motor']
     assert joint.get('name') in motors
     assert [c.tag for c in joint] == ['parent', 'child', 'origin', 'axis', 'limit']

@@ -3,7 +3,8 @@
 import math
 
 from pylon_sim.scenario import load_scenario
-from pylon_sim.typed_actuators import clamp_timeout, TypedActuators
+from pylon_sim.typed_actuators import TypedActuators
+from pylon_sim.typed_common import clamp_timeout
 from pylon_sim.vessel import Module, Part, Shape, VesselSpec
 import pytest
 

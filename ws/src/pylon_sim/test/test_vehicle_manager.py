@@ -6,7 +6,14 @@ import math
 
 import numpy as np
 from pylon_protocol import packets
-from pylon_sim import typed_actuators
+from pylon_sim import (
+    typed_actuators,
+    typed_common,
+    typed_engines,
+    typed_rcs_wheels,
+    typed_separators,
+    typed_servos,
+)
 from pylon_sim.scenario import load_scenario
 from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
 from pylon_sim.world import World
@@ -152,7 +159,7 @@ def test_the_audit_counts_a_step_that_pushes_without_backing(vessel, monkeypatch
 
 def test_a_body_wrench_timeout_is_clamped_by_the_typed_commands_rule():
     # one rule for every command timeout (its cases: test_typed_actuators.test_timeout_clamp)
-    assert clamp_timeout is typed_actuators.clamp_timeout
+    assert clamp_timeout is typed_common.clamp_timeout
 
 
 def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(vessel):
@@ -324,12 +331,13 @@ def _returned_strings(function):
 
 def test_every_typed_refusal_reason_is_in_the_protocol_set():
     typed = typed_actuators.TypedActuators
-    handlers = (typed.command, typed.docking, typed._engine_command, typed._rcs_command,
-                typed._wheel_command, typed._separation_command, typed._motor_command)
+    handlers = (typed.command, typed.docking, *(family.command for family in (
+        typed_engines.Engines, typed_rcs_wheels.Rcs, typed_rcs_wheels.Wheels,
+        typed_separators.Separators, typed_servos.Servos)))
     produced = set().union(*(_returned_strings(h) for h in handlers))
     # ACCEPTED is returned by name; the vehicle manager refuses while a mission holds
     assert produced | {packets.SIMULATION_HELD} == packets.TYPED_REFUSAL_REASONS
-    assert typed_actuators.ACCEPTED in packets.AUTHORITY_REASONS
+    assert typed_common.ACCEPTED in packets.AUTHORITY_REASONS
     assert not packets.TYPED_REFUSAL_REASONS & packets.AUTHORITY_REASONS
     assert packets.AUTHORITY_STATE_REASONS == (packets.AUTHORITY_REASONS
                                                | packets.TYPED_REFUSAL_REASONS)
