@@ -15,9 +15,9 @@ import os
 import time
 
 import numpy as np
-from pylon_sim import allocation
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import mass_properties
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import allocation
 
 COMMANDS = 2000
 FORCE_SCALE, TORQUE_SCALE = 250000.0, 100000.0

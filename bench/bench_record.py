@@ -31,7 +31,7 @@ START_SEC = 60.0          # the stack up and the recorder subscribed to the came
 
 def scenario(directory: Path) -> str:
     """Write the orbit scenario with its camera at WIDTH x HEIGHT; return the path."""
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.scenario import load_scenario
     data = yaml.safe_load(Path(load_scenario('orbit').path).read_text(encoding='utf-8'))
     cameras = [m for vessel in data['vessels'] for part in vessel['parts']
                for m in part.get('modules', ()) if m.get('sensor_id') == CAMERA_ID]

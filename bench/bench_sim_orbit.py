@@ -44,8 +44,8 @@ import time
 from pylon_protocol import packets, wire
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.threads import limit_threads
-from pylon_sim.runtime import Simulator
-from pylon_sim.scenario import load_scenario
+from pylon_sim.loop.runtime import Simulator
+from pylon_sim.loop.scenario import load_scenario
 from pylon_testing import bench
 from pylon_testing.processes import ProcessGroup
 import yaml

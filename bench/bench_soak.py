@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from pylon_sim import admin
+from pylon_sim.loop import admin
 from pylon_testing.bench import BenchError, BenchSession, cmdline, cpu_seconds, run, status_kb
 from scipy import stats
 

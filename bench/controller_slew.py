@@ -58,9 +58,9 @@ RECORDED = {'odom': 'odometry', 'pose': 'ground_truth/pose',
 
 def torque_capacity_z() -> tuple[float, float]:
     """Return the sat's torque capacity about +Z (N·m) and its Izz (kg·m²)."""
-    from pylon_sim import allocation
-    from pylon_sim.scenario import load_scenario
-    from pylon_sim.vessel import mass_properties
+    from pylon_sim.game.vessel import mass_properties
+    from pylon_sim.loop.scenario import load_scenario
+    from pylon_sim.mod import allocation
     spec = load_scenario('orbit').vessel('sat').spec
     props = mass_properties(spec, spec.initial_resources())
     nozzles, engines, wheels = allocation.geometry(spec, props.com)

@@ -29,7 +29,7 @@ from pylon_common import mission, topics
 from pylon_common.parameters import section_node
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
-from pylon_sim.admin import ADMIN_PORT
+from pylon_sim.loop.admin import ADMIN_PORT
 from pylon_tools import viewer
 import yaml
 
@@ -433,7 +433,7 @@ class VehicleFacts:
 
 def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
     """Return the facts of the scenario's vehicles; ValueError unless it has ``vehicles``."""
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.scenario import load_scenario
     loaded = load_scenario(scenario)
     if len(loaded.vehicles) != vehicles:
         raise ValueError(f'scenario {scenario!r} has {len(loaded.vehicles)} vehicles '
@@ -451,7 +451,7 @@ def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
 
 
 def _target_vessel_id(scenario: str) -> str:
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.scenario import load_scenario
     loaded = load_scenario(scenario)
     return loaded.vessel(loaded.task.target).spec.vessel_id if loaded.task else ''
 

@@ -100,7 +100,7 @@ def test_bridge_base_file_uses_real_options_and_the_simulator_ports():
 
 
 def test_simulator_arguments_are_its_real_flags():
-    from pylon_sim import main
+    from pylon_sim.loop import main
     source = Path(main.__file__).read_text()
     for flag in [a for a in pc.sim_arguments() if a.startswith('--')]:
         assert f"'{flag}'" in source, flag

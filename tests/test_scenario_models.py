@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 from pylon_protocol.urdf import validate_urdf
-from pylon_sim import proxy_model
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import part_masses
+from pylon_sim.game.vessel import part_masses
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import proxy_model
 from pylon_vehicle_control.mass_properties import mass_properties
 import pytest
 

@@ -9,6 +9,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = {'.git', '.venv', 'build', 'install', 'log', '__pycache__', '.hypothesis'}
 MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 300
+MAX_SIM_MODULE_LINES = 600
+SIM_LAYERS = {'game': 0, 'mod': 1, 'sensors': 1, 'loop': 2}
+"""pylon_sim's subpackages, bottom up: the game; the mod and its sensors beside each other
+(neither imports the other); the frame loop that ties them."""
 CONTRACT = ROOT / 'ws' / 'src' / 'pylon_common' / 'pylon_common' / 'topics.py'
 SEED_PREFIX = '/ksp_vessel'
 
@@ -35,6 +40,24 @@ def test_no_function_is_longer_than_80_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert long == []
+
+
+def test_no_class_in_the_packages_is_longer_than_300_lines():
+    long = [f'{path.relative_to(ROOT)}:{node.lineno} {node.name} '
+            f'({node.end_lineno - node.lineno + 1} lines)'
+            for path in python_files() if path.is_relative_to(ROOT / 'ws' / 'src')
+            and not is_test(path) for node in ast.walk(parsed(path))
+            if isinstance(node, ast.ClassDef)
+            and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES]
+    assert long == []
+
+
+def test_no_simulator_module_is_longer_than_600_lines():
+    package = ROOT / 'ws' / 'src' / 'pylon_sim' / 'pylon_sim'
+    long = {str(path.relative_to(package)): lines for path in package.rglob('*.py')
+            if (lines := len(path.read_text(encoding='utf-8').splitlines()))
+            > MAX_SIM_MODULE_LINES}
+    assert long == {}
 
 
 def _module_name(path: Path) -> str | None:
@@ -129,6 +152,20 @@ def test_packages_import_only_what_lies_below_them():
              for target in targets
              if module.split('.')[0] in layers
              and target.split('.')[0] not in layers[module.split('.')[0]] | {module.split('.')[0]}]
+    assert wrong == []
+
+
+def test_the_simulator_imports_only_down_its_layers():
+    graph = {name: targets for name, targets in import_graph().items()
+             if name.split('.')[0] == 'pylon_sim'}
+    outside = [name for name in graph if name != 'pylon_sim'
+               and name.split('.')[1] not in SIM_LAYERS]
+    assert outside == []                        # every module lives in a layer
+    assert {name.split('.')[1] for name in graph if name != 'pylon_sim'} == set(SIM_LAYERS)
+    wrong = [(name, target) for name, targets in graph.items() if name != 'pylon_sim'
+             for target in targets if target.split('.')[0] == 'pylon_sim'
+             and target.split('.')[1] != name.split('.')[1]
+             and SIM_LAYERS[target.split('.')[1]] >= SIM_LAYERS[name.split('.')[1]]]
     assert wrong == []
 
 

@@ -20,8 +20,8 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'pylon_sim = pylon_sim.main:main',
-            'pylon_sim_admin = pylon_sim.admin:main',
+            'pylon_sim = pylon_sim.loop.main:main',
+            'pylon_sim_admin = pylon_sim.loop.admin:main',
         ],
     },
 )

@@ -46,7 +46,7 @@ from nav_msgs.msg import Odometry
 from pylon_common import topics
 from pylon_interfaces.msg import ControlAuthorityCommand, ControlSetpoint, VesselLifecycle
 from pylon_protocol import rotations
-from pylon_sim.admin import request
+from pylon_sim.loop.admin import request
 
 from pylon_testing import faults
 from pylon_testing.recorder import TopicRecorder

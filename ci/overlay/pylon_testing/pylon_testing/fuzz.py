@@ -101,8 +101,8 @@ def simulator_corpus(scenario: str = 'orbit', seconds: float = CORPUS_SECONDS,
     At most ``per_type`` of each type (actuator states per kind), the first ones: every
     kind the scenario sends is there, models and camera frames whole.
     """
-    from pylon_sim.runtime import Simulator
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.runtime import Simulator
+    from pylon_sim.loop.scenario import load_scenario
     kept: list[dict] = []
     counts: Counter = Counter()
 
@@ -136,7 +136,7 @@ def sample_corpus() -> list[dict]:
 
 def live_session(admin_port: int, host: str = '127.0.0.1') -> Envelope:
     """Return the runtime envelope a running simulator sends now (its admin ``status``)."""
-    from pylon_sim.admin import request
+    from pylon_sim.loop.admin import request
     status = request(admin_port, {'cmd': 'status'}, host)
     return Envelope(*(status[key] for key in ENVELOPE_KEYS))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pylon_sim.scenario import load_scenario
+from pylon_sim.loop.scenario import load_scenario
 import yaml
 
 IMAGING = ('lidar_2d', 'lidar_3d', 'camera')

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pylon_sim.admin import request
+from pylon_sim.loop.admin import request
 
 FRESH_SESSION_ADMIN = (('resume', {}), ('heartbeat', {'enabled': True}), ('revert', {}))
 """What ``fresh_session`` sends before its restart: running, heartbeats on, the start."""

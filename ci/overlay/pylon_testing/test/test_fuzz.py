@@ -3,7 +3,7 @@
 ``pylon_testing.fuzz`` feeds the fuzz benchmark and its integration tests. Here it runs
 without processes: the state fuzzer on the sample corpus in the test vessel's session,
 the command fuzzer and the admin requests into a simulator in this process (its admin
-requests through ``pylon_sim.admin.serve`` over a real socket, as the simulator answers
+requests through ``pylon_sim.loop.admin.serve`` over a real socket, as the simulator answers
 them).
 """
 
@@ -111,8 +111,8 @@ def test_chunk_sequences_are_hostile_orderings_of_whole_sets(corpus):
 
 @pytest.fixture
 def simulator():
-    from pylon_sim.runtime import Simulator
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.runtime import Simulator
+    from pylon_sim.loop.scenario import load_scenario
     sim = Simulator(load_scenario('orbit', seed=0), send=lambda data: None, seed=0)
     sim.run(rate=0, duration=0.2)
     yield sim
@@ -120,7 +120,7 @@ def simulator():
 
 
 def test_admin_requests_are_all_refused_by_a_simulator(simulator):
-    from pylon_sim import admin
+    from pylon_sim.loop import admin
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server, \
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
         server.bind(('127.0.0.1', 0))

@@ -17,7 +17,7 @@ from pylon_common import topics
 from pylon_common.qos import qos_profile
 from pylon_interfaces.msg import ControlSnapshot, EngineCommand, NearbyVessels, VesselLifecycle
 from pylon_protocol import frames, rotations
-from pylon_sim.scenario import load_scenario
+from pylon_sim.loop.scenario import load_scenario
 from pylon_testing.pilot import A, acquire, Pilot, send_authority
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario

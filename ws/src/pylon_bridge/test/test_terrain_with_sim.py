@@ -15,8 +15,8 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from pylon_common import topics
 from pylon_protocol import rotations
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import mass_properties
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.loop.scenario import load_scenario
 from pylon_testing.pilot import Pilot
 import pytest
 from sensor_msgs.msg import LaserScan

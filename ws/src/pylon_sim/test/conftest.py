@@ -13,9 +13,9 @@ from collections import deque
 import json
 
 from pylon_protocol import packets, wire
-from pylon_sim import mission as missions
-from pylon_sim.runtime import Simulator
-from pylon_sim.scenario import load_scenario
+from pylon_sim.loop import mission as missions
+from pylon_sim.loop.runtime import Simulator
+from pylon_sim.loop.scenario import load_scenario
 from pylon_testing.scenarios import write_scenario
 import pytest
 

@@ -5,10 +5,11 @@ import subprocess
 import sys
 
 import numpy as np
-from pylon_sim import allocation as al
-from pylon_sim import box_lstsq, rcs_geometry
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import mass_properties
+from pylon_sim.game import rcs_geometry
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import allocation as al
+from pylon_sim.mod import box_lstsq
 import pytest
 from scipy.optimize import minimize
 
@@ -315,7 +316,7 @@ def test_unknown_method_is_refused(sat):
 # -- where engines and nozzles sit -------------------------------------------------------------
 def _part(pid, position, modules, rpy_deg=(0.0, 0.0, 0.0)):
     from pylon_protocol import rotations
-    from pylon_sim.vessel import Module, Part, Shape
+    from pylon_sim.game.vessel import Module, Part, Shape
     return Part(name=f'part.{pid}', title=f'Part {pid}', persistent_id=pid, flight_id=pid,
                 parent=0 if pid > 1 else None, position=tuple(position),
                 rotation=tuple(rotations.from_rpy(*np.radians(rpy_deg))), dry_mass=100.0,
@@ -324,7 +325,7 @@ def _part(pid, position, modules, rpy_deg=(0.0, 0.0, 0.0)):
 
 
 def _spec(*parts):
-    from pylon_sim.vessel import VesselSpec
+    from pylon_sim.game.vessel import VesselSpec
     return VesselSpec('0' * 32, 'geometry', (_part(1, (0.0, 0.0, 0.0), ()),) + parts)
 
 
@@ -552,7 +553,7 @@ def test_the_allocator_meets_a_feasible_torque_with_nozzles_where_they_sit(sat):
 
 
 def test_a_scenario_with_a_bad_nozzle_layout_does_not_load(tmp_path):
-    from pylon_sim.scenario import ScenarioError
+    from pylon_sim.loop.scenario import ScenarioError
     from pylon_testing.scenarios import write_scenario
     parts = [{'name': 'probe', 'mass': 100, 'shape': {'sphere': 0.5},
               'modules': [{'kind': 'rcs', 'index': 0, 'thruster_power': 1000,
@@ -585,7 +586,7 @@ def test_the_orbit_rcs_blocks_list_the_default_rv105_layout():
 
 def test_scipy_optimize_is_loaded_only_for_the_fallback():
     # the active-set solver is the default: its fallback's import waits until it is needed
-    code = ('import sys, pylon_sim.allocation, pylon_sim.runtime; '
+    code = ('import sys, pylon_sim.mod.allocation, pylon_sim.loop.runtime; '
             'print("scipy.optimize" in sys.modules)')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             check=True, timeout=60)

@@ -1,7 +1,7 @@
 """Control authority: leases, priority, sequences, SAS, emergency stop, the state payload."""
 
 from pylon_protocol import packets
-from pylon_sim.authority import ControlAuthority, Decision
+from pylon_sim.mod.authority import ControlAuthority, Decision
 import pytest
 
 VID = '0123456789abcdef0123456789abcdef'

@@ -5,7 +5,7 @@ import signal
 import socket
 
 from pylon_protocol import management, packets
-from pylon_sim.admin import request
+from pylon_sim.loop.admin import request
 
 
 def receiver() -> socket.socket:

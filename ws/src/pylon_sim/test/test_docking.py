@@ -2,10 +2,10 @@
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import docking, topology
-from pylon_sim.docking import ACQUIRE, Contact, DISENGAGE, DOCKEE, DOCKER, READY
-from pylon_sim.physics import RigidState
-from pylon_sim.vessel import mass_properties, Module, Part, Shape, VesselSpec
+from pylon_sim.game import docking, topology
+from pylon_sim.game.docking import ACQUIRE, Contact, DISENGAGE, DOCKEE, DOCKER, READY
+from pylon_sim.game.physics import RigidState
+from pylon_sim.game.vessel import mass_properties, Module, Part, Shape, VesselSpec
 import pytest
 
 CHASER_PORT, TARGET_PORT = 'docking_port_3300002_0', 'docking_port_4400002_0'

@@ -2,8 +2,8 @@
 
 import socket
 
-from pylon_sim import main as sim_main
-from pylon_sim import runtime
+from pylon_sim.loop import main as sim_main
+from pylon_sim.loop import runtime
 import pytest
 
 LEAD = 0.1

@@ -5,7 +5,7 @@ import math
 import numpy as np
 from pylon_protocol import packets
 from pylon_protocol.envelope import ENVELOPE_KEYS
-from pylon_sim.bodies import KERBIN
+from pylon_sim.game.bodies import KERBIN
 import pytest
 
 R, MU = KERBIN.radius, KERBIN.gm

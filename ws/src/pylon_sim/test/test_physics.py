@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import kepler, physics
-from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN
-from pylon_sim.physics import Inputs, RigidState
+from pylon_sim.game import kepler, physics
+from pylon_sim.game.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN
+from pylon_sim.game.physics import Inputs, RigidState
 import pytest
 
 STEP = 0.02

@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import environment, kepler, power
-from pylon_sim.bodies import KERBIN, sun_position
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vehicle_manager import VehicleManager
-from pylon_sim.vessel import Module, Part, Shape, VesselSpec
-from pylon_sim.world import World
+from pylon_sim.game import environment, kepler, power
+from pylon_sim.game.bodies import KERBIN, sun_position
+from pylon_sim.game.vessel import Module, Part, Shape, VesselSpec
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod.vehicle_manager import VehicleManager
 import pytest
 
 STAR_TRACKER_DRAW = 0.05          # EC/s, the star tracker's default

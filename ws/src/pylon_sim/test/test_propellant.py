@@ -1,9 +1,16 @@
 """Burning propellant as pure steps: flows per resource, draining the tanks, the mass after."""
 
 import numpy as np
-from pylon_sim import propellant
-from pylon_sim.propellant import G0
-from pylon_sim.vessel import mass_properties, Module, Part, RESOURCE_DENSITY, Shape, VesselSpec
+from pylon_sim.game import propellant
+from pylon_sim.game.propellant import G0
+from pylon_sim.game.vessel import (
+    mass_properties,
+    Module,
+    Part,
+    RESOURCE_DENSITY,
+    Shape,
+    VesselSpec,
+)
 import pytest
 
 DT = 0.02

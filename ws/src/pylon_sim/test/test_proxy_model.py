@@ -9,8 +9,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import proxy_model
-from pylon_sim.vessel import (
+from pylon_sim.game.vessel import (
     mass_properties,
     Module,
     Part,
@@ -18,6 +17,7 @@ from pylon_sim.vessel import (
     Shape,
     VesselSpec,
 )
+from pylon_sim.mod import proxy_model
 from pylon_testing.cost import cpu_seconds
 import pytest
 
@@ -262,7 +262,7 @@ def test_servo_joints_are_an_opt_in_extension():
     joint = joints_by_child(servo)[f'{PREFIX}_link_0002']
     assert joint.get('type') == 'revolute'
     # named as the servo's joint_states entry (its motor name)
-    from pylon_sim.parts import actuators_of
+    from pylon_sim.game.parts import actuators_of
     motors = [a.name for a in actuators_of(SPEC) if a.actuator_type == 'motor']
     assert joint.get('name') in motors
     assert [c.tag for c in joint] == ['parent', 'child', 'origin', 'axis', 'limit']

@@ -8,9 +8,9 @@ the fault matrix measures its times to safe, "kept flying" and "flew again" from
 from dataclasses import replace
 
 import numpy as np
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vehicle_manager import VehicleManager
-from pylon_sim.world import World
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod.vehicle_manager import VehicleManager
 import pytest
 
 DT = 0.02

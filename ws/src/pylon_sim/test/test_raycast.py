@@ -8,9 +8,10 @@ from pylon_protocol import packets, rotations
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.lidar import fibonacci_hemisphere_directions, vertical_major_directions
 from pylon_protocol.wire import encode_state
-from pylon_sim import imaging, lidar_scan, raycast
-from pylon_sim.raycast import Primitive
-from pylon_sim.scenario import load_scenario
+from pylon_sim.game import raycast
+from pylon_sim.game.raycast import Primitive
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.sensors import imaging, lidar_scan
 import pytest
 
 R = 600_000.0
@@ -203,7 +204,7 @@ def test_lidar_reuses_its_own_vessels_ranges_only_while_the_parts_hold_still():
     # target 150 m ahead: each scan equals one cast of every ray against everything.
     from dataclasses import replace
 
-    from pylon_sim.runtime import Simulator
+    from pylon_sim.loop.runtime import Simulator
 
     sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
     sensing = sim.sensing

@@ -12,9 +12,11 @@ from dataclasses import replace
 
 import numpy as np
 from pylon_protocol import packets, rotations
-from pylon_sim import ksp_view, relative_nav, telemetry
-from pylon_sim.runtime import Simulator
-from pylon_sim.scenario import load_scenario
+from pylon_sim.game import ksp_view
+from pylon_sim.loop.runtime import Simulator
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import telemetry
+from pylon_sim.sensors import relative_nav
 from pylon_testing.scenarios import write_crowd
 import pytest
 

@@ -5,8 +5,9 @@ import math
 import numpy as np
 from pylon_protocol import camera, packets, rotations
 from pylon_protocol.envelope import Envelope
-from pylon_sim import imaging, raycast, render
-from pylon_sim.raycast import Primitive
+from pylon_sim.game import raycast
+from pylon_sim.game.raycast import Primitive
+from pylon_sim.sensors import imaging, render
 from pylon_testing.cost import cpu_seconds
 import pytest
 
@@ -181,8 +182,8 @@ def test_the_orbit_cameras_frame_costs_a_fraction_of_the_per_pixel_cast():
     # The orbit sat's camera sees its own docking port over a quarter of the image and
     # the target station: once its own parts are cast, a frame costs far less than the
     # 64 ms the per-pixel renderer took (CPU time, so a busy machine does not change it).
-    from pylon_sim.runtime import Simulator
-    from pylon_sim.scenario import load_scenario
+    from pylon_sim.loop.runtime import Simulator
+    from pylon_sim.loop.scenario import load_scenario
 
     sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
     sensing, vessel = sim.sensing, sim.world.active

@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 from pylon_protocol import packets, rotations
-from pylon_sim import physics, power, rover, wheels
-from pylon_sim.bodies import body_fixed_rotation, enu_rotation
-from pylon_sim.scenario import load_scenario
-from pylon_sim.typed_actuators import TypedActuators
-from pylon_sim.world import World
+from pylon_sim.game import physics, power, rover, wheels
+from pylon_sim.game.bodies import body_fixed_rotation, enu_rotation
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod.typed_actuators import TypedActuators
 import pytest
 
 STEP = 0.02

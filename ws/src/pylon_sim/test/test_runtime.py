@@ -6,9 +6,9 @@ import json
 import socket
 
 from pylon_protocol import packets, wire
-from pylon_sim import admin, admin_requests
-from pylon_sim.runtime import Simulator
-from pylon_sim.scenario import load_scenario
+from pylon_sim.loop import admin, admin_requests
+from pylon_sim.loop.runtime import Simulator
+from pylon_sim.loop.scenario import load_scenario
 from pylon_testing.scenarios import write_crowd
 import pytest
 
@@ -329,7 +329,7 @@ def test_the_imu_waits_one_sample_after_a_runtime_reset(harness, monkeypatch, re
 def test_hostile_admin_requests_are_refused_and_change_nothing():
     # found by the fuzz bench: JSON nested 50 000 deep raised RecursionError out of the
     # frame loop, and a non-finite electric_charge amount (NaN: drained) was accepted
-    from pylon_sim import admin
+    from pylon_sim.loop import admin
     sim, _ = simulator()
     sim.run(rate=0, duration=0.2)
     before = sim.status()['ut']

@@ -1,10 +1,10 @@
-"""The ControlSafety filter (pylon_sim.safety): every rule with exact numbers, the loader."""
+"""The ControlSafety filter (pylon_sim.mod.safety): every rule with exact numbers, the loader."""
 
 from pathlib import Path
 
 import numpy as np
-from pylon_sim import safety
-from pylon_sim.safety import load_limits, SafetyLimits, SafetyState
+from pylon_sim.mod import safety
+from pylon_sim.mod.safety import load_limits, SafetyLimits, SafetyState
 import pytest
 
 DT = 0.02                       # 50 Hz: 1000 N and 200 N·m of slew per step

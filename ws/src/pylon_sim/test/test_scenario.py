@@ -3,9 +3,9 @@
 from pathlib import Path
 import re
 
-from pylon_sim import relative_nav
-from pylon_sim.scenario import load_scenario, ScenarioError
-from pylon_sim.vessel import mass_properties
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.loop.scenario import load_scenario, ScenarioError
+from pylon_sim.sensors import relative_nav
 import pytest
 import yaml
 

@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
-from pylon_sim import save, scenario
-from pylon_sim.scenario import load_scenario
+from pylon_sim.game import save
+from pylon_sim.loop import scenario
+from pylon_sim.loop.scenario import load_scenario
 
 MOVED = ('OrbitStart', 'SurfaceStart', 'VesselStart', 'Task', 'TASK_KINDS', 'TASK_DEFAULTS',
          'Scenario')
@@ -20,11 +21,11 @@ def test_the_loader_returns_the_save_s_dataclasses_and_re_exports_them():
 
 
 def test_the_game_starts_without_the_scenario_loader():
-    code = ('import sys, pylon_sim.world, pylon_sim.propellant; '
+    code = ('import sys, pylon_sim.game.world, pylon_sim.game.propellant; '
             'print(sorted(m for m in sys.modules if m.startswith("pylon_sim.")))')
     loaded = subprocess.run([sys.executable, '-c', code], check=True, capture_output=True,
                             text=True).stdout
-    assert 'pylon_sim.save' in loaded and 'pylon_sim.world' in loaded
-    for above in ('pylon_sim.scenario', 'pylon_sim.allocation', 'pylon_sim.runtime',
-                  'pylon_sim.vehicle_manager', 'pylon_sim.relative_nav'):
+    assert 'pylon_sim.game.save' in loaded and 'pylon_sim.game.world' in loaded
+    for above in ('pylon_sim.loop.scenario', 'pylon_sim.mod.allocation', 'pylon_sim.loop.runtime',
+                  'pylon_sim.mod.vehicle_manager', 'pylon_sim.sensors.relative_nav'):
         assert f"'{above}'" not in loaded, (above, loaded)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import numpy as np
 from pylon_protocol import packets
-from pylon_sim import docking
-from pylon_sim.scenario import load_scenario
+from pylon_sim.game import docking
+from pylon_sim.loop.scenario import load_scenario
 import pytest
 import yaml
 

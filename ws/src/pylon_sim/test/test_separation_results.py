@@ -3,7 +3,7 @@
 from pylon_protocol import names
 from pylon_protocol.envelope import Envelope
 from pylon_protocol.packets import SEPARATION_RESULT_RETENTION_SEC
-from pylon_sim.separation_journal import operation_of, SeparationJournal
+from pylon_sim.mod.separation_journal import operation_of, SeparationJournal
 import pytest
 
 DECOUPLER = 'decoupler_9900002_0'

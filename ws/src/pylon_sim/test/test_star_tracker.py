@@ -12,11 +12,11 @@ import random
 import numpy as np
 from pylon_protocol import rotations
 from pylon_protocol.packets import STAR_TRACKER
-from pylon_sim import ksp_view, raycast
-from pylon_sim import star_tracker as st
-from pylon_sim.bodies import KERBIN, KERBOL, MUN
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import Shape
+from pylon_sim.game import ksp_view, raycast
+from pylon_sim.game.bodies import KERBIN, KERBOL, MUN
+from pylon_sim.game.vessel import Shape
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.sensors import star_tracker as st
 import pytest
 
 VESSEL = 'ab' * 16

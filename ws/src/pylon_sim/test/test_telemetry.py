@@ -9,10 +9,11 @@ import math
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import ksp_view, telemetry
-from pylon_sim.bodies import body_fixed_rotation, KERBIN
-from pylon_sim.scenario import load_scenario
-from pylon_sim.world import World
+from pylon_sim.game import ksp_view
+from pylon_sim.game.bodies import body_fixed_rotation, KERBIN
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import telemetry
 import pytest
 
 
@@ -113,7 +114,7 @@ def test_crossing_the_rotating_frame_altitude_is_invisible():
     world = World(load_scenario('orbit', seed=1))
     threshold = world.active.body.rotating_frame_altitude
     # put the satellite on an orbit that climbs through the threshold within seconds
-    from pylon_sim import kepler
+    from pylon_sim.game import kepler
     a = KERBIN.radius + 100_000.0
     e = 0.02
     p = a * (1 - e * e)

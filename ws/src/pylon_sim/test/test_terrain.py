@@ -6,13 +6,20 @@ from pathlib import Path
 
 import numpy as np
 from pylon_protocol import lidar, rotations
-from pylon_sim import imaging, raycast, render, terrain
-from pylon_sim.bodies import body_fixed_rotation, fixed_from_geodetic, KERBIN, MUN, mun_position
-from pylon_sim.scenario import load_scenario, ScenarioError
-from pylon_sim.sensing import Sensing
-from pylon_sim.terrain import Boulder, Crater, SiteTerrain, TerrainSpec
-from pylon_sim.vessel import Shape
-from pylon_sim.world import World
+from pylon_sim.game import raycast, terrain
+from pylon_sim.game.bodies import (
+    body_fixed_rotation,
+    fixed_from_geodetic,
+    KERBIN,
+    MUN,
+    mun_position,
+)
+from pylon_sim.game.terrain import Boulder, Crater, SiteTerrain, TerrainSpec
+from pylon_sim.game.vessel import Shape
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario, ScenarioError
+from pylon_sim.sensors import imaging, render
+from pylon_sim.sensors.sensing import Sensing
 import pytest
 import yaml
 

@@ -4,9 +4,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from pylon_sim import thermal
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import Part, Shape, VesselSpec
+from pylon_sim.game import thermal
+from pylon_sim.game.vessel import Part, Shape, VesselSpec
+from pylon_sim.loop.scenario import load_scenario
 import pytest
 
 SIGMA = 5.670374419e-8

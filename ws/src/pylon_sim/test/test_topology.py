@@ -4,12 +4,12 @@ import math
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import kepler, topology
-from pylon_sim.bodies import KERBIN
-from pylon_sim.physics import RigidState
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import mass_properties, Module, Part, Shape, VesselSpec
-from pylon_sim.world import World
+from pylon_sim.game import kepler, topology
+from pylon_sim.game.bodies import KERBIN
+from pylon_sim.game.physics import RigidState
+from pylon_sim.game.vessel import mass_properties, Module, Part, Shape, VesselSpec
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
 import pytest
 
 TOLERANCE = 1e-9

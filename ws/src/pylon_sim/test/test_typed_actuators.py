@@ -2,10 +2,10 @@
 
 import math
 
-from pylon_sim.scenario import load_scenario
-from pylon_sim.typed_actuators import TypedActuators
-from pylon_sim.typed_common import clamp_timeout
-from pylon_sim.vessel import Module, Part, Shape, VesselSpec
+from pylon_sim.game.vessel import Module, Part, Shape, VesselSpec
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod.typed_actuators import TypedActuators
+from pylon_sim.mod.typed_common import clamp_timeout
 import pytest
 
 VESSEL_ID = '5a1e0c3b9d8f47e6a2b4c6d8e0f1a2b3'

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 from pylon_protocol import packets
-from pylon_sim import (
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import (
     typed_actuators,
     typed_common,
     typed_engines,
@@ -14,9 +16,7 @@ from pylon_sim import (
     typed_separators,
     typed_servos,
 )
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vehicle_manager import clamp_timeout, VehicleManager
-from pylon_sim.world import World
+from pylon_sim.mod.vehicle_manager import clamp_timeout, VehicleManager
 import pytest
 
 DT = 0.02
@@ -176,7 +176,7 @@ def test_a_gap_without_command_keeps_the_continuous_count_until_the_idle_reset(v
 
 
 def test_thrust_burns_propellant_and_moves_the_centre_of_mass(vessel):
-    from pylon_sim.propellant import G0
+    from pylon_sim.game.propellant import G0
     control = VehicleManager()
     acquire(control, vessel)
     before = vessel.spec.resource_totals(vessel.resources)

@@ -2,9 +2,9 @@
 
 import inspect
 
-from pylon_sim.command_router import Manager
-from pylon_sim.push_audit import PushAudit
-from pylon_sim.vehicle_manager import VehicleManager
+from pylon_sim.mod.command_router import Manager
+from pylon_sim.mod.push_audit import PushAudit
+from pylon_sim.mod.vehicle_manager import VehicleManager
 import pytest
 
 

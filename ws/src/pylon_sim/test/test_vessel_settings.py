@@ -2,10 +2,10 @@
 
 import math
 
-from pylon_sim import actuators, allocation
-from pylon_sim.parts import actuators_of
-from pylon_sim.typed_actuators import TypedActuators
-from pylon_sim.vessel import flag_setting, Module, number_setting, Part, Shape, VesselSpec
+from pylon_sim.game.parts import actuators_of
+from pylon_sim.game.vessel import flag_setting, Module, number_setting, Part, Shape, VesselSpec
+from pylon_sim.mod import actuators, allocation
+from pylon_sim.mod.typed_actuators import TypedActuators
 import pytest
 
 RCS = 'rcs_2_0'

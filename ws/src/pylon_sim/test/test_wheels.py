@@ -4,8 +4,8 @@ from dataclasses import replace
 import math
 
 import numpy as np
-from pylon_sim import power, wheels
-from pylon_sim.vessel import Module, Part, Shape, VesselSpec
+from pylon_sim.game import power, wheels
+from pylon_sim.game.vessel import Module, Part, Shape, VesselSpec
 import pytest
 
 MASS = 400.0

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 from pylon_protocol import rotations
-from pylon_sim import safety
-from pylon_sim.scenario import load_scenario
-from pylon_sim.vessel import mass_properties
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.mod import safety
 from pylon_vehicle_control import control_law as cl
 from pylon_vehicle_control.control_law import (
     ControlInputs,

@@ -2,7 +2,7 @@
 
 import itertools
 
-from pylon_sim.authority import ControlAuthority
+from pylon_sim.mod.authority import ControlAuthority
 from pylon_vehicle_control import lease as ls
 from pylon_vehicle_control.lease import LeaseClient
 import pytest
