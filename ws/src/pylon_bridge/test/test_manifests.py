@@ -12,7 +12,8 @@ from pylon_testing.core_driver import started
 import pytest
 
 DECOUPLER, FAIRING = 'decoupler_3002_0', 'fairing_3004_0'
-IDENTITY = dict(vessel_id=d.VESSEL, controller_id='ctl', lease_id='lease', sequence=1)
+IDENTITY = {'vessel_id': d.VESSEL, 'controller_id': 'ctl', 'lease_id': 'lease',
+            'sequence': 1}
 
 
 def manifest(*entries, vessel=d.VESSEL, env=d.ENV):

@@ -27,7 +27,8 @@ BRIDGED = {'pylon_session', 'pylon_imu', 'pylon_ground_truth', 'pylon_nearby_ves
            'pylon_docking_port_state', 'pylon_star_tracker', 'pylon_lidar_scan',
            'pylon_lidar_inactive', 'pylon_camera_frame_chunk', 'pylon_camera_inactive',
            'pylon_flight_state', 'pylon_control_snapshot', 'pylon_vehicle_health',
-           'pylon_part_thermal_state', 'pylon_separation_result'}
+           'pylon_part_thermal_state', 'pylon_separation_result', 'pylon_actuator_manifest',
+           'pylon_docking_port_manifest'}
 RECORDED = {       # name -> (topic key, sensor or port id in the file)
     'life': ('lifecycle', ''), 'imu': ('imu', ''), 'pose': ('ground_truth/pose', ''),
     'twist_body': ('ground_truth/twist_body', ''),
@@ -268,3 +269,6 @@ def test_diagnostics_count_drops_and_ignored_types(replay):
         kind = case.split('/')[0]
         if kind not in BRIDGED:
             assert int(values[f'ignored.{kind}']) >= 1, kind
+    # the two manifests are handled (they remove what the vessel no longer has), not ignored
+    for kind in ('pylon_actuator_manifest', 'pylon_docking_port_manifest'):
+        assert int(values[f'received.{kind}']) == 2 and f'ignored.{kind}' not in values, kind
