@@ -10,7 +10,8 @@ empty list on vessel change. The bridge does with them what the public PyLoN bri
 - a separator absent from it is instead latched as separated: it left with a spent stage,
   so its last state goes out once more on the latched separation topic, ``separated`` and
   no longer ``available``, under the manifest's runtime envelope (the new generation);
-- a manifest of another ``vesselId`` resets everything the previous vessel's left;
+- a manifest of another ``vesselId`` resets everything: the previous vessel's separators
+  are forgotten, none latched;
 - a docking port absent from the docking port manifest has its topics (state, camera,
   camera info; the node drops its command subscription with the state) removed at once,
   not after ``--topic-timeout-sec`` of silence.
@@ -50,10 +51,10 @@ class ActuatorChanges:
 
 
 class ActuatorManifest:
-    """The actuators the last manifest listed, and the separators' last states."""
+    """The vessel of the last manifest, and its separators' last states."""
 
     def __init__(self) -> None:
-        """Know no vessel and no actuator."""
+        """Know no vessel and no separator."""
         self.vessel_id: str | None = None
         self.separators: dict[str, dict] = {}     # name -> its last state packet
 
