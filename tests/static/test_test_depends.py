@@ -1,16 +1,23 @@
-"""Every package declares what its tests need: what they import and what they start.
+"""Every package declares what it imports, and what its tests import and start.
 
 For each package (``ws/src/*`` and ``ci/overlay/*``) the modules ``test/*.py`` import, the
 harness fixtures they use (``pylon_testing``) and the workspace executables they start
 (``ros_process(['udp_bridge', ...])``, ``sim_stack``) must be rosdep keys the manifest lists
-as ``test_depend`` or ``exec_depend`` (``depend`` counts as both). The modules of
-``pylon_testing`` itself are test code the other packages import: they must be its
-``exec_depend``. A module this file does not know fails the test until it is added to
-``THIRD_PARTY`` (with its rosdep key) or is a workspace or ROS package.
+as ``test_depend`` or ``exec_depend`` (``depend`` counts as both). What the package's own
+modules import (``<package>/**/*.py``; for ``pylon_testing``, test code the other packages
+import) must be its ``exec_depend``; a module without a rosdep key (``PIP_ONLY``) must be
+named, by its PyPI distribution, in a comment of the manifest. A module this file does not
+know fails the test until it is added to ``THIRD_PARTY`` (with its rosdep key) or
+``PIP_ONLY``, or is a workspace or ROS package.
 
 ``pylon_testing`` imports the packages it tests, which list it as a ``test_depend``; colcon
 orders on test dependencies too, so ``make setup`` (and the devcontainer) build the
 harness in a second pass, over the packages.
+
+What has no apt package (``PIP_ONLY``, and the rosdep keys rosdep installs with pip,
+``PIP_KEYS``) both environments install from PyPI at the versions of one list,
+``ci/constraints.txt``: the native setup with ``pip -c`` (``ci/setup.sh``), the Docker
+image with ``pip -c`` over that file, mounted (the Dockerfile writes no version itself).
 """
 
 import ast
@@ -30,18 +37,25 @@ THIRD_PARTY = {       # module -> rosdep key (rosdep/python.yaml of ros/rosdistr
     'catkin_pkg': 'python3-catkin-pkg',
     'hypothesis': 'python3-hypothesis',
     'matplotlib': 'python3-matplotlib',
+    'mcap_ros2': 'mcap-ros2-support',    # a pip key: rosdep installs it with pip
     'numpy': 'python3-numpy',
     'pytest': 'python3-pytest',
     'scipy': 'python3-scipy',
     'websocket': 'python3-websocket',
     'yaml': 'python3-yaml',
 }
-PIP_ONLY = {          # module -> PyPI distribution: no rosdep key for Ubuntu 24.04; the
-    'foxglove': 'foxglove-sdk',      # native environment has them from ci/requirements.txt,
-    'mcap': 'mcap',                  # the Docker image from its pip install line
-    'mcap_ros2': 'mcap-ros2-support',
-    'msgspec': 'msgspec',            # optional in pylon_protocol.wire (json.loads without)
+PIP_KEYS = {          # rosdep key -> PyPI distribution: keys rosdep installs with pip
+    'mcap-ros2-support': 'mcap-ros2-support',
 }
+PIP_ONLY = {          # module -> PyPI distribution: no rosdep key (Ubuntu 24.04, Jazzy); the
+    'foxglove': 'foxglove-sdk',      # native environment has them from ci/requirements.txt,
+    'mcap': 'mcap',                  # the Docker image from its pip install line; a
+    'msgspec': 'msgspec',            # manifest names them in a comment
+    'threadpoolctl': 'threadpoolctl',
+    'zstandard': 'zstandard',
+}
+DEPENDENCIES = {'zstandard'}
+"""PyPI distributions the native environment has as another one's dependency (pinned)."""
 ROS_PACKAGES = {'ament_index_python', 'builtin_interfaces', 'launch', 'launch_ros',
                 'rcl_interfaces', 'rclpy', 'rosidl_runtime_py', 'xacro'}
 ROS_INTERFACES = re.compile(r'_(msgs|srvs|interfaces)$')
@@ -147,10 +161,47 @@ def test_manifest_declares_what_its_tests_import_and_start(manifest):
           ('test_depends', 'exec_depends'))
 
 
-def test_pylon_testing_declares_what_its_modules_import():
-    package = ROOT / 'ci' / 'overlay' / 'pylon_testing'
-    check(package / 'package.xml', sorted((package / 'pylon_testing').glob('*.py')),
-          ('exec_depends',))
+def modules_of(manifest: Path) -> list[Path]:
+    """Return the package's own Python modules (not its tests, not setup.py)."""
+    return sorted((manifest.parent / manifest.parent.name).rglob('*.py'))
+
+
+def pip_only(files: list[Path]) -> dict[str, set[str]]:
+    """Return the PyPI distributions without a rosdep key ``files`` import (-> why)."""
+    found: dict[str, set[str]] = {}
+    for path in files:
+        for module in imported(ast.parse(path.read_text(encoding='utf-8'))) & PIP_ONLY.keys():
+            found.setdefault(PIP_ONLY[module], set()).add(f'{path.name} imports {module}')
+    return found
+
+
+def named_in_comments(manifest: Path, distribution: str) -> bool:
+    """Return whether a comment of the manifest names the PyPI distribution."""
+    comments = ' '.join(re.findall(r'<!--(.*?)-->', manifest.read_text(), re.DOTALL))
+    return re.search(rf'(?<![\w-]){re.escape(distribution)}(?![\w-])', comments) is not None
+
+
+@pytest.mark.parametrize('manifest', MANIFESTS, ids=lambda p: p.parent.name)
+def test_manifest_declares_what_its_modules_import(manifest):
+    files = modules_of(manifest)
+    check(manifest, files, ('exec_depends',))
+    unnamed = {name: sorted(why) for name, why in pip_only(files).items()
+               if not named_in_comments(manifest, name)}
+    assert not unnamed, (f'{manifest.relative_to(ROOT)}: no rosdep key, so a comment must '
+                         f'name the PyPI distribution: {unnamed}')
+
+
+def test_the_module_check_sees_pip_only_imports_and_their_comments(tmp_path):
+    module = tmp_path / 'node.py'
+    module.write_text('import mcap\nfrom mcap_ros2.decoder import DecoderFactory\n'
+                      'def f():\n    import zstandard\n')
+    assert pip_only([module]) == {'mcap': {'node.py imports mcap'},
+                                  'zstandard': {'node.py imports zstandard'}}
+    manifest = tmp_path / 'package.xml'
+    manifest.write_text('<package><!-- mcap-ros2-support: a key --><!--\n  zstandard (pip) -->'
+                        '</package>')
+    assert named_in_comments(manifest, 'zstandard')
+    assert not named_in_comments(manifest, 'mcap')      # mcap-ros2-support is another one
 
 
 def test_the_check_sees_imports_fixtures_and_programs(tmp_path):
@@ -174,13 +225,25 @@ def test_no_test_or_benchmark_reaches_code_through_sys_path():
     assert offenders == []
 
 
-def test_what_has_no_rosdep_key_is_installed_from_pypi_in_both_environments():
+def test_what_has_no_apt_package_is_installed_from_pypi_at_one_list_of_versions():
     requirements = (ROOT / 'ci' / 'requirements.txt').read_text().split()
-    dockerfile = (ROOT / 'docker' / 'Dockerfile').read_text()
+    setup = (ROOT / 'ci' / 'setup.sh').read_text()
+    dockerfile = (ROOT / 'docker' / 'Dockerfile').read_text().replace('\\\n', ' ')
     pinned = dict(line.split('==') for line in
                   (ROOT / 'ci' / 'constraints.txt').read_text().splitlines()
                   if '==' in line)
-    for distribution in PIP_ONLY.values():
-        assert distribution in requirements, distribution
-        # the image installs the native environment's pinned version
-        assert f'{distribution}=={pinned[distribution]}' in dockerfile, distribution
+    # the native setup installs the requirements under the constraints
+    assert '-c "$ROOT/ci/constraints.txt"' in setup
+    # the image installs them with pip under the same file, mounted, and pins nothing itself
+    installs = [line for line in dockerfile.splitlines() if 'pip3 install' in line]
+    assert installs and all(
+        'source=ci/constraints.txt,target=/tmp/constraints.txt' in line
+        and '-c /tmp/constraints.txt' in line for line in installs), installs
+    assert not re.search(r'[\w-]==\d', dockerfile), 'a version written in the Dockerfile'
+    assert 'ARG RUFF_VERSION' not in dockerfile
+    docker_pip = {word for line in installs for word in line.split()}
+    for distribution in (*PIP_ONLY.values(), *PIP_KEYS.values()):
+        # named in the requirements, or the dependency of one (zstandard: of mcap)
+        assert distribution in requirements or distribution in DEPENDENCIES, distribution
+        assert distribution in pinned, distribution
+        assert distribution in docker_pip, distribution

@@ -12,6 +12,10 @@ from pathlib import Path
 import sys
 from types import ModuleType
 
+from pylon_common.parameters import file_section
+from pylon_common.topics import SETPOINT_CONTROLLER
+import yaml
+
 MODULE = 'pylon_components'
 
 
@@ -35,8 +39,8 @@ def room_for_stalls(folder: Path, rate: float) -> str:
     in the middle of a slew. For ``DEMO_OVERLAYS``.
     """
     path = folder / 'room_for_stalls.yaml'
-    path.write_text('setpoint_controller:\n  ros__parameters:\n'
-                    f'    lease_duration_sec: {1.0 * rate}\n'
-                    f'    setpoint_timeout_sec: {3.0 * rate}\n'
-                    f'    input_timeout_sec: {3.0 * rate}\n', encoding='utf-8')
+    # keyed as every parameter file is ('/**/<node>'): the controller in any namespace
+    path.write_text(yaml.safe_dump({file_section(SETPOINT_CONTROLLER): {'ros__parameters': {
+        'lease_duration_sec': 1.0 * rate, 'setpoint_timeout_sec': 3.0 * rate,
+        'input_timeout_sec': 3.0 * rate}}}), encoding='utf-8')
     return str(path)

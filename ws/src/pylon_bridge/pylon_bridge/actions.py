@@ -172,6 +172,10 @@ class TopicLifetimes:
         return [Destroy(key, topic_id) for key in keys
                 if self.last_seen.pop((key, topic_id), None) is not None]
 
+    def ids_of(self, keys: tuple[str, ...]) -> set[str]:
+        """Return the ids that have a topic of one of ``keys`` now."""
+        return {topic_id for key, topic_id in self.last_seen if key in keys}
+
     def expire(self, now: float, timeout: float) -> list:
         """Return the removal of every non-latched topic silent for more than ``timeout``."""
         out = []

@@ -3,7 +3,8 @@
 State (mod -> ROS): the control authority the mod confirmed (latched), the wrench status
 as ``WrenchFeedback``, the typed actuator states (wheel, engine, RCS, separation), the
 servos (``MotorState`` and ``joint_states``, and their joints on /tf for the servo-joint
-extension) and the docking ports. Commands (ROS -> mod): ``command`` puts the session's
+extension) and the docking ports; the two manifests remove what the vessel no longer has
+(``manifests``). Commands (ROS -> mod): ``command`` puts the session's
 envelope on a validated command, ``command_rejected`` reports a refused one to its sender
 (a WrenchFeedback or an authority state with the reason).
 
@@ -20,6 +21,7 @@ limit of 0 and a command to it is refused (``rcs_module_unknown``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pylon_protocol import wire
@@ -29,6 +31,7 @@ from pylon_protocol.names import sanitize_name
 from pylon_bridge import commands, convert
 from pylon_bridge.actions import Publish
 from pylon_bridge.context import Shared
+from pylon_bridge.manifests import absent_ports, ActuatorManifest, DOCKING_PORT_KEYS
 
 ACTUATOR_STATE_KEYS = {'wheel': 'actuators/wheel/state', 'engine': 'actuators/propulsion/state',
                        'rcs': 'actuators/rcs/state', 'separation': 'actuators/separation/state'}
@@ -64,6 +67,16 @@ class RcsModules:
             self.nozzles[name] = max(1, round(packet['maxThrust'] / power))
         return self.nozzles.get(name)
 
+    def names(self) -> set[str]:
+        """Return the modules the table knows."""
+        return set(self.nozzles) | set(self.power)
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Forget modules (gone from the vessel): a command to one is refused again."""
+        for name in names:
+            self.nozzles.pop(name, None)
+            self.power.pop(name, None)
+
     def per_nozzle(self, outgoing: commands.Outgoing) -> commands.Outgoing:
         """Return an RCS command with its module limit turned into the wire's per-nozzle one."""
         name = sanitize_name(outgoing.fields['name'], 'rcs')
@@ -83,6 +96,7 @@ class Actuation:
         self.s = shared
         self.last_authority = None          # the last ControlAuthorityState of the mod
         self.last_wrench_status: dict | None = None    # for diagnostics
+        self.actuators = ActuatorManifest()     # kept across sessions: reset by vessel id
         self.new_session()
 
     def new_session(self) -> None:
@@ -91,19 +105,19 @@ class Actuation:
         self.rcs = RcsModules()
 
     # -- state -----------------------------------------------------------------------------------
-    def authority_state(self, packet: dict, now: float, ros_now: float) -> list:
+    def authority_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish the owner the mod confirmed."""
         msg = convert.authority_state(packet, self.s.vessel.current.generation, ros_now)
         self.last_authority = msg
         return [self.s.topics.publish('control/authority/state', msg, now)]
 
-    def wrench_status(self, packet: dict, now: float, ros_now: float) -> list:
+    def wrench_status(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish the mod's wrench status as WrenchFeedback (stamped on receipt)."""
         self.last_wrench_status = packet
         return [self.s.topics.publish('control/wrench_feedback', convert.wrench_feedback(
             packet, ros_now, self.s.config.body_frame), now)]
 
-    def actuator_state(self, packet: dict, now: float, ros_now: float) -> list:
+    def actuator_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a wheel, engine, RCS or separation state on its kind's topic."""
         key = ACTUATOR_STATE_KEYS.get(packet['actuatorType'])
         if key is None:                 # 'motor' in an actuator state: motors have their own
@@ -113,9 +127,26 @@ class Actuation:
         msg = convert.actuator_state(packet, stamp, self.s.config.body_frame)
         if packet['actuatorType'] == 'rcs':          # N per nozzle -> N per module
             msg.thrust_limit *= self.rcs.observe(packet) or 0
+        self.actuators.observe(packet)
         return [self.s.topics.publish(key, msg, now)]
 
-    def motor(self, packet: dict, now: float, ros_now: float) -> list:
+    def actuator_manifest(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        """Forget the actuators the manifest left out; latch its missing separators."""
+        changes = self.actuators.update(packet, {'motor': list(self.motors),
+                                                 'rcs': self.rcs.names()})
+        for name in changes.of('motor'):
+            del self.motors[name]
+        self.rcs.forget(changes.of('rcs'))
+        return [self.s.topics.publish('actuators/separation/state', convert.actuator_state(
+            state, ros_now, self.s.config.body_frame), now) for state in changes.latched]
+
+    def docking_manifest(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        """Remove the topics of the docking ports the manifest left out."""
+        present = self.s.topics.ids_of(DOCKING_PORT_KEYS)
+        return [action for port in absent_ports(packet, present)
+                for action in self.s.topics.remove(DOCKING_PORT_KEYS, port)]
+
+    def motor(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a servo's state, every servo's joint state and the moved joints on /tf."""
         s = self.s
         if not s.topics.admit('servo', packet['name'], 'pylon_motor_state'):
@@ -128,7 +159,7 @@ class Actuation:
                                  convert.motor_state(packet, stamp, s.config.body_frame), now),
                 *s.transforms.servo_joints(s.description.model, self.motors, stamp, now)]
 
-    def docking_state(self, packet: dict, now: float, ros_now: float) -> list:
+    def docking_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a docking port's state on its own topic (stamped on receipt)."""
         if not self.s.topics.admit('docking_port', packet['name'], 'pylon_docking_port_state'):
             return []

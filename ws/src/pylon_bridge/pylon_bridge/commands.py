@@ -162,7 +162,11 @@ def engine_command(msg: Any, default_timeout: float,
 
 
 def rcs_command(msg: Any, default_timeout: float) -> Outgoing:
-    """Return an RCS ``pylon_actuator_command`` (per-nozzle thrust limit, N)."""
+    """Return an RCS ``pylon_actuator_command`` with the module's thrust limit (N).
+
+    ``thrustLimit`` is still the module's limit here, as ``RcsCommand`` gives it; the core
+    divides it by the module's nozzle count for the wire (``actuation.RcsModules``).
+    """
     _finite({'thrust_limit': msg.thrust_limit})
     if msg.thrust_limit < 0.0:
         raise CommandError('invalid_command', f'thrust_limit must be >= 0, got '

@@ -16,7 +16,7 @@ actions for the node:
 | ``description.ProxyDescription`` | the proxy model, robot_description and root_frame |
 | ``measurements.Measurements`` | IMU, ground truth, nearby vessels |
 | ``sensor_streams.SensorStreams`` | star trackers, LiDARs, cameras, relative navigation |
-| ``actuation.Actuation`` | authority, wrench feedback, actuators, servos, docking; commands |
+| ``actuation.Actuation`` | authority, wrench feedback, actuators (manifests), docking; commands |
 | ``flight.Flight`` | flight state and control snapshots (ground truth) |
 | ``health.Health`` | power and part temperatures |
 | ``separation_results.SeparationResults`` | separation receipts, their cache and the service |
@@ -24,7 +24,10 @@ actions for the node:
 
 ``tick(now, ros_now)`` expires the session, the model and silent topics, and says STALE on
 ``simulator/state`` when the heartbeats stop. With ``publish_clock`` every datagram that
-moves the UT-mapped time forward also publishes ``/clock``. Every rejected
+moves the UT-mapped time forward also publishes ``/clock`` (a model chunk never does: it
+carries no ``universalTime``, and its ``sentAtUt`` is not read). Every handler takes
+``(packet, source, now, ros_now)``; only the model chunk's reads ``source`` (a model from a
+remote address is refused without ``allow_remote_models``). Every rejected
 datagram is counted by reason in ``stats``; nothing here raises on bad input. Times:
 ``now`` is monotonic seconds (expiries), ``ros_now`` the ROS clock in seconds (stamps).
 
@@ -129,8 +132,10 @@ class BridgeCore:
             'pylon_control_authority_state': self.actuation.authority_state,
             'pylon_wrench_status': self.actuation.wrench_status,
             'pylon_actuator_state': self.actuation.actuator_state,
+            'pylon_actuator_manifest': self.actuation.actuator_manifest,
             'pylon_motor_state': self.actuation.motor,
             'pylon_docking_port_state': self.actuation.docking_state,
+            'pylon_docking_port_manifest': self.actuation.docking_manifest,
             'pylon_vessel_urdf_chunk': self._model_chunk,
             'pylon_vessel_urdf_clear': self._model_clear,
             'pylon_flight_state': self.flight.flight_state,
@@ -200,17 +205,15 @@ class BridgeCore:
         if kind in PAUSED_TYPES and self.paused:
             return self.stats.drop('paused', f'{kind} while paused')
         try:
-            if kind == 'pylon_vessel_urdf_chunk':    # the one datagram whose sender matters
-                return self._model_chunk(packet, source, now, ros_now)
-            out = handler(packet, now, ros_now)
+            out = handler(packet, source, now, ros_now)
             return out + self._clock() if self.config.publish_clock else out
         except ProtocolError as exc:
             return self.stats.drop(exc.reason, f'{kind}: {exc}')
 
     def _clock(self) -> list:
-        """Return /clock when the UT-mapped time moved forward (``publish_clock`` only)."""
+        """Return /clock when the UT-mapped time moved forward (``publish_clock``: callers)."""
         latest = self.shared.time.latest_stamp
-        if not self.config.publish_clock or latest is None or (
+        if latest is None or (
                 self._clock_published is not None and latest <= self._clock_published):
             return []
         self._clock_published = latest
@@ -278,7 +281,7 @@ class BridgeCore:
         response.query_sent, response.reason = True, QUERY_SENT
         return response, data
 
-    def _separation_result(self, packet: dict, now: float, ros_now: float) -> list:
+    def _separation_result(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         msg = self.separations.result(packet, now, ros_now)
         return [] if msg is None else [
             self.shared.topics.publish('actuators/separation/result', msg, now)]
@@ -354,7 +357,7 @@ class BridgeCore:
         return [*description.published(model), *s.transforms.static(model, ros_now),
                 *vessel_session.changed(s.vessel.model(model.model_id), ros_now)]
 
-    def _model_clear(self, packet: dict, now: float, ros_now: float) -> list:
+    def _model_clear(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         if not self.shared.description.clear(packet['sessionId'], now):
             return []
         return self._withdraw_model(ros_now)

@@ -17,6 +17,8 @@ fields are copied by name (``altitudeAsl`` -> ``altitude_asl``), nothing convert
 
 from __future__ import annotations
 
+from typing import Any
+
 from pylon_interfaces.msg import ControlSnapshot, FlightState
 from pylon_protocol import envelope as wire_envelope
 from pylon_protocol.schema import INT64_MAX
@@ -66,7 +68,7 @@ class Flight:
         """Forget the last snapshot sequence of every epoch."""
         self.snapshot_sequence: dict[tuple[str, str], int] = {}
 
-    def flight_state(self, packet: dict, now: float, ros_now: float) -> list:
+    def flight_state(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a flight state on ``ground_truth/flight``."""
         s = self.s
         problem = applied_inputs_problem(packet)
@@ -75,7 +77,7 @@ class Flight:
         msg = flight_state(packet, s.stamp(packet, ros_now), s.config.body_frame)
         return [s.topics.publish('ground_truth/flight', msg, now)]
 
-    def snapshot(self, packet: dict, now: float, ros_now: float) -> list:
+    def snapshot(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a control snapshot on ``control/snapshot`` (newest of its epoch only)."""
         s = self.s
         key = (packet['runtimeInstance'], packet['runtimeEpoch'])

@@ -18,6 +18,7 @@ Skipped samples are counted as ignored in diagnostics, not logged: they are repe
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pylon_interfaces.msg import PartThermalState, VehicleHealth
 
@@ -55,7 +56,7 @@ class Health:
         self.thermal_identity: tuple | None = None
         self.thermal_sequence: dict[int, int] = {}
 
-    def power(self, packet: dict, now: float, ros_now: float) -> list:
+    def power(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish ``VehicleHealth`` with the net charge rate since the last sample."""
         s = self.s
         last = self.last_power
@@ -75,7 +76,7 @@ class Health:
         convert.header(msg, s.stamp(packet, ros_now), '')
         return [s.topics.publish('health/power', msg, now)]
 
-    def thermal(self, packet: dict, now: float, ros_now: float) -> list:
+    def thermal(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish one part's ``PartThermalState`` (newest of that part only)."""
         s = self.s
         if identity(packet) != self.thermal_identity:

@@ -14,6 +14,8 @@ The pause and ground-truth gates are the core's; these see admitted datagrams.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sensor_msgs.msg import Imu
 
 from pylon_bridge import convert, vessel_session
@@ -33,7 +35,7 @@ class Measurements:
         """Forget the last IMU time of the previous session."""
         self.last_imu_ut: float | None = None
 
-    def imu(self, packet: dict, now: float, ros_now: float) -> list:
+    def imu(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish an IMU sample (after the /tf covering it)."""
         s = self.s
         ut = packet['universalTime']
@@ -56,7 +58,7 @@ class Measurements:
             out += vessel_session.changed(s.vessel.measured(), ros_now, status=True)
         return out
 
-    def ground_truth(self, packet: dict, now: float, ros_now: float) -> list:
+    def ground_truth(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a ground-truth sample and its /tf."""
         s = self.s
         stamp = s.stamp(packet, ros_now)
@@ -72,7 +74,7 @@ class Measurements:
         out += s.transforms.ground_truth(packet, stamp, now, s.description.model)
         return out + vessel_session.changed(s.vessel.measured(), ros_now, status=True)
 
-    def nearby(self, packet: dict, now: float, ros_now: float) -> list:
+    def nearby(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish the nearby vessels of the last ground-truth sample."""
         s = self.s
         gt = s.transforms.last_gt

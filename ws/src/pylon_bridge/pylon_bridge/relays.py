@@ -10,12 +10,15 @@ model. Parameters: ``RELAY_PARAMETERS``.
 name per vessel in the message's frame (``pylon_ground_truth_enu``), debris grey, others
 blue; markers of vessels that left are deleted. Parameters: ``MARKER_PARAMETERS``.
 
-Topic names, types and QoS come from the topic contract (``pylon_common.topics``).
+Topic names, types and QoS come from the topic contract (``pylon_common.topics``). Each
+node's status goes on ``/diagnostics`` every second (``pylon_common.diagnostics``, hardware
+id the vessel's topic prefix): the relay WARN while a model waits for rsp, the markers the
+vessels shown.
 """
 
 from __future__ import annotations
 
-from pylon_common import node_main, topics
+from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare, Parameter, Retired
 from pylon_interfaces.msg import NearbyVessels
 from rcl_interfaces.msg import Parameter as ParameterMsg
@@ -64,6 +67,18 @@ class DescriptionRelay(Node):
             String, topics.name('robot_description', p['topic_prefix']), self._on_description,
             topics.qos('robot_description', reader=True))
         self.timer = self.create_timer(RETRY_PERIOD_SEC, self._push)
+        self.target = p['target_node']
+        self.diagnostics = diagnostics.NodeDiagnostics(self, p['topic_prefix'], self._report)
+
+    def _report(self) -> diagnostics.Report:
+        values = {'target_node': self.target, 'applied_bytes': len(self.applied or ''),
+                  'pending': self.pending is not None}
+        if self.pending is not None:
+            return diagnostics.Report(diagnostics.WARN, f'a model waits for {self.target}',
+                                      values)
+        if self.applied is None:
+            return diagnostics.Report(diagnostics.OK, 'no model yet', values)
+        return diagnostics.Report(diagnostics.OK, 'model set', values)
 
     def _on_description(self, msg: String) -> None:
         if msg.data and msg.data != self.applied:   # '' = no model: rsp keeps the last one
@@ -150,6 +165,11 @@ class NearbyMarkers(Node):
         self.sub = self.create_subscription(
             NearbyVessels, topics.name('ground_truth/nearby_vessels', p['topic_prefix']),
             self._on_nearby, topics.qos('ground_truth/nearby_vessels', reader=True))
+        self.diagnostics = diagnostics.NodeDiagnostics(self, p['topic_prefix'], self._report)
+
+    def _report(self) -> diagnostics.Report:
+        return diagnostics.Report(diagnostics.OK, f'{len(self.shown)} vessels shown',
+                                  {'vessels_shown': len(self.shown)})
 
     def _on_nearby(self, msg: NearbyVessels) -> None:
         array, self.shown = markers(msg, self.scale, self.shown)

@@ -80,7 +80,7 @@ class SensorStreams:
         return False
 
     # -- star trackers ------------------------------------------------------------------------
-    def star_tracker(self, packet: dict, now: float, ros_now: float) -> list:
+    def star_tracker(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a star tracker sample: state, and attitude when valid."""
         sensor = packet['sensorId']
         if not self.s.topics.admit('star_tracker', sensor, 'pylon_star_tracker'):
@@ -124,7 +124,7 @@ class SensorStreams:
         return out
 
     # -- LiDAR -----------------------------------------------------------------------------------
-    def lidar(self, packet: dict, now: float, ros_now: float) -> list:
+    def lidar(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a 2D scan or a 3D cloud, after its /tf and its mount."""
         s = self.s
         mode, sensor = packet['mode'], packet['sensorId']
@@ -147,12 +147,12 @@ class SensorStreams:
         out.append(s.topics.publish(LIDAR_KEYS[mode], msg, now, topic_id=sensor))
         return out
 
-    def lidar_inactive(self, packet: dict, now: float, ros_now: float) -> list:
+    def lidar_inactive(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Remove the topic of a LiDAR the mod says is gone."""
         return self.s.topics.remove((LIDAR_KEYS[packet['mode']],), packet['sensorId'])
 
     # -- relative navigation ---------------------------------------------------------------------
-    def relative_nav(self, packet: dict, now: float, ros_now: float) -> list:
+    def relative_nav(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish a relative-navigation sample (after the /tf covering its stamp)."""
         s = self.s
         sensor = packet['sensorId']
@@ -167,7 +167,7 @@ class SensorStreams:
         return out
 
     # -- cameras ---------------------------------------------------------------------------------
-    def camera_chunk(self, packet: dict, now: float, ros_now: float) -> list:
+    def camera_chunk(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Add a camera chunk; publish the frame and its CameraInfo once it is complete."""
         s = self.s
         try:
@@ -194,7 +194,7 @@ class SensorStreams:
                                     now, topic_id=frame.sensor_id))
         return out
 
-    def camera_inactive(self, packet: dict, now: float, ros_now: float) -> list:
+    def camera_inactive(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Remove the topics of a camera the mod says is gone."""
         source = 'docking_port' if packet.get('source') == 'docking_port' else 'rgb_camera'
         return self.s.topics.remove(CAMERA_KEYS[source], packet['sensorId'])

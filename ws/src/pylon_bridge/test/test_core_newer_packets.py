@@ -245,6 +245,19 @@ def test_clock_follows_mapped_ut_and_never_goes_back():
     assert not started().published('clock')
 
 
+def test_a_model_chunk_goes_through_the_handler_table_and_moves_no_clock():
+    # its sentAtUt is not read: the chunk carries no universalTime, so no /clock
+    driver = started(publish_clock=True)
+    before = len(driver.published('clock'))
+    actions = driver.feed(*d.model_chunks(), dt=0.05)
+    assert driver.published('robot_description', actions)        # the model is handled
+    assert len(driver.published('clock')) == before
+    remote = started(publish_clock=True)          # the chunk's source still matters
+    assert not remote.published('robot_description', remote.feed(
+        *d.model_chunks(), source=('192.0.2.1', 49999)))
+    assert remote.core.stats.dropped
+
+
 def test_frame_prefix_names_the_sensor_frames():
     driver = started(frame_prefix='rover')
     [scan] = driver.published('lidar_2d', driver.feed(d.lidar_2d(ut=d.UT + 0.1)))

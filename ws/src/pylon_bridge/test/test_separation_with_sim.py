@@ -17,6 +17,7 @@ from pylon_interfaces.msg import (
 )
 from pylon_interfaces.srv import GetSeparationResult
 from pylon_testing.pilot import acquire, LATCHED, Pilot
+from pylon_testing.scenarios import write_scenario
 from pylon_testing.wait import spin_until
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
@@ -27,14 +28,25 @@ ROCKET = '3d2c1b0a9f8e7d6c5b4a392817061f2e'
 CHASER = '6c1a5e0b2d3f4a9b8c7d6e5f4a3b2c1d'
 CHASER_PORT = 'docking_port_3300002_0'
 DECOUPLER = 'decoupler_9900002_0'
+POD_PORT, ENGINE_PORT = 'docking_port_9900001_2', 'docking_port_9900004_2'
+SILENCE_SEC = 120.0
 RESULTS = QoSProfile(depth=128, reliability=ReliabilityPolicy.RELIABLE,
                      durability=LATCHED.durability)
 
 
 @pytest.fixture(scope='module')
-def stack(module_sim_stack):
-    """Return the module's simulator and bridge: the launchpad scenario (no LiDAR or camera)."""
-    return module_sim_stack('launchpad')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the launchpad scenario (no LiDAR or camera).
+
+    The rocket has a docking port on its pod (it stays) and one on its engine (it leaves
+    with the spent stage). Topics fall silent for 120 s before the bridge removes them: a
+    topic gone sooner was removed by what the game said.
+    """
+    scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'launchpad', modules={
+        'rocket': {'mk1pod.v2': [{'kind': 'docking_port', 'index': 2, 'node_type': 'size1'}],
+                   'liquidEngine2.v2': [{'kind': 'docking_port', 'index': 2,
+                                         'node_type': 'size1'}]}})
+    return module_sim_stack(scenario, bridge_args=['--topic-timeout-sec', str(SILENCE_SEC)])
 
 
 @pytest.fixture
@@ -184,3 +196,46 @@ def test_a_missed_separation_result_is_fetched_through_the_service(session, ros_
                             what="the game's answer to the query")
     assert (answer.completed, answer.retained, answer.reason) == (
         True, False, 'result_not_retained')
+
+
+def test_after_a_separation_the_ros_side_offers_what_the_vessel_still_has(
+        stack, session, ros_node):
+    # the manifests: the engine's port leaves, its topics with it; the decoupler is latched
+    # separated in the new runtime generation; neither manifest counted as ignored
+    pilot = Pilot(ros_node)
+    pilot.add('separation', topics.name('actuators/separation/state'), SeparationState,
+              LATCHED)
+    pilot.add('diagnostics', topics.name('diagnostics'), topics.message_class('diagnostics'),
+              topics.qos('diagnostics', reader=True))
+    before = pilot.ready()
+    port_topics = {port: topics.name('docking_port/state', id=port)
+                   for port in (POD_PORT, ENGINE_PORT)}
+    pilot.until(lambda: all(ros_node.count_publishers(name) for name in port_topics.values()),
+                'both docking port topics offered')
+    assert acquire(pilot, vessel=ROCKET, lease='lease-manifest', duration=5.0)[0].reason == \
+        'lease_acquired'
+    pilot.until(lambda: pilot.separation_pub.get_subscription_count() > 0, 'the bridge')
+    since = pilot.mark()
+    pilot.separation_pub.publish(SeparationCommand(
+        id=DECOUPLER, separate=True, operation_id='stage-manifest', vessel_id=ROCKET,
+        controller_id='ctl', lease_id='lease-manifest',
+        sequence=pilot.next_sequence('ctl', 'lease-manifest')))
+    staged = pilot.wait_for('life', lambda m: m.vessel_id == ROCKET and
+                            m.runtime_generation > before.runtime_generation, since,
+                            'the lifecycle of the new topology').runtime_generation
+    latched = pilot.wait_for('separation', lambda m: m.id == DECOUPLER and
+                             m.runtime_generation == staged, since,
+                             'the decoupler latched in the new generation')
+    assert (latched.separated, latched.available, latched.vessel_id) == (True, False, ROCKET)
+    # the port manifest comes once a simulated second: long before 120 s of silence
+    soon = stack.clock_reached(5.0)
+    pilot.until(lambda: not ros_node.count_publishers(port_topics[ENGINE_PORT]) or soon(),
+                "the engine's port withdrawn or 5 s of game time")
+    assert ros_node.count_publishers(port_topics[ENGINE_PORT]) == 0
+    assert ros_node.count_publishers(port_topics[POD_PORT]) == 1
+    diagnostics = pilot.wait_for('diagnostics', lambda m: any(
+        kv.key == 'received.pylon_docking_port_manifest' for s in m.status for kv in s.values),
+        since, 'the datagram counters')
+    keys = {kv.key for status in diagnostics.status for kv in status.values}
+    assert {'received.pylon_actuator_manifest', 'received.pylon_docking_port_manifest'} <= keys
+    assert not keys & {'ignored.pylon_actuator_manifest', 'ignored.pylon_docking_port_manifest'}

@@ -122,6 +122,9 @@ _CONTROL = (SETPOINT_CONTROLLER,)
 ROS_DIAGNOSTICS = 'ros_diagnostics'
 """``/diagnostics``: every node's DiagnosticArray also goes there (each status with its
 name, hardware_id and level), besides the node's own diagnostics topic."""
+_DIAGNOSED = (SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR, ATTITUDE_EVALUATOR, RENDEZVOUS_CHASER,
+              DESCRIPTION_RELAY, NEARBY_MARKERS, VIEWER, PYLON_RECORDER, SIM_MANAGER, REFEREE)
+"""The nodes besides the bridge that publish their status on ``/diagnostics``."""
 _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
               ('rcs', 'Rcs'), ('separation', 'Separation'))
 
@@ -148,7 +151,7 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'DEFAULT_STREAM', NO_SPEC, namespace=BRIDGE),
     _bridge(ROS_DIAGNOSTICS, '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
             'DEFAULT_STREAM', f'{NO_SPEC}; the ROS convention: diagnostic_aggregator and '
-            'rqt_robot_monitor read it', namespace=GLOBAL, writers=_CONTROL),
+            'rqt_robot_monitor read it', namespace=GLOBAL, writers=_DIAGNOSED),
     _bridge('lifecycle', 'lifecycle', _MSG + 'VesselLifecycle', 'LATCHED',
             f'{SPECIFIED}; {LATE_JOINER}', readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',

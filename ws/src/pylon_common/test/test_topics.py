@@ -9,7 +9,7 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
     nodes = {topics.UDP_BRIDGE, topics.SETPOINT_CONTROLLER, topics.ATTITUDE_ESTIMATOR,
              topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
              topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
-             topics.RENDEZVOUS_CHASER, topics.VIEWER}
+             topics.RENDEZVOUS_CHASER, topics.VIEWER, topics.PYLON_RECORDER}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
@@ -92,7 +92,12 @@ def test_who_publishes_and_subscribes_what():
     assert topics.name(topics.ROS_DIAGNOSTICS, 'ksp_vessel', 'pylon') == '/diagnostics'
     assert set(topics.subscribed_by(topics.ATTITUDE_ESTIMATOR)) == {
         'lifecycle', 'imu', 'star_tracker/state'}
-    assert set(topics.published_by(topics.ATTITUDE_ESTIMATOR)) == {'odometry', 'tf'}
+    assert set(topics.published_by(topics.ATTITUDE_ESTIMATOR)) == {'odometry', 'tf',
+                                                                    topics.ROS_DIAGNOSTICS}
+    for node in (topics.ATTITUDE_EVALUATOR, topics.RENDEZVOUS_CHASER, topics.DESCRIPTION_RELAY,
+                 topics.NEARBY_MARKERS, topics.VIEWER, topics.PYLON_RECORDER,
+                 topics.SIM_MANAGER, topics.REFEREE):       # every node's status there
+        assert topics.ROS_DIAGNOSTICS in topics.published_by(node), node
 
 
 def test_resolved_names_follow_rcl_in_a_namespace():

@@ -13,7 +13,9 @@ It talks to ``pylon_sim``'s management port (``pylon_protocol.management``) over
 without blocking: every ``poll_period_sec`` it reads the replies that came and asks for the
 status again; the decisions are ``management.Management``'s. With ``exit_on_finish`` it
 stops ``exit_delay_sec`` after the mission ended (Finish, FinishAll or Terminate), and it
-says Terminate when it shuts down.
+says Terminate when it shuts down. Its status goes on ``/diagnostics`` in the management
+domain every second (``pylon_common.diagnostics``, hardware id the simulator's management
+address): the mission state, WARN until the simulator answered, ERROR once Terminate.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import socket
 import time
 
-from pylon_common import mission, node_main, topics
+from pylon_common import diagnostics, mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
 from pylon_protocol import management as wire
 from rclpy.node import Node
@@ -114,9 +116,22 @@ class SimManager(Node):
             self.create_subscription(String, topics.name('admin/ranking'), self._on_ranking,
                                      topics.qos('admin/ranking', reader=True))]
         self.timer = self.create_timer(p['poll_period_sec'], self._poll)
+        self.diagnostics = diagnostics.NodeDiagnostics(
+            self, f'{self.address[0]}:{self.address[1]}', self._report)
         self.get_logger().info(
             f'managing pylon_sim at {self.address[0]}:{self.address[1]}: management domain '
             f'{base}, vehicles in domains {[o.domain for o in self.outlets]}')
+
+    def _report(self) -> diagnostics.Report:
+        state = self.management.state
+        values = {'state': state, 'vehicles': len(self.outlets),
+                  'simulator_heard': self.management.heard is not None}
+        if state == mission.TERMINATE:
+            return diagnostics.Report(diagnostics.ERROR, f'mission {state}', values)
+        if self.management.heard is None:
+            return diagnostics.Report(diagnostics.WARN, f'mission {state}: no answer from '
+                                      'the simulator yet', values)
+        return diagnostics.Report(diagnostics.OK, f'mission {state}', values)
 
     # -- topics in ----------------------------------------------------------------------------
     def _on_start(self, msg: Bool) -> None:

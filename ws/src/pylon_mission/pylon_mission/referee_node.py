@@ -9,7 +9,9 @@ vehicle's stamps). ``referee.Referee`` scores them; the ranking goes on
 ``/admin/pylon/ranking`` (latched JSON, ``Referee.ranking``) when it changes, and, when the
 mission ends (Finish, FinishAll or Terminate), into ``results_path`` (JSON) and the log.
 With ``exit_on_finish`` it stops once it has written the results of an ended mission.
-No vehicle domain is touched: this node lives in the management domain only.
+No vehicle domain is touched: this node lives in the management domain only. Its status
+goes on ``/diagnostics`` there every second (``pylon_common.diagnostics``, hardware id the
+mission topic): the mission state and the vehicles scored, WARN until a mission is known.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pylon_common import mission, node_main, topics
+from pylon_common import diagnostics, mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import FlightState, NearbyVessels
@@ -64,6 +66,18 @@ class RefereeNode(Node):
             String, topics.name('admin/mission'), self._on_mission,
             topics.qos('admin/mission', reader=True))
         self.timer = self.create_timer(self.params['publish_period_sec'], self._tick)
+        self.diagnostics = diagnostics.NodeDiagnostics(self, topics.name('admin/mission'),
+                                                       self._report)
+
+    def _report(self) -> diagnostics.Report:
+        vehicles = sorted(self.vehicle_subs)
+        values = {'vehicles': ','.join(map(str, vehicles)), 'timed': len(self.offsets)}
+        if not vehicles:
+            return diagnostics.Report(diagnostics.WARN, 'waiting for the mission description',
+                                      values)
+        state = json.loads(self.published).get('state', '') if self.published else ''
+        return diagnostics.Report(diagnostics.OK, f'scoring {len(vehicles)} vehicles '
+                                  f'({state or "no ranking yet"})', values)
 
     def _on_mission(self, msg: String) -> None:
         try:

@@ -13,7 +13,9 @@ recorded in the channel's ``offered_qos_profiles`` (``pylon_tools.recorder``).
 A topic whose type has no installed definition (or no Python type support) is skipped
 with one log line per topic; the rest is recorded. On SIGINT or SIGTERM the file is
 finished (summary, bag metadata); after SIGKILL it is readable up to the last chunk
-written, at most ``flush_period_sec`` (or ``chunk_size_bytes``) before the kill.
+written, at most ``flush_period_sec`` (or ``chunk_size_bytes``) before the kill. Its
+status goes on ``/diagnostics`` every second (``pylon_common.diagnostics``, hardware id the
+file): messages and topics recorded, topics skipped (WARN while there are any).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import importlib
 import time
 from typing import Any
 
-from pylon_common import node_main, topics
+from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare, Parameter
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -102,6 +104,16 @@ class Recorder(Node):
         self.discover()
         self.discovery_timer = self.create_timer(p['discovery_period_sec'], self.discover)
         self.flush_timer = self.create_timer(p['flush_period_sec'], self.recording.flush)
+        self.diagnostics = diagnostics.NodeDiagnostics(self, str(path.resolve()), self._report)
+
+    def _report(self) -> diagnostics.Report:
+        values = {'messages': self.recording.message_count,
+                  'topics': len(self.recording.channels), 'skipped': len(self.skipped)}
+        message = (f'recording {values["messages"]} messages on {values["topics"]} topics')
+        if self.skipped:
+            return diagnostics.Report(diagnostics.WARN, f'{message}; not recording '
+                                      f'{", ".join(sorted(self.skipped))}', values)
+        return diagnostics.Report(diagnostics.OK, message, values)
 
     def discover(self) -> None:
         """Subscribe to new topics; re-subscribe where a new publisher does not match."""

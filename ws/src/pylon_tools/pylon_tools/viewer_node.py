@@ -19,7 +19,9 @@ the server keeps serving the other clients.
 
 The SDK calls back on its own threads; those callbacks only queue (``viewer.Inbox``), and
 the node's executor does the work (``EVENT_PERIOD_SEC``). The decisions are in
-``pylon_tools.viewer``; this module wires them to rclpy and the SDK.
+``pylon_tools.viewer``; this module wires them to rclpy and the SDK. Its status goes on
+``/diagnostics`` every second (``pylon_common.diagnostics``, hardware id the server's URL):
+channels advertised, topics subscribed for clients, events the inbox dropped (WARN once any).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 import foxglove
 from foxglove import Channel, Schema
 from foxglove.websocket import Capability, StatusLevel
-from pylon_common import node_main, qos, topics
+from pylon_common import diagnostics, node_main, qos, topics
 from pylon_common.parameters import declare
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
@@ -139,6 +141,17 @@ class ViewerNode(Node):
         self.event_timer = self.create_timer(EVENT_PERIOD_SEC, self._take_events)
         self.graph_timer = self.create_timer(p['graph_period_sec'], self._read_graph)
         self._read_graph()
+        self.diagnostics = diagnostics.NodeDiagnostics(self, self.url, self._report)
+
+    def _report(self) -> diagnostics.Report:
+        values = {'channels': len(self.channels), 'subscribed': len(self.raw_subscriptions),
+                  'client_publishers': len(self.client_publishers),
+                  'events_dropped': self.inbox.dropped}
+        message = f'serving {values["channels"]} channels on {self.url}'
+        if self.inbox.dropped:
+            return diagnostics.Report(diagnostics.WARN, f'{message}; {self.inbox.dropped} '
+                                      'client events dropped', values)
+        return diagnostics.Report(diagnostics.OK, message, values)
 
     def _start_server(self, address: str, port: int) -> Any:
         publish = bool(self.allowlist.topics)

@@ -15,14 +15,16 @@ time) is not used: the chaser then stops where it is. After the mission it sends
 ``MODE_IDLE`` again.
 Its period runs on the node's ROS clock: with ``use_sim_time`` (what the plan gives it on
 game time) ``period_sec`` is game time, as the controller's timeouts then are, so a
-simulator faster than real time does not let its setpoints age out.
+simulator faster than real time does not let its setpoints age out. Its status (the
+mission state, armed, approaching or idle) goes on ``/diagnostics`` every second
+(``pylon_common.diagnostics``).
 """
 
 from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
-from pylon_common import mission, node_main, topics
+from pylon_common import diagnostics, mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import ControlSetpoint, NearbyVessels
@@ -80,6 +82,16 @@ class ChaserNode(Node):
                                                  SETPOINT_CONTROLLER_NAMESPACE),
                 self._on_controller, topics.qos('controller/diagnostics', reader=True))]
         self.timer = self.create_timer(p['period_sec'], self._tick)
+        self.diagnostics = diagnostics.NodeDiagnostics(self, prefix, self._report)
+
+    def _report(self) -> diagnostics.Report:
+        values = {'mission_state': self.state, 'controller_armed': self.controller_armed,
+                  'estimate': self.estimate is not None, 'fix': self.fix is not None,
+                  'setpoint_mode': '' if self.sent_mode is None else self.sent_mode}
+        if self.hold is not None:
+            return diagnostics.Report(diagnostics.OK, 'approaching', values)
+        return diagnostics.Report(diagnostics.OK, 'idle: waiting for the start, the estimate '
+                                  'and an armed controller', values)
 
     def _on_state(self, msg: String) -> None:
         if msg.data != self.state:

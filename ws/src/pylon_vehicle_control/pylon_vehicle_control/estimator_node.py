@@ -13,7 +13,8 @@ covariance (body axes, rad²), twist = body rate and velocity in the child frame
 ``publish_tf`` the same pose goes on ``/tf`` between those two frames of its own, never as
 a second parent of ``base_link`` and never linking ``kerbol_inertial`` to the ENU frame.
 It keeps no clock of its own: every time it uses is a message stamp (game time), so it
-works the same with ``use_sim_time`` on or off, at any simulator rate.
+works the same with ``use_sim_time`` on or off, at any simulator rate. Its status goes on
+``/diagnostics`` every second (``pylon_common.diagnostics``; WARN until it has an estimate).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 import numpy as np
-from pylon_common import node_main, topics
+from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import StarTrackerState, VesselLifecycle
@@ -68,7 +69,9 @@ class EstimatorNode(Node):
         self.params = p = declare(self, estimator_params.PARAMETERS, estimator_params.RETIRED)
         self.filter = estimator.AttitudeEstimator(p)
         self.generation: int | None = None
+        self.published = 0                  # odometry messages
         prefix = p['topic_prefix']
+        self.diagnostics = diagnostics.NodeDiagnostics(self, prefix, self._report)
         self.odom_pub = self.create_publisher(Odometry, topics.name('odometry'),
                                               topics.qos('odometry'))
         self.tf_pub = self.create_publisher(TFMessage, topics.name('tf'), topics.qos('tf')) \
@@ -81,6 +84,14 @@ class EstimatorNode(Node):
                                      topics.qos('star_tracker/state', reader=True)),
             self.create_subscription(VesselLifecycle, topics.name('lifecycle', prefix),
                                      self._on_lifecycle, topics.qos('lifecycle', reader=True))]
+
+    def _report(self) -> diagnostics.Report:
+        values = {'odometry_published': self.published, 'generation': self.generation,
+                  'star_tracker_id': self.params['star_tracker_id']}
+        if self.published:
+            return diagnostics.Report(diagnostics.OK, 'estimating', values)
+        return diagnostics.Report(diagnostics.WARN, 'no estimate yet: waiting for the IMU and '
+                                  'a valid star tracker sample', values)
 
     def _on_lifecycle(self, msg: VesselLifecycle) -> None:
         if self.generation is not None and msg.generation != self.generation:
@@ -108,6 +119,7 @@ class EstimatorNode(Node):
         odom = odometry(out, msg.header.stamp, self.params['odom_frame_id'],
                         self.params['base_frame_id'])
         self.odom_pub.publish(odom)
+        self.published += 1
         if self.tf_pub is not None:
             tf = TransformStamped(header=odom.header, child_frame_id=odom.child_frame_id)
             p = odom.pose.pose.position

@@ -12,7 +12,9 @@ also need the transport term ``ω × r``: ``evaluation.transport_velocity``.)
 Every ``print_period_sec`` it prints the latest errors; at the end (``duration_sec``, or
 Ctrl-C) it prints RMS per body axis and writes ``attitude_errors.csv`` and
 ``attitude_errors.png`` into ``output_dir``: the estimation error about x, y, z (arcsec)
-and the control error (achieved vs the setpoint in force, arcsec).
+and the control error (achieved vs the setpoint in force, arcsec). Its status goes on
+``/diagnostics`` every second (``pylon_common.diagnostics``): the samples recorded, WARN
+until it has both an estimate and ground truth to compare.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from geometry_msgs.msg import PoseStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 import numpy as np
-from pylon_common import node_main, topics
+from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare, Parameter, Retired
 from pylon_common.stamps import to_seconds as _t
 from pylon_interfaces.msg import ControlSetpoint
@@ -80,8 +82,17 @@ class Evaluator(Node):
             subscription(ControlSetpoint, 'setpoint', self._on_setpoint,
                          topics.topic('setpoint').default_name())]
         self.started = time.monotonic()
+        self.diagnostics = diagnostics.NodeDiagnostics(self, prefix, self._report)
         if p['print_period_sec'] > 0:
             self.create_timer(p['print_period_sec'], self._print)
+
+    def _report(self) -> diagnostics.Report:
+        values = {'estimates': len(self.estimate), 'truth_poses': len(self.truth),
+                  'frame_rates': len(self.frame), 'setpoints': len(self.setpoints)}
+        if self.estimate and self.truth:
+            return diagnostics.Report(diagnostics.OK, 'recording', values)
+        return diagnostics.Report(diagnostics.WARN, 'waiting for the estimate and ground truth',
+                                  values)
 
     def _on_setpoint(self, msg: ControlSetpoint) -> None:
         if msg.mode in (ControlSetpoint.MODE_ATTITUDE_HOLD, ControlSetpoint.MODE_SIX_DOF):
