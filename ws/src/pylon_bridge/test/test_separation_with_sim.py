@@ -220,10 +220,16 @@ def test_after_a_separation_the_ros_side_offers_what_the_vessel_still_has(
         id=DECOUPLER, separate=True, operation_id='stage-manifest', vessel_id=ROCKET,
         controller_id='ctl', lease_id='lease-manifest',
         sequence=pilot.next_sequence('ctl', 'lease-manifest')))
+    # this test's runtime session only: an earlier test's session on the shared stack may
+    # have had a generation of the same number, and the latched topic's history of it can
+    # reach this new subscription late on a busy machine (seen in a full run)
+    instance = session.runtime_instance
     staged = pilot.wait_for('life', lambda m: m.vessel_id == ROCKET and
+                            m.runtime_instance == instance and
                             m.runtime_generation > before.runtime_generation, since,
                             'the lifecycle of the new topology').runtime_generation
     latched = pilot.wait_for('separation', lambda m: m.id == DECOUPLER and
+                             m.runtime_instance == instance and
                              m.runtime_generation == staged, since,
                              'the decoupler latched in the new generation')
     assert (latched.separated, latched.available, latched.vessel_id) == (True, False, ROCKET)
