@@ -42,7 +42,7 @@ RATE = 3
 ON_GAME_TIME = ('-p', 'use_sim_time:=true')
 LOCKSTEP_LEAD = 0.05
 """Game s the simulator runs past the controller's last wrench before it waits: one command
-period, as on an idle machine at real time. With two, a controller that a busy machine keeps
+period (the controller's default), as on an idle machine at real time. With two, a controller that a busy machine keeps
 a period late flew its slew 5 % past the rate limit (1.578 deg/s for 1.5, seen in a full run)."""
 # These tests judge the control law on KSP time. The supervisor's timeouts (0.5 s stale
 # input, 1 s old setpoint) are correct for a live craft, but on a machine running two suites
@@ -56,10 +56,13 @@ CONTROLLER = ['setpoint_controller', '--ros-args', *ROOM, *ON_GAME_TIME]
 ESTIMATOR = ['attitude_estimator', '--ros-args', *ON_GAME_TIME]
 
 
-def game_stack(sim_stack, rate=RATE, bridge_args=(), **kwargs):
-    """Start the simulator at ``rate`` x real time and the bridge publishing its game time."""
+def game_stack(sim_stack, rate=RATE, bridge_args=(), lead=LOCKSTEP_LEAD, **kwargs):
+    """Start the simulator at ``rate`` x real time and the bridge publishing its game time.
+
+    ``lead``: the lockstep lead, one period of the controller the test starts.
+    """
     return sim_stack(bridge_args=('--publish-clock', *bridge_args),
-                     sim_args=('--rate', str(rate), '--lockstep-lead', str(LOCKSTEP_LEAD)),
+                     sim_args=('--rate', str(rate), '--lockstep-lead', str(lead)),
                      **kwargs)
 
 
@@ -459,7 +462,7 @@ def test_on_game_time_the_controller_commands_every_period_of_game_time(
     a period late is skipped, and 0.1 s of game time is 25 ms of wall time here.
     """
     rate, period = 4, 0.1
-    stack = game_stack(sim_stack, rate, scenario=lean_scenario())
+    stack = game_stack(sim_stack, rate, lead=period, scenario=lean_scenario())
     ros_process(['setpoint_controller', '--ros-args', '-p', f'command_period_sec:={period}',
                  '-p', f'lease_duration_sec:={1.0 * rate}', *ON_GAME_TIME], name='controller')
     user = User(ros_node)
