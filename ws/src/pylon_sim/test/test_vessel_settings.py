@@ -66,3 +66,18 @@ def test_a_mistyped_rcs_setting_reads_the_same_in_allocation_and_typed_actuators
     [actuator] = [a for a in actuators_of(spec) if a.name == RCS]
     packet = actuators.state(actuator, spec, 0.0, 1, (0.0, 0.0, 0.0))
     assert (packet['maxThrust'], packet['thrustLimit']) == (4 * power, power)
+
+
+def test_the_stock_thrust_limiter_limits_once():
+    """An RCS module at half its stock limiter may push half, alone or through its overrides.
+
+    The typed side hands the allocation the module's limit with the limiter applied
+    (``thrust_limit``); the allocation applied the limiter again: a quarter.
+    """
+    spec = _spec({'thruster_power': POWER, 'thrust_limit_fraction': 0.5})
+    typed = TypedActuators(spec)
+    alone, _, _ = allocation.geometry(spec, (0.0, 0.0, 0.0))
+    through_typed, _, _ = allocation.geometry(spec, (0.0, 0.0, 0.0), typed.rcs_settings())
+    assert [n.max_thrust for n in alone] == [n.max_thrust for n in through_typed] == \
+        [0.5 * POWER] * 4
+    assert typed.state_fields(RCS)['thrustLimit'] == 0.5 * POWER

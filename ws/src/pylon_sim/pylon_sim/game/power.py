@@ -135,10 +135,9 @@ class SolarPanel:
 
 
 def _positive(module: Module, key: str, default: float) -> float:
-    value = module.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0.0:
-        return float(default)
-    return float(value)
+    """Return a setting by the settings rule (``Module.number``); a negative one: ``default``."""
+    value = module.number(key, default)
+    return value if value >= 0.0 else float(default)
 
 
 def solar_panels(spec: VesselSpec) -> list[SolarPanel]:

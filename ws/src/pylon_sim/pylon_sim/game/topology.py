@@ -27,7 +27,7 @@ import numpy as np
 from pylon_protocol import rotations
 
 from pylon_sim.game.physics import RigidState
-from pylon_sim.game.vessel import MassProperties, Part, VesselSpec
+from pylon_sim.game.vessel import MassProperties, Module, Part, VesselSpec
 
 CONTROL_MODULE = 'command'
 DEFAULT_EJECTION_FORCE_KN = 100.0   # a separator's ``ejection_force`` without a setting
@@ -42,10 +42,10 @@ def push_impulse(force_kn: float, dt: float) -> float:
     return float(force_kn) * 1000.0 * dt
 
 
-def ejection_impulse(module, dt: float) -> float:
+def ejection_impulse(module: Module, dt: float) -> float:
     """Return a separator's impulse, N s: its ``ejection_force`` (kN) for one step ``dt``."""
-    force = module.get('ejection_force', DEFAULT_EJECTION_FORCE_KN)
-    if isinstance(force, bool) or not isinstance(force, int | float) or not force >= 0.0:
+    force = module.number('ejection_force', DEFAULT_EJECTION_FORCE_KN)
+    if force < 0.0:
         force = DEFAULT_EJECTION_FORCE_KN
     return push_impulse(force, dt)
 

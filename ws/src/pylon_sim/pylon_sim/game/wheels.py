@@ -175,11 +175,9 @@ class Params:
         return len(self.names)
 
 
-def _value(module, key: str) -> float:
-    value = module.get(key, SETTINGS[key][0])
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return float(SETTINGS[key][0])
-    return max(0.0, float(value))
+def _value(module: Module, key: str) -> float:
+    """Return a wheel setting by the settings rule (``Module.number``), at least 0."""
+    return max(0.0, module.number(key, float(SETTINGS[key][0])))
 
 
 def suspension(module: Module) -> tuple[float, float, float]:
@@ -224,7 +222,7 @@ def params(spec: VesselSpec, com: np.ndarray, mass: float, gravity: float) -> Pa
     share = sprung_masses(hub, mass)
     stiffness = share * gravity / rest
     steer = np.array([math.radians(_value(m, 'max_steering_angle_deg'))
-                      if m.get('steerable') else 0.0 for _, _, m in found])
+                      if m.flag('steerable', False) else 0.0 for _, _, m in found])
     return Params(
         names=tuple(name for name, _, _ in found),
         hub=hub,

@@ -176,7 +176,8 @@ def geometry(spec: VesselSpec, com: Sequence[float] | np.ndarray,
     centre of mass in the same frame. Module settings are read from the spec and then
     overridden per actuator id by ``settings`` (e.g. ``{'rcs_1100005_0': {'enabled':
     False}}``). Known keys: all modules ``enabled`` (default true); RCS ``thruster_power``
-    (N per nozzle), ``thrust_limit`` (N per nozzle), ``thrust_limit_fraction`` (0..1),
+    (N per nozzle), ``thrust_limit`` (N per nozzle, the limit in force: the typed side's,
+    the stock limiter applied), else ``thrust_limit_fraction`` (0..1, the stock limiter),
     ``has_propellant`` (default true), ``use_z_axis``, ``enable_pitch/yaw/roll/x/y/z``,
     ``nozzles``, ``thrust_directions``, ``nozzle_arm`` (``rcs_layout``); engines
     ``max_thrust``, ``thrust_limit`` (N), ``operational`` (default true),
@@ -230,8 +231,9 @@ def _engine(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarr
 def _rcs_nozzles(ident: str, conf: Mapping[str, object], enabled: bool, rot: np.ndarray,
                  position: np.ndarray) -> list[Nozzle]:
     power = max(0.0, number_setting(conf, 'thruster_power', 0.0))
-    limit = min(power, max(0.0, number_setting(conf, 'thrust_limit', power)))
-    limit *= min(1.0, max(0.0, number_setting(conf, 'thrust_limit_fraction', 1.0)))
+    # the stock limiter, unless the typed side gave the limit in force (limiter applied)
+    stock = power * min(1.0, max(0.0, number_setting(conf, 'thrust_limit_fraction', 1.0)))
+    limit = min(power, max(0.0, number_setting(conf, 'thrust_limit', stock)))
     if not enabled or not flag_setting(conf, 'has_propellant', True):
         limit = 0.0
     enables = tuple(flag_setting(conf, key, True) for key in ENABLE_KEYS)
