@@ -42,8 +42,9 @@ RATE = 3
 ON_GAME_TIME = ('-p', 'use_sim_time:=true')
 LOCKSTEP_LEAD = 0.05
 """Game s the simulator runs past the controller's last wrench before it waits: one command
-period (the controller's default), as on an idle machine at real time. With two, a controller that a busy machine keeps
-a period late flew its slew 5 % past the rate limit (1.578 deg/s for 1.5, seen in a full run)."""
+period (the controller's default), as on an idle machine at real time. With two, a
+controller that a busy machine keeps a period late flew its slew 5 % past the rate limit
+(1.578 deg/s for 1.5, seen in a full run)."""
 # These tests judge the control law on KSP time. The supervisor's timeouts (0.5 s stale
 # input, 1 s old setpoint) are correct for a live craft, but on a machine running two suites
 # at once a process can stall that long; they are tested on a given clock in
