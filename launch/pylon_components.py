@@ -13,8 +13,10 @@ repository, or ``/ws`` in the Docker image, which keeps the same layout), or
 Game time: ``plan(sim_rate=R)`` runs the simulator at ``--rate R`` (R x real time) and,
 unless ``use_sim_time`` says otherwise, the control on game time whenever R is not 1: the
 bridge publishes ``/clock`` (``publish_clock``) and the nodes of ``GAME_TIME_NODES``
-(estimator, controller, chaser) run with ``use_sim_time``. ``use_sim_time=True`` asks for
-it at any rate (a real KSP under physics warp); the default plan is unchanged.
+(estimator, controller, chaser) run with ``use_sim_time``; a single vehicle's simulator
+also lock-steps with its controller (``--lockstep-lead``, ``LOCKSTEP_LEAD_SEC``).
+``use_sim_time=True`` asks for it at any rate (a real KSP under physics warp); the default
+plan is unchanged.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.loop.admin import ADMIN_PORT
 from pylon_tools import viewer
+from pylon_vehicle_control.controller_params import PARAMETERS as CONTROLLER_PARAMETERS
 import yaml
 
 ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().parents[1])
@@ -45,6 +48,11 @@ LOOPBACK = '127.0.0.1'
 
 SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
 DEFAULT_SCENARIO = 'orbit'
+LOCKSTEP_LEAD_SEC = next(row.default for row in CONTROLLER_PARAMETERS
+                         if row.name == 'command_period_sec')
+"""The simulator's ``--lockstep-lead`` in a single-vehicle plan faster than real time on game
+time: one command period of the controller, so that the game waits for a late controller
+instead of flying on its last torque (a busy machine made a 3x demo's slews diverge)."""
 
 # The live view: foxglove_bridge in the Docker image and pylon_viewer natively speak the
 # Foxglove WebSocket protocol on this machine only (the Docker image uses host networking:
@@ -295,11 +303,11 @@ def on_game_time(sim_rate: float = 1.0, use_sim_time: bool | None = None) -> boo
 
 
 def sim_arguments(scenario: str = DEFAULT_SCENARIO, ports: Sequence[int] | None = None,
-                  sim_rate: float = 1.0) -> list[str]:
+                  sim_rate: float = 1.0, lockstep_lead: float | None = None) -> list[str]:
     """Return the simulator's command-line arguments after the executable.
 
     ``ports`` = (state, command, admin) replaces the default ports (tests, a second demo);
-    ``sim_rate`` other than 1 adds ``--rate``.
+    ``sim_rate`` other than 1 adds ``--rate``; ``lockstep_lead`` adds ``--lockstep-lead``.
     """
     args = list(SIM.processes[0].arguments)
     if ports is not None:
@@ -307,7 +315,8 @@ def sim_arguments(scenario: str = DEFAULT_SCENARIO, ports: Sequence[int] | None 
             args[args.index(flag) + 1] = str(port)
     rate = sim_rate_of(sim_rate)
     return ['--scenario', scenario, *args, '--control-safety', str(CONTROL_SAFETY),
-            *(['--rate', f'{rate:g}'] if rate != 1.0 else [])]
+            *(['--rate', f'{rate:g}'] if rate != 1.0 else []),
+            *(['--lockstep-lead', f'{lockstep_lead:g}'] if lockstep_lead is not None else [])]
 
 
 def bridge_parameters(selected: Sequence[str], disable_ground_truth: bool | None = None,
@@ -374,6 +383,7 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
         raise ValueError("sim_rate is the simulator's; with a real KSP use use_sim_time "
                          '(game time, e.g. under physics warp)')
     game_time = on_game_time(sim_rate, use_sim_time)
+    lead = LOCKSTEP_LEAD_SEC if game_time and sim_rate_of(sim_rate) != 1.0 else None
     selected = effective(select(components), use_real_ksp)
     bridge = bridge_parameters((*selected, *external), disable_ground_truth=disable_ground_truth,
                                use_real_ksp=use_real_ksp, bridge_host=bridge_host,
@@ -384,8 +394,9 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     for name in selected:
         for proc in COMPONENTS[name].processes:
             if not proc.ros_node:
+                arguments = sim_arguments(scenario, ports, sim_rate, lead)
                 out.append(Planned(name, proc.package, proc.executable, None,
-                                   tuple(sim_arguments(scenario, ports, sim_rate)), (), (), ()))
+                                   tuple(arguments), (), (), ()))
                 continue
             fixed = dict(proc.parameters)
             if name == 'bridge':

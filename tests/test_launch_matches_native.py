@@ -199,8 +199,14 @@ def test_launch_and_native_demo_run_on_game_time_the_same_way(launch_file, rate,
     sim_time = native.pc.parse_bool(use_sim_time)
     assert launched == native.command_lines(sim_rate=float(rate), use_sim_time=sim_time)
     sim, bridge, controller, estimator, viewer = launched
+    # faster than real time on game time, the game lock-steps with the controller (a period)
+    stepped = game and float(rate) != 1.0
+    assert native.pc.LOCKSTEP_LEAD_SEC == 0.05                 # command_period_sec's default
+    lead = ['--lockstep-lead', '0.05'] if stepped else []
+    assert sim[len(sim) - len(lead):] == lead, sim
+    sim = sim[:len(sim) - len(lead)]
     assert (sim[-2:] == ['--rate', f'{float(rate):g}']) == (float(rate) != 1.0), sim
-    assert '--rate' not in sim[:-2]
+    assert '--rate' not in sim[:-2] and '--lockstep-lead' not in sim
     assert _fixed(bridge).get('publish_clock') == ('true' if game else None)
     for node in (controller, estimator):
         assert _fixed(node).get('use_sim_time') == ('true' if game else None), node

@@ -99,7 +99,8 @@ def test_native_demo_slews_every_period(free_udp_port, tmp_path):
     assert f'demo: simulator at {RATE}x real time; control on game time' in result.stdout
     lines = result.stdout.splitlines()
     started = [line for line in lines if line.startswith('demo: starting ')]
-    assert any(f' --rate {RATE}' in line and 'pylon_sim' in line for line in started), started
+    assert any(f' --rate {RATE} --lockstep-lead 0.05' in line and 'pylon_sim' in line
+               for line in started), started
     for name, setting in (('udp_bridge', 'publish_clock:=true'),
                           ('attitude_estimator', 'use_sim_time:=true'),
                           ('setpoint_controller', 'use_sim_time:=true')):
