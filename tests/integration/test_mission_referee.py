@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pylon_common import mission, topics
 from pylon_interfaces.msg import ControlAuthorityCommand as A
+from pylon_testing.node_status import node_status
 from pylon_testing.pilot import Pilot
 from pylon_testing.recorder import TopicRecorder
 from pylon_testing.scenarios import write_scenario
@@ -81,6 +82,11 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
         pilot.add('status', topics.name('sim/status'), Float32MultiArray, STATUS_QOS)
         pilot.ready()
         vehicles.append(pilot)
+    # the leases make the vehicles Ready and the management starts: first the referee must
+    # hear each scored vehicle's ground truth, or the samples before it did are not scored
+    node_status(ros_node_in(stack.base), topics.REFEREE,
+                lambda values: values.get('sampled') == '2',
+                what="the referee's ground truth of both chasers")
     for pilot, vessel in zip(vehicles, VESSELS.values()):
         hold_lease(pilot, vessel)
     view.wait_for('admin/state', lambda m: m.data == mission.START, what='the autostart')

@@ -11,7 +11,8 @@ mission ends (Finish, FinishAll or Terminate), into ``results_path`` (JSON) and 
 With ``exit_on_finish`` it stops once it has written the results of an ended mission.
 No vehicle domain is touched: this node lives in the management domain only. Its status
 goes on ``/diagnostics`` there every second (``pylon_common.diagnostics``, hardware id the
-mission topic): the mission state and the vehicles scored, WARN until a mission is known.
+mission topic): the mission state and the vehicles scored, how many of them have
+game time (``timed``) and ground-truth samples (``sampled``), WARN until a mission is known.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class RefereeNode(Node):
 
     def _report(self) -> diagnostics.Report:
         vehicles = sorted(self.vehicle_subs)
-        values = {'vehicles': ','.join(map(str, vehicles)), 'timed': len(self.offsets)}
+        values = {'vehicles': ','.join(map(str, vehicles)), 'timed': len(self.offsets),
+                  'sampled': sum(1 for samples in self.referee.backlog.values() if samples)}
         if not vehicles:
             return diagnostics.Report(diagnostics.WARN, 'waiting for the mission description',
                                       values)

@@ -157,8 +157,8 @@ class Recorder(Node):
         old = self.subscribed.pop(name, None)
         if old is not None:
             self.destroy_subscription(old)
-            self.get_logger().info(f'{name}: subscribing again as {reliability}/{durability} '
-                                   f'for {len(offers)} publishers')
+        self.get_logger().info(f'{name}: {"subscribing again" if old else "subscribed"} as '
+                               f'{reliability}/{durability} for {len(offers)} publishers')
         stamped = starts_with_header(definitions.definition(type_name), type_name)
         self.subscribed[name] = self.create_subscription(
             message_type(type_name), name, self._writer(name, stamped), qos, raw=True)
