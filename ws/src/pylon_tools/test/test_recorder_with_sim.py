@@ -17,6 +17,7 @@ from pathlib import Path
 import re
 import signal
 import subprocess
+import time
 import warnings
 
 from mcap.reader import make_reader
@@ -52,6 +53,7 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RECORDED_SEC = 3.0                          # KSP time the recorders record before they end
 RATE = 2                                    # the game's speed: the controller's lease holds
+FILE_POLL_SEC = 0.25                        # wall s between two reads of a growing file
 
 
 @pytest.fixture(scope='module')
@@ -114,19 +116,30 @@ def record(ros_process, ros_node, path: Path, *args: str, env=None,
 
     Recorded: the recorder said it subscribed to ``topics`` (its own log), the file holds a
     message of each (the subscriptions matched: not this node's view of the graph, which a
-    busy machine can leave behind), then that much IMU (KSP time) came.
+    busy machine can leave behind), then the live IMU reached RECORDED_SEC (KSP time) past
+    the newest IMU sample in the file then: the recorder was subscribed all that while.
+    The file is read at most every FILE_POLL_SEC, so that the live side keeps up meanwhile.
     """
     rec = live(ros_node)
     recorder = start_recorder(ros_process, path, *args, env=env)
     for topic in topics:
         subscribed(recorder, topic)
+    newest_imu: list[float] = []
+    next_look = [0.0]
 
     def each_in_file() -> bool:
         recorder.check()
+        if time.monotonic() < next_look[0]:
+            return False
+        next_look[0] = time.monotonic() + FILE_POLL_SEC
         found = read_recording(path, topics)
-        return all(found.of(topic) for topic in topics)
+        if not all(found.of(topic) for topic in topics):
+            return False
+        newest_imu.append(stamp_of(found.of(IMU)[-1][1]))
+        return True
     rec.until(each_in_file, f'a message of each of {", ".join(topics)} in the file')
-    rec.wait_stamp_span('imu', RECORDED_SEC, rec.mark())
+    rec.until(lambda: stamp_of(rec.last('imu')) >= newest_imu[0] + RECORDED_SEC,
+              f'{RECORDED_SEC} s of IMU recorded')
     return rec, recorder
 
 
