@@ -11,10 +11,19 @@ nothing pushes until the fresh MODE_IDLE. The rows that keep flying keep the con
 armed with its lease, a commanded torque in every physics step of the fault and the slew
 going toward its target. After every fault the simulator pushes again only after the fresh
 MODE_IDLE, and the recovery's DETUMBLE needs no further MODE_IDLE but where the row allows.
-Times are the simulator's clock.
+Times are the simulator's clock. The controller has room for a busy machine's stalls
+(``fault_matrix.ROOM_FOR_STALLS``: longer input and setpoint timeouts and lease); the cut
+is timed by the wrench timeout, which keeps its default.
 """
 
-from pylon_testing.fault_matrix import DEGRADED_SEC, Matrix, ROWS, TICK_SEC, WRENCH_TIMEOUT_SEC
+from pylon_testing.fault_matrix import (
+    DEGRADED_SEC,
+    Matrix,
+    ROOM_FOR_STALLS,
+    ROWS,
+    TICK_SEC,
+    WRENCH_TIMEOUT_SEC,
+)
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -44,14 +53,15 @@ EXPECT = {        # row: (how the output is cut, whether the controller disarms;
 # elsewhere. DETUMBLE runs on the IMU (its input, not the estimate): none may disarm it.
 REARMS: dict[str, tuple[str, ...]] = {}
 REACH_SEC = 0.25       # from reading the clock to the fault reaching the simulator's step
-RAMP_SEC = 2.0         # input timeout, a command period and the slew ramp down
+# the input timeout (the room's), then a command period and the slew's ramp down
+RAMP_SEC = ROOM_FOR_STALLS['input_timeout_sec'] + 1.5
 PROGRESS_DEG = 2.0     # the slew's least progress over a fault it flies through
 
 
 @pytest.fixture(scope='module')
 def matrix(module_ros_process, free_udp_port, module_ros_node, tmp_path_factory):
     flight = Matrix(module_ros_process, free_udp_port, module_ros_node,
-                    tmp_path_factory.mktemp('faults'))
+                    tmp_path_factory.mktemp('faults'), room=True)
     yield flight
     flight.close()
 
