@@ -52,7 +52,10 @@ RSS_GROWTH_LIMIT_MB = 20.0
 """The bridge's VmRSS may grow less than this over a fuzz run (before to after)."""
 WARM_IMU = 30
 START_TIMEOUT_SEC = 60.0
-MIN_RATE_PER_SEC = 100.0        # the slowest rate the run's timeout allows for (a loaded machine)
+MIN_RATE_PER_SEC = 40.0
+"""The slowest rate the run's timeout allows for: a liveness bound, not a throughput
+figure (``bench/bench_fuzz.py`` measures that). Alone the test sends about 750 a second;
+two suites side by side left the bridge under 50 a second (6 000 not sent in 120 s)."""
 RSS_SAMPLE_SEC = 0.5
 DRAIN_TIMEOUT_SEC = 30.0
 TRACEBACK = re.compile(r'^(Traceback \(most recent call last\)|Exception in thread)',

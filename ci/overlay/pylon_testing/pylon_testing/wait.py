@@ -11,6 +11,28 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 SPIN_PERIOD_SEC = 0.05
+LOOK_PERIOD_SEC = 0.25
+"""Wall s between two evaluations of an expensive condition (``throttled``)."""
+
+
+def throttled(condition: Callable[[], bool], period: float = LOOK_PERIOD_SEC
+              ) -> Callable[[], bool]:
+    """Return ``condition`` evaluated at most every ``period`` s of wall time (else False).
+
+    A wait evaluates its condition after every callback it spins; one that reads a file or
+    goes over every message received costs more than a callback, and on a busy machine
+    the node then falls behind its subscriptions (their queues overflow, samples are lost,
+    a mark lands on a backlog). Throttled, the spinning keeps up in between.
+    """
+    due = [0.0]
+
+    def look() -> bool:
+        now = time.monotonic()
+        if now < due[0]:
+            return False
+        due[0] = now + period
+        return condition()
+    return look
 
 
 def spin_until(node: Node, condition: Callable[[], bool], timeout: float,

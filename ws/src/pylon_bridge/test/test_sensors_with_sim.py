@@ -251,9 +251,10 @@ def test_star_tracker_without_power_and_stale_when_paused(stack, session, ros_no
     assert not stale.valid and stale.orientation_covariance[0] == -1.0
     # not before --topic-timeout-sec (3 s) of silence: the stale stamp is the bridge's clock,
     # the sample's is KSP time mapped with the offset of the session's first sample, which
-    # may lead the bridge's clock by that sample's delivery delay (allowed: 0.5 s)
+    # may lead the bridge's clock by that sample's delivery delay (allowed: 1 s; two suites
+    # side by side delayed it 0.52 s). A timeout of a third less would still fail.
     last_sample = [m for m in pilot.got['state'] if m.reason != 'stale'][-1]
-    assert stamp_of(stale) - stamp_of(last_sample) >= 3.0 - 0.5
+    assert stamp_of(stale) - stamp_of(last_sample) >= 3.0 - 1.0
     # the stale heartbeat repeats at 4 Hz (stamped by the bridge as it sends it)
     beats = pilot.wait_count('state', 5, pilot.after('state', stale))
     assert all(m.reason == 'stale' for m in beats)

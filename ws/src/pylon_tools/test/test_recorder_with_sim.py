@@ -17,7 +17,6 @@ from pathlib import Path
 import re
 import signal
 import subprocess
-import time
 import warnings
 
 from mcap.reader import make_reader
@@ -27,6 +26,7 @@ from pylon_interfaces.msg import StarTrackerState
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 from pylon_testing.stack import start_stack
+from pylon_testing.wait import throttled
 from pylon_tools import plot
 from pylon_tools.reading import plain, read_recording
 import pytest
@@ -53,7 +53,6 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RECORDED_SEC = 3.0                          # KSP time the recorders record before they end
 RATE = 2                                    # the game's speed: the controller's lease holds
-FILE_POLL_SEC = 0.25                        # wall s between two reads of a growing file
 
 
 @pytest.fixture(scope='module')
@@ -118,26 +117,22 @@ def record(ros_process, ros_node, path: Path, *args: str, env=None,
     message of each (the subscriptions matched: not this node's view of the graph, which a
     busy machine can leave behind), then the live IMU reached RECORDED_SEC (KSP time) past
     the newest IMU sample in the file then: the recorder was subscribed all that while.
-    The file is read at most every FILE_POLL_SEC, so that the live side keeps up meanwhile.
+    The file is read at most every ``LOOK_PERIOD_SEC`` (``throttled``): the live side keeps up.
     """
     rec = live(ros_node)
     recorder = start_recorder(ros_process, path, *args, env=env)
     for topic in topics:
         subscribed(recorder, topic)
     newest_imu: list[float] = []
-    next_look = [0.0]
 
     def each_in_file() -> bool:
         recorder.check()
-        if time.monotonic() < next_look[0]:
-            return False
-        next_look[0] = time.monotonic() + FILE_POLL_SEC
         found = read_recording(path, topics)
         if not all(found.of(topic) for topic in topics):
             return False
         newest_imu.append(stamp_of(found.of(IMU)[-1][1]))
         return True
-    rec.until(each_in_file, f'a message of each of {", ".join(topics)} in the file')
+    rec.until(throttled(each_in_file), f'a message of each of {", ".join(topics)} in the file')
     rec.until(lambda: stamp_of(rec.last('imu')) >= newest_imu[0] + RECORDED_SEC,
               f'{RECORDED_SEC} s of IMU recorded')
     return rec, recorder
