@@ -296,6 +296,10 @@ def test_reset_returns_the_vessels_and_drops_the_leases(stack, ros_node_in):
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
     description = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
         'started_ut'] is not None, what='the mission started').data)
+    # a fresh lease just before the reset: the one the start took (10 s, 3.3 s of wall time
+    # at RATE) may have run out since, and what ends it must be the reset
+    chaser.ready()
+    hold_lease(chaser, CHASER)
     since, before = chaser.mark(), view.mark()
     view.reset.publish(Empty())
     state_is(view, 'admin/state', mission.WAIT_START, before)
