@@ -49,6 +49,7 @@ from pylon_protocol import rotations
 from pylon_sim.loop.admin import request
 
 from pylon_testing import faults
+from pylon_testing.node_status import values_of
 from pylon_testing.recorder import TopicRecorder
 from pylon_testing.scenarios import write_scenario
 from pylon_testing.stack import SimStack
@@ -202,7 +203,7 @@ class FaultFlight:
         message = message or self.view.last('diag')
         if message is None or not message.status:
             return {}
-        return {kv.key: kv.value for kv in message.status[0].values}
+        return values_of(message.status[0])
 
     def wait_diagnostics(self, predicate: Callable[[dict], bool], what: str) -> dict:
         """Return the values of the first diagnostics sent from now on that ``predicate`` takes.
@@ -218,6 +219,11 @@ class FaultFlight:
             return stamp.sec * 10**9 + stamp.nanosec >= now and \
                 predicate(self.diagnostics(message))
         return self.diagnostics(self.view.wait_for('diag', fresh, since, what))
+
+    def wait_disarmed(self, why: str) -> dict:
+        """Return the values of the first fresh report of the controller disarmed."""
+        return self.wait_diagnostics(lambda d: d.get('armed') == 'False',
+                                     f'the controller disarmed {why}')
 
     def until(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_SEC):
         """Spin (streaming setpoints) until ``condition()``."""
@@ -470,8 +476,7 @@ class Matrix(FaultFlight):
         self._safe(outcome, 'the output cut without a bridge')
         # the bridge comes back after the controller judged its inputs gone, whatever its
         # input timeout: a restart quicker than that is another row
-        self.wait_diagnostics(lambda d: d.get('armed') == 'False',
-                              'the controller disarmed without a bridge')
+        self.wait_disarmed('without a bridge')
         self.restart('bridge')
 
     def _controller_killed(self, outcome: Outcome) -> None:
@@ -483,8 +488,7 @@ class Matrix(FaultFlight):
         # the controller flies on its last estimate until the input timeout: a quiet frame
         # before it (a rate-limited slew coasts with exact zeros) is not the cut
         self.kill('estimator')
-        self.wait_diagnostics(lambda d: d.get('armed') == 'False',
-                              'the controller disarmed without an estimate')
+        self.wait_disarmed('without an estimate')
         self._safe(outcome, 'the output cut without an estimate')
         self.restart('estimator')
 

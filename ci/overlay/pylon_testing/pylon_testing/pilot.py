@@ -26,6 +26,7 @@ from pylon_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from pylon_testing.node_status import values_of
 from pylon_testing.recorder import Mark, TopicRecorder
 
 SAT = '5a7e1f0c3b2d4e6f8a9b0c1d2e3f4a5b'
@@ -94,7 +95,7 @@ class Pilot(TopicRecorder):
         message = message or self.last('diag')
         for status in message.status:
             if status.name == name:
-                return {kv.key: kv.value for kv in status.values}
+                return values_of(status)
         raise KeyError(name)
 
 
