@@ -1,4 +1,5 @@
-"""``--lockstep-lead``: the game waits for its controller's next wrench, over a real UDP socket."""
+"""``--lockstep-lead``: the game waits for its controller's next wrench (or typed command),
+over a real UDP socket."""
 
 import socket
 
@@ -9,11 +10,11 @@ import pytest
 LEAD = 0.1
 
 
-@pytest.fixture
-def lockstepped(harness, monkeypatch):
-    """Return a lean orbit harness whose commands come over loopback UDP, lock-stepped."""
+@pytest.fixture(params=['orbit'])
+def lockstepped(harness, monkeypatch, request):
+    """Return a lean harness whose commands come over loopback UDP, lock-stepped."""
     monkeypatch.setattr(runtime, 'LOCKSTEP_WAIT_WALL_SEC', 0.2)   # a lapse costs less
-    h = harness()
+    h = harness(request.param)
     h.acquire()                          # over the queue the harness gives
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -117,3 +118,29 @@ def test_a_mission_refuses_a_lead(caplog):
     assert sim_main.main(['--scenario', 'rendezvous', '--lockstep-lead', '0.1',
                           '--state-port', '0', '--command-port', '0', '--duration', '0']) == 2
     assert '--lockstep-lead holds one game for one controller' in caplog.text
+
+
+@pytest.mark.parametrize('lockstepped', ['surface'], indirect=True)
+def test_a_rovers_wheel_commands_pace_the_clock_as_wrenches_do(lockstepped):
+    h, deliver = lockstepped
+
+    def wheel():
+        h.send('pylon_actuator_command', actuatorType='wheel', name='wheel_7700004_0',
+               enabled=True, timeoutSeconds=0.5, targetAngularVelocity=1.0, steeringAngle=0.0,
+               maxDriveTorque=10.0, brake=0.0, **h.identity())
+    wheel()
+    deliver()
+    h.sim.frame()
+    received = h.sim.control.paced_at
+    assert received == pytest.approx(h.sim.clock) and h.sim.control.wrench_received_at is None
+    while h.sim.hold() == 0.0:
+        h.sim.frame()
+        assert h.sim.clock - received < 1.0
+    assert h.sim.clock - received == pytest.approx(LEAD) and h.sim.stats.lockstep_lapses == 1
+    # a refused typed command (an unknown wheel) paces nothing
+    h.send('pylon_actuator_command', actuatorType='wheel', name='wheel_9_0', enabled=True,
+           timeoutSeconds=0.5, targetAngularVelocity=1.0, steeringAngle=0.0,
+           maxDriveTorque=10.0, brake=0.0, **h.identity())
+    deliver()
+    free_frames(h, 3)
+    assert h.sim.control.paced_at == received

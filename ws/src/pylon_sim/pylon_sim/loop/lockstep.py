@@ -1,9 +1,10 @@
 """Lock-step: hold a game's clock for the lease owner's controller (``--lockstep-lead``).
 
-The clock runs at most ``lead`` game seconds past the last body wrench accepted from the
-lease owner; then the game reads commands (and sends their answers) but runs no frame until
-the next wrench comes, for at most a given wall time. A controller that misses that has
-stopped or stalled for good: the game runs free until its next wrench.
+The clock runs at most ``lead`` game seconds past the last body wrench or typed actuator
+command (a rover's wheel commands) accepted from the lease owner; then the game reads commands
+(and sends their answers) but runs no frame until the next one comes, for at most a given
+wall time. A controller that misses that has stopped or stalled for good: the game runs free
+until its next command.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Lockstep:
         ``running``: the game reads commands and runs (not paused, available); a game
         without ``lead``, not running or not owned is never behind.
         """
-        received = control.wrench_received_at
+        received = control.paced_at
         return (lead is not None and running and control.authority.owned
                 and received is not None and received != self._lapsed
                 and clock - received >= lead - 1e-9)

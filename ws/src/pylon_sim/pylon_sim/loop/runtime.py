@@ -302,8 +302,9 @@ class Simulator:
         """Wait for a late controller before the next frame; return the wall seconds waited.
 
         With ``lockstep_lead`` the clock runs at most that many game seconds past the last
-        body wrench accepted from the lease owner: then the simulator reads commands (and
-        sends their answers) but runs no frame until the next wrench comes, at most
+        body wrench or typed actuator command accepted from the lease owner: then the
+        simulator reads commands (and sends their answers) but runs no frame until the next
+        one comes, at most
         ``LOCKSTEP_WAIT_WALL_SEC`` of wall time. A controller that misses that has stopped
         or stalled for good: the game runs free (leases and command timeouts run out as in
         KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
@@ -311,7 +312,7 @@ class Simulator:
         if not self._behind():
             return 0.0
         return self.lockstep.wait(self.command_sock, LOCKSTEP_WAIT_WALL_SEC, self._behind,
-                                  self._read_commands, self.control.wrench_received_at)
+                                  self._read_commands, self.control.paced_at)
 
     def _read_commands(self) -> None:
         with self.outbox.sending():

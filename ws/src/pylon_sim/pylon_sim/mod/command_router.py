@@ -49,6 +49,7 @@ class Manager(Protocol):
 
     authority: ControlAuthority
     held: bool
+    paced_at: float | None      # the owner's last accepted wrench or typed command (lockstep)
 
     def typed(self, vessel: SimVessel) -> TypedActuators:
         """Return the typed actuator state of a vessel."""
@@ -132,7 +133,10 @@ class CommandRouter:
         typed = self.manager.typed(vessel)
         if kind == 'pylon_docking_port_command':
             return self._typed_answer(kind, typed.docking(packet, now), vessel, now)
-        return self._typed_answer(kind, typed.command(packet, now), vessel, now)
+        result = typed.command(packet, now)
+        if result == ACCEPTED:
+            self.manager.paced_at = now     # a typed command paces lockstep like a wrench
+        return self._typed_answer(kind, result, vessel, now)
 
     def _held(self, packet: dict, vessel: SimVessel, now: float,
               session: Envelope | None) -> list[Packet]:

@@ -99,6 +99,8 @@ class VehicleManager:
         self.typed_by_vessel: dict[str, TypedActuators] = {}
         self.flight = FlightControl()               # stock flight inputs and gear
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
+        # clock of the owner's last accepted body wrench or typed actuator command (lockstep)
+        self.paced_at: float | None = None
         self.held = False     # a mission not started (or finished): every command refused
         self.router = CommandRouter(self)
         self.actuation = Actuation(self.limits)
@@ -133,7 +135,7 @@ class VehicleManager:
             force=np.array(packet['force'], dtype=float),
             torque=np.array(packet['torque'], dtype=float),
             expires=now + clamp_timeout(packet.get('timeoutSeconds')))
-        self.wrench_received_at = now
+        self.wrench_received_at = self.paced_at = now
 
     def accept_flight(self, packet: dict, vessel: SimVessel, now: float) -> None:
         """Hold accepted stock inputs; they cancel a body wrench (stream attitude)."""
