@@ -1,5 +1,4 @@
-"""``--lockstep-lead``: the game waits for its controller's next wrench (or typed command),
-over a real UDP socket."""
+"""``--lockstep-lead``: the game waits for its controller's next command, over real UDP."""
 
 import socket
 
