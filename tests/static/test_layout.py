@@ -17,7 +17,7 @@ OVERLAY_PACKAGES = sorted(p.parent for p in (ROOT / 'ci' / 'overlay').glob('*/pa
 EXPECTED_WS = {'pylon_interfaces', 'pylon_protocol', 'pylon_common', 'pylon_bridge',
                'pylon_vehicle_control', 'pylon_sim', 'pylon_description', 'pylon_mission',
                'pylon_tools', 'autoware_auto_control_msgs', 'autoware_auto_vehicle_msgs',
-               'autoware_auto_planning_msgs', 'tier4_vehicle_msgs'}
+               'autoware_auto_planning_msgs', 'tier4_vehicle_msgs', 'pylon_kart'}
 
 
 def test_top_level_layout():

@@ -78,6 +78,9 @@ TF = Profile(RELIABLE, VOLATILE, 100, '/tf: what tf2_ros.TransformBroadcaster us
 TF_STATIC = Profile(RELIABLE, TRANSIENT_LOCAL, 1, '/tf_static: what '
                     'tf2_ros.StaticTransformBroadcaster uses; depth 1: every static transform '
                     'goes in one message, the only one a late joiner receives')
+LATEST_COMMAND = Profile(BEST_EFFORT, VOLATILE, 1, 'a stream of commands where only the newest '
+                        "counts (the kart's control_cmd): a Best Effort reader matches the "
+                        'Reliable writers of Autoware stacks and Best Effort ones alike')
 DEFAULT_STREAM = Profile(RELIABLE, VOLATILE, 10, 'streams the specification gives no QoS for: '
                          'a Reliable publisher reaches Reliable (RViz) and Best Effort '
                          '(sensor-data) subscribers alike; Volatile: a stream has no state '
@@ -88,7 +91,7 @@ PROFILES: dict[str, Profile] = {
     'STAR_TRACKER': STAR_TRACKER, 'COMMAND': COMMAND, 'ACTUATOR_STATE': ACTUATOR_STATE,
     'SEPARATION_STATE': SEPARATION_STATE, 'TF': TF, 'TF_STATIC': TF_STATIC,
     'DEFAULT_STREAM': DEFAULT_STREAM, 'CONTROL_SNAPSHOT': CONTROL_SNAPSHOT, 'HEALTH': HEALTH,
-    'SEPARATION_RESULT': SEPARATION_RESULT, 'CLOCK': CLOCK,
+    'SEPARATION_RESULT': SEPARATION_RESULT, 'CLOCK': CLOCK, 'LATEST_COMMAND': LATEST_COMMAND,
 }
 
 

@@ -58,6 +58,7 @@ REFEREE = 'referee'
 RENDEZVOUS_CHASER = 'rendezvous_chaser'
 VIEWER = 'pylon_viewer'
 PYLON_RECORDER = 'pylon_recorder'
+KART_INTERFACE = 'kart_interface'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
@@ -123,7 +124,8 @@ ROS_DIAGNOSTICS = 'ros_diagnostics'
 """``/diagnostics``: every node's DiagnosticArray also goes there (each status with its
 name, hardware_id and level), besides the node's own diagnostics topic."""
 _DIAGNOSED = (SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR, ATTITUDE_EVALUATOR, RENDEZVOUS_CHASER,
-              DESCRIPTION_RELAY, NEARBY_MARKERS, VIEWER, PYLON_RECORDER, SIM_MANAGER, REFEREE)
+              DESCRIPTION_RELAY, NEARBY_MARKERS, VIEWER, PYLON_RECORDER, SIM_MANAGER, REFEREE,
+              KART_INTERFACE)
 """The nodes besides the bridge that publish their status on ``/diagnostics``."""
 _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
               ('rcs', 'Rcs'), ('separation', 'Separation'))
@@ -296,8 +298,51 @@ MISSION_TOPICS: tuple[Topic, ...] = (
 """What the mission management and the referee publish and subscribe to (pylon_mission)."""
 
 
+_AUTOWARE = 'autoware_auto_vehicle_msgs/msg/'
+_KART = "the competition's name and type"
+
+
+def _kart(key: str, name: str, kind: str, qos: str, why: str,
+          direction: str = PUBLISHES) -> Topic:
+    """Return a topic of the kart's vehicle interface (the competition's, absolute)."""
+    return Topic(f'kart/{key}', name, kind, qos, KART_INTERFACE, direction, GLOBAL,
+                 f'{_KART}; {why}')
+
+
+KART_TOPICS: tuple[Topic, ...] = (
+    _kart('control_cmd', '/control/command/control_cmd',
+          'autoware_auto_control_msgs/msg/AckermannControlCommand', 'LATEST_COMMAND',
+          'steering_tire_angle and acceleration act; the newest wins', SUBSCRIBES),
+    _kart('actuation_cmd', '/control/command/actuation_cmd',
+          'tier4_vehicle_msgs/msg/ActuationCommandStamped', 'LATEST_COMMAND',
+          'accel and brake 0..1, steer rad; the newest wins', SUBSCRIBES),
+    _kart('gear_cmd', '/control/command/gear_cmd', _AUTOWARE + 'GearCommand', 'COMMAND',
+          NO_REPLAY, SUBSCRIBES),
+    _kart('control_mode_request', '/control/control_mode_request',
+          'autoware_auto_vehicle_msgs/srv/ControlModeCommand', '',
+          'a service: AUTONOMOUS takes the lease, MANUAL gives it back', SERVES),
+    _kart('control_mode_request_topic', '/awsim/control_mode_request_topic',
+          'std_msgs/msg/Bool', 'COMMAND', f'true: AUTONOMOUS, false: MANUAL; {NO_REPLAY}',
+          SUBSCRIBES),
+    _kart('control_mode', '/vehicle/status/control_mode', _AUTOWARE + 'ControlModeReport',
+          'LATCHED', f'NOT_READY, AUTONOMOUS or MANUAL; {LATE_JOINER}'),
+    _kart('gear_status', '/vehicle/status/gear_status', _AUTOWARE + 'GearReport', 'LATCHED',
+          LATE_JOINER),
+    _kart('velocity_status', '/vehicle/status/velocity_status', _AUTOWARE + 'VelocityReport',
+          'DEFAULT_STREAM', f'from the wheels and the IMU, never ground truth; {NO_SPEC}'),
+    _kart('steering_status', '/vehicle/status/steering_status', _AUTOWARE + 'SteeringReport',
+          'DEFAULT_STREAM', f"the front wheels' measured angles; {NO_SPEC}"),
+    _kart('actuation_status', '/vehicle/status/actuation_status',
+          'tier4_vehicle_msgs/msg/ActuationStatusStamped', 'DEFAULT_STREAM',
+          f'the motor torque, brake and steering applied; {NO_SPEC}'),
+    Topic('kart/diagnostics', 'diagnostics', 'diagnostic_msgs/msg/DiagnosticArray',
+          'DEFAULT_STREAM', KART_INTERFACE, PUBLISHES, PRIVATE, NO_SPEC),
+)
+"""What the kart's vehicle interface (pylon_kart) serves in its vehicle's domain."""
+
+
 TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
-                            + MISSION_TOPICS}
+                            + MISSION_TOPICS + KART_TOPICS}
 """Every topic and service of the workspace, by key."""
 
 GROUND_TRUTH_KEYS = frozenset(row.key for row in BRIDGE_TOPICS if row.ground_truth)

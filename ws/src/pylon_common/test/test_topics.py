@@ -9,7 +9,8 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
     nodes = {topics.UDP_BRIDGE, topics.SETPOINT_CONTROLLER, topics.ATTITUDE_ESTIMATOR,
              topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
              topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
-             topics.RENDEZVOUS_CHASER, topics.VIEWER, topics.PYLON_RECORDER}
+             topics.RENDEZVOUS_CHASER, topics.VIEWER, topics.PYLON_RECORDER,
+             topics.KART_INTERFACE}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
@@ -27,10 +28,29 @@ def test_one_latched_profile_for_every_latched_state():
     assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
                        'control/authority/state', 'simulator/state',
                        'simulator/universal_time', 'admin/state', 'admin/mission',
-                       'admin/ranking', 'sim/state'}
+                       'admin/ranking', 'sim/state', 'kart/control_mode', 'kart/gear_status'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
+
+
+def test_the_kart_serves_the_competitions_names_and_types():
+    expected = {
+        '/control/command/control_cmd': 'autoware_auto_control_msgs/msg/AckermannControlCommand',
+        '/control/command/actuation_cmd': 'tier4_vehicle_msgs/msg/ActuationCommandStamped',
+        '/control/command/gear_cmd': 'autoware_auto_vehicle_msgs/msg/GearCommand',
+        '/control/control_mode_request': 'autoware_auto_vehicle_msgs/srv/ControlModeCommand',
+        '/awsim/control_mode_request_topic': 'std_msgs/msg/Bool',
+        '/vehicle/status/control_mode': 'autoware_auto_vehicle_msgs/msg/ControlModeReport',
+        '/vehicle/status/gear_status': 'autoware_auto_vehicle_msgs/msg/GearReport',
+        '/vehicle/status/velocity_status': 'autoware_auto_vehicle_msgs/msg/VelocityReport',
+        '/vehicle/status/steering_status': 'autoware_auto_vehicle_msgs/msg/SteeringReport',
+        '/vehicle/status/actuation_status': 'tier4_vehicle_msgs/msg/ActuationStatusStamped',
+    }
+    served = {topics.name(row.key): row.type for row in topics.KART_TOPICS
+              if row.namespace == topics.GLOBAL}
+    assert served == expected
+    assert all(row.owner == topics.KART_INTERFACE for row in topics.KART_TOPICS)
 
 
 def test_names_resolve_under_the_prefixes():

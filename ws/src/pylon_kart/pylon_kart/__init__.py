@@ -1,0 +1,1 @@
+"""A KSP rover as a racing kart: the competition's vehicle interface and a reference stack."""

@@ -1,0 +1,36 @@
+"""The parameters of ``kart_interface`` (one table; the node declares every row read-only)."""
+
+from __future__ import annotations
+
+from pylon_common import topics
+from pylon_common.parameters import Parameter
+from pylon_protocol.packets import MAX_LEASE_SEC
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter('controller_id', 'kart_interface',
+              'controller_id of the lease and of every wheel command (stable name)'),
+    Parameter('lease_duration_sec', 1.0,
+              's, lease lifetime of each acquire/renew (renewed every lease_duration_sec / 4)',
+              0.1, MAX_LEASE_SEC),
+    Parameter('control_period_sec', 0.02,
+              's, the control step (also run at once on a control_cmd after half of it)',
+              0.005, 0.2),
+    Parameter('command_timeout_sec', 0.5,
+              's, without a control_cmd or actuation_cmd for this long the kart brakes to a '
+              'stop', 0.05, 10.0),
+    Parameter('wheel_command_timeout_sec', 0.25,
+              "s, WheelCommand.timeout_sec: the wheels' stock settings return after it if "
+              'this node stops', 0.05, 10.0),
+    Parameter('max_acceleration', 10.0, 'm/s^2, the largest |acceleration| accepted',
+              0.1, 50.0),
+    Parameter('stop_deceleration', 3.0,
+              'm/s^2, the deceleration of the stop after a command timeout', 0.1, 20.0),
+    Parameter('full_brake_deceleration', 6.0,
+              'm/s^2, what brake 1 gives the kart (measured: pylon_kart README)', 0.1, 30.0),
+    Parameter('max_speed', 20.0, 'm/s, the highest speed the interface drives toward',
+              0.1, 100.0),
+    Parameter('park_speed', 0.3, 'm/s, PARK is refused above this speed', 0.0, 5.0),
+    Parameter('mode_request_timeout_sec', 2.0,
+              's (steady clock), how long the mode service waits for the lease', 0.1, 30.0),
+    topics.TOPIC_PREFIX,
+)

@@ -1,0 +1,24 @@
+"""Install pylon_kart as an ament_python package."""
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'pylon_kart'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='PyLoN workspace maintainers',
+    maintainer_email='maintainers@pylon-workspace.org',
+    description="A KSP rover as a racing kart: the competition's vehicle interface.",
+    license='Apache-2.0',
+    entry_points={'console_scripts': [
+        'kart_interface = pylon_kart.interface_node:main',
+    ]},
+)
