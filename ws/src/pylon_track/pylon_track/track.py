@@ -224,8 +224,10 @@ class Track:
 
     # -- the map frame on the body --------------------------------------------------------
     def fixed_from_map(self, xyz) -> np.ndarray:
-        """Return body-fixed positions (m from the body's centre; x to latitude 0 /
-        longitude 0, z north) of map points (m, (3,) or (N, 3))."""
+        """Return body-fixed positions (m) of map points (m, (3,) or (N, 3)).
+
+        Body-fixed: from the body's centre, x to latitude 0 / longitude 0, z north.
+        """
         return self._origin_fixed + np.asarray(xyz, dtype=float) @ self._enu
 
     def map_from_fixed(self, fixed) -> np.ndarray:

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from pylon_track import load_track, Track, TrackError, track_names
+from pylon_track import load_track, Track, track_names, TrackError
 from pylon_track.track import SAMPLE_SPACING, track_from_dict
 import pytest
 import yaml
