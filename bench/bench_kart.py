@@ -1,0 +1,91 @@
+"""The kart's measured limits and the cost of its sensors, in process (no ROS, no UDP).
+
+The kart scenario's vessel is driven on ``rover.step`` (``pylon_sim.game.drive_limits``, on
+flat ground: the track is kept free of craters and boulders): top speed, standing start,
+braking from 10 m/s, the full-lock turn at 2 m/s, the lateral grip on a 12 m circle.
+Then, on the grid over the kart scenario's terrain, the CPU time of one 2D LiDAR scan and
+one camera frame (``imaging.lidar_fields`` and ``imaging.frame``, median of repeats).
+Prints one JSON object; ``python bench/bench_kart.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import numpy as np
+from pylon_protocol.threads import limit_threads
+from pylon_sim.game import drive_limits
+from pylon_sim.game.vessel import mass_properties
+from pylon_sim.game.world import World
+from pylon_sim.loop.scenario import load_scenario
+from pylon_sim.sensors import imaging
+from pylon_sim.sensors.sensing import Sensing
+
+REPEATS = 9
+
+
+def kart_figures(rig: drive_limits.Rig, scenario) -> dict:
+    """Return the kart's mass, centre of mass and wheel settings as the physics uses them."""
+    spec = scenario.vessels[0].spec
+    mass = mass_properties(spec, spec.initial_resources())
+    p = rig.params
+    return {'mass_kg': mass.mass,
+            'com_in_chassis_m': [round(float(v), 6) for v in mass.com],
+            'hubs_base_link_m': {name: [round(float(v), 6) for v in hub]
+                                 for name, hub in zip(p.names, p.hub)},
+            'wheel_radius_m': float(p.radius[0]),
+            'max_drive_torque_nm': [float(v) for v in p.max_torque],
+            'max_speed_mps': float(p.max_speed[0]),
+            'brake_torque_nm': float(p.brake_torque[0]),
+            'wheelbase_m': rig.wheelbase, 'track_m': rig.track}
+
+
+def sensor_costs(scenario) -> dict:
+    """Return the median CPU ms of one LiDAR scan and one camera frame on the grid."""
+    world = World(scenario)
+    sensing = Sensing(world)
+    scene = imaging.scene(world, world.ut)
+    vessel = world.active
+    out = {}
+    for imager in sensing.imagers:
+        times = []
+        for _ in range(REPEATS):
+            start = time.process_time()
+            if imager.kind == 'camera':
+                raw = imaging.frame(scene, vessel, imager.part, imager.settings,
+                                    (0, 0, 0), (0, 0, 0, 1))
+            else:
+                fields = imaging.lidar_fields(imager, scene, vessel, world.ut)
+            times.append(time.process_time() - start)
+        out[f'{imager.kind}_ms'] = round(1e3 * statistics.median(times), 2)
+        if imager.kind == 'camera':
+            image = np.frombuffer(raw, dtype=np.uint8)
+            out['camera_bytes'] = len(image)
+        else:
+            out['lidar_rays'] = len(fields['ranges'])
+            out['lidar_hits'] = int(sum(fields['hitMask']))
+    return out
+
+
+def main() -> int:
+    """Measure and print one JSON object."""
+    limit_threads()
+    scenario = load_scenario('kart')
+    rig = drive_limits.Rig(scenario)
+    result = {'kart': kart_figures(rig, scenario)}
+    start = time.process_time()
+    for manoeuvre in (drive_limits.top_speed, drive_limits.standing_start,
+                      drive_limits.braking, drive_limits.full_lock_radius,
+                      drive_limits.lateral_grip):
+        result.update({k: round(v, 4) if isinstance(v, float) else v
+                       for k, v in manoeuvre(rig).items()})
+    result['physics_cpu_s'] = round(time.process_time() - start, 2)
+    result.update(sensor_costs(scenario))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
