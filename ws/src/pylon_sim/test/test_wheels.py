@@ -124,6 +124,27 @@ def test_motor_follows_the_torque_curve():
     assert not np.any(spin_in_the_air(p, drive(p, 1000.0, on=False), 0.0).drive_torque)
 
 
+def test_a_light_wheels_motor_reaches_its_target_without_swinging():
+    # a kart's wheel: 5 kg, 0.14 m (I = 0.049 kg m^2), 56 N m. Full torque turns it by
+    # 4.6 rad/s in one sub-step: with a band of 1 rad/s the explicit step would overshoot
+    # and swing between full drive and full braking; the band widens to that step instead
+    p = rig(radius=0.14, wheel_mass=5.0, max_drive_torque=56.0, rolling_resistance=0.0)
+    band = 56.0 * H / p.inertia[0]
+    assert p.inertia[0] == pytest.approx(0.049) and band == pytest.approx(4.571, abs=1e-3)
+    state = replace(wheels.State.initial(p.names), omega=np.zeros(p.count))
+    inputs = wheels.Inputs(p, drive(p, target=20.0), at_height(5.0), Flat())
+    spins, torques = [], []
+    for _ in range(40):
+        state = wheels.step(state, inputs, H)
+        spins.append(state.omega[0])
+        torques.append(state.drive_torque[0])
+    assert all(b >= a for a, b in zip(spins, spins[1:]))          # never back: no swing
+    assert max(spins) <= 20.0 + 1e-9 and spins[-1] == pytest.approx(20.0, abs=1e-3)
+    assert min(torques) >= 0.0                                    # never braking on the way
+    # far from the target it still has its full torque (the curve at this spin)
+    assert torques[0] == pytest.approx(56.0 * min(1.0, 20.0 / band))
+
+
 def test_brake_stops_the_spin_and_holds_it_without_reversing():
     p = rig()
     state = spin_in_the_air(p, drive(p, brake=1.0, on=False), 10.0)
