@@ -25,7 +25,7 @@ PARAMETERS: tuple[Parameter, ...] = (
               0.1, 50.0),
     Parameter('stop_deceleration', 3.0,
               'm/s^2, the deceleration of the stop after a command timeout', 0.1, 20.0),
-    Parameter('full_brake_deceleration', 6.0,
+    Parameter('full_brake_deceleration', 9.5,
               'm/s^2, what brake 1 gives the kart (measured: pylon_kart README)', 0.1, 30.0),
     Parameter('max_speed', 20.0, 'm/s, the highest speed the interface drives toward',
               0.1, 100.0),

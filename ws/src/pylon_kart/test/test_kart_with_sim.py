@@ -1,0 +1,312 @@
+"""kart_interface driving the kart: pylon_sim -> udp_bridge -> kart_interface, end to end.
+
+The test node plays a team's stack: it requests the control mode (the service and the
+topic), streams ``control_cmd`` (one per ``velocity_status`` the interface publishes, so
+the stream keeps the interface's pace on game time), shifts gears, and judges the kart on
+the simulator's ground truth (the interface never reads it). Every time it asserts on is
+game time, from message stamps.
+
+One simulator + bridge (the lean ``kart`` scenario: no LiDAR or camera) and one
+``kart_interface`` for the module; the simulator at ``RATE`` x real time, lock-stepped to
+the interface's wheel commands (``--lockstep-lead``), the interface on game time. Each test
+starts from the scenario's start in a runtime session of its own (``session``) and ends
+MANUAL.
+"""
+
+import math
+
+from autoware_auto_control_msgs.msg import AckermannControlCommand
+from autoware_auto_vehicle_msgs.msg import (
+    ControlModeReport,
+    GearCommand,
+    GearReport,
+    SteeringReport,
+    VelocityReport,
+)
+from autoware_auto_vehicle_msgs.srv import ControlModeCommand
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import TwistStamped
+import numpy as np
+from pylon_common import topics
+from pylon_interfaces.msg import ControlAuthorityCommand, ControlAuthorityState, WheelCommand
+from pylon_testing.node_status import values_of
+from pylon_testing.pilot import COMMAND, LATCHED, Pilot, send_authority, STREAM
+from pylon_testing.recorder import stamp_of, TopicRecorder
+from pylon_testing.scenarios import write_scenario
+import pytest
+from std_msgs.msg import Bool
+from tier4_vehicle_msgs.msg import ActuationStatusStamped
+
+pytestmark = pytest.mark.integration
+
+KART = '4b415254000000000000000000000001'
+RATE = 4
+LEAD = 0.06
+"""Game s the simulator runs past the interface's last wheel command: three control steps."""
+WHEELBASE, REAR_AXLE = 1.05, 0.4503  # m; the rear axle behind the centre of mass
+
+
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, tmp_path_factory):
+    """Return the module's simulator and bridge: the lean kart, lock-stepped, with /clock."""
+    return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'kart'),
+                            bridge_args=('--publish-clock',),
+                            sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD)))
+
+
+@pytest.fixture(scope='module')
+def interface(stack, module_ros_process):
+    """Start the module's kart_interface on game time."""
+    return module_ros_process(['kart_interface', '--ros-args', '-p', 'use_sim_time:=true'],
+                              name='kart_interface')
+
+
+@pytest.fixture
+def ros_node(shared_ros_node):
+    """Return the module's test node (``shared_ros_node``), in the shared stack's domain."""
+    return shared_ros_node
+
+
+class Team:
+    """A team's stack, as small as a test needs: mode, gears, a control_cmd stream."""
+
+    def __init__(self, node):
+        self.node = node
+        self.rec = rec = TopicRecorder(node)
+        for name, key, msg_type, qos in (
+                ('mode', 'kart/control_mode', ControlModeReport, LATCHED),
+                ('gear', 'kart/gear_status', GearReport, LATCHED),
+                ('velocity', 'kart/velocity_status', VelocityReport, COMMAND),
+                ('steering', 'kart/steering_status', SteeringReport, COMMAND),
+                ('actuation', 'kart/actuation_status', ActuationStatusStamped, COMMAND)):
+            rec.add(name, topics.name(key), msg_type, qos)
+        rec.add('diag', '/kart_interface/diagnostics', DiagnosticArray, COMMAND)
+        rec.add('truth', topics.name('ground_truth/twist_body'), TwistStamped, STREAM)
+        rec.add('authority', topics.name('control/authority/state'), ControlAuthorityState,
+                LATCHED)
+        rec.add('wheels', topics.name('actuators/wheel/command'), WheelCommand, COMMAND)
+        self.control_pub = node.create_publisher(AckermannControlCommand,
+                                                 topics.name('kart/control_cmd'), 1)
+        self.gear_pub = node.create_publisher(GearCommand, topics.name('kart/gear_cmd'),
+                                              COMMAND)
+        self.mode_pub = node.create_publisher(Bool, topics.name('kart/control_mode_request_topic'),
+                                              COMMAND)
+        self.client = node.create_client(ControlModeCommand,
+                                         topics.name('kart/control_mode_request'))
+        self.command: tuple[float, float] | None = None
+        self.sent = 0
+        node.create_subscription(VelocityReport, topics.name('kart/velocity_status'),
+                                 self._stream, 10)
+
+    def _stream(self, status):
+        """Send the command in force with each velocity status (the interface's pace)."""
+        if self.command is None:
+            return
+        msg = AckermannControlCommand()
+        msg.stamp = status.header.stamp
+        msg.lateral.steering_tire_angle, msg.longitudinal.acceleration = self.command
+        self.control_pub.publish(msg)
+        self.sent += 1
+
+    def mode(self, mode: int) -> bool:
+        """Call the mode service; return its ``success``."""
+        self.rec.until(lambda: self.client.service_is_ready(), 'the mode service')
+        future = self.client.call_async(ControlModeCommand.Request(mode=mode))
+        self.rec.until(future.done, f'the answer to mode {mode}')
+        return future.result().success
+
+    def wait_mode(self, mode: int, what: str) -> None:
+        self.rec.wait_for('mode', lambda m: m.mode == mode, self.rec.mark(), what)
+
+    def gear(self, command: int) -> None:
+        self.rec.until(lambda: self.gear_pub.get_subscription_count() > 0, 'the gear subscriber')
+        self.gear_pub.publish(GearCommand(command=command))
+
+    def drive_until(self, command, predicate, what, timeout=30.0):
+        """Stream ``command`` (steering, acceleration) until a velocity status meets it."""
+        self.command = command
+        since = self.rec.mark()
+        return self.rec.wait_for('velocity', predicate, since, what, timeout)
+
+    def diagnostics(self) -> dict:
+        msg = self.rec.wait_for('diag', what='kart_interface diagnostics',
+                                since=self.rec.mark())
+        return values_of(msg.status[0])
+
+    def autonomous(self) -> None:
+        assert self.mode(ControlModeCommand.Request.AUTONOMOUS)
+        self.wait_mode(ControlModeReport.AUTONOMOUS, 'AUTONOMOUS reported')
+
+    def stop_and_release(self) -> None:
+        """Brake to a standstill and give the lease back (MANUAL)."""
+        self.command = None
+        assert self.mode(ControlModeCommand.Request.MANUAL)
+
+
+@pytest.fixture
+def team(interface, session, ros_node):
+    """Return a team whose kart is ready (MANUAL reported in this session); MANUAL after."""
+    team = Team(ros_node)
+    team.rec.wait_for('mode', lambda m: m.mode == ControlModeReport.MANUAL,
+                      what='the kart ready (MANUAL)')
+    yield team
+    team.stop_and_release()
+
+
+def speeds(team, since, low, high):
+    """Return (stamps, velocity_status speeds) of the statuses after ``since`` in [low, high]."""
+    found = [m for m in team.rec.messages('velocity', since)
+             if low <= m.longitudinal_velocity <= high]
+    return (np.array([stamp_of(m) for m in found]),
+            np.array([m.longitudinal_velocity for m in found]))
+
+
+def slope(stamps, values):
+    """Return the least-squares slope of ``values`` over ``stamps`` (per game second)."""
+    return float(np.polyfit(stamps - stamps[0], values, 1)[0])
+
+
+def test_the_mode_service_and_topic_take_and_give_back_the_lease(team):
+    rec = team.rec
+    assert not team.mode(2) and not team.mode(7)      # STEER_ONLY; outside the enum
+    since = rec.mark()
+    assert team.mode(ControlModeCommand.Request.AUTONOMOUS)
+    owned = rec.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_OWNED,
+                         since, 'kart_interface owning the lease')
+    assert owned.controller_id == 'kart_interface' and owned.vessel_id == KART
+    team.wait_mode(ControlModeReport.AUTONOMOUS, 'AUTONOMOUS reported')
+    since = rec.mark()
+    team.mode_pub.publish(Bool(data=False))
+    rec.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_UNOWNED,
+                 since, 'the lease released')
+    team.wait_mode(ControlModeReport.MANUAL, 'MANUAL reported')
+    since = rec.mark()
+    team.mode_pub.publish(Bool(data=True))
+    again = rec.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_OWNED,
+                         since, 'the lease taken again by the topic')
+    assert again.lease_id != owned.lease_id                  # a new lease each engagement
+    team.wait_mode(ControlModeReport.AUTONOMOUS, 'AUTONOMOUS again')
+    values = team.diagnostics()
+    assert int(values['refused_unsupported_mode']) == 2
+
+
+def test_acceleration_braking_and_the_timeout_stop(team):
+    rec = team.rec
+    team.autonomous()
+    since = rec.mark()
+    team.drive_until((0.0, 2.0), lambda m: m.longitudinal_velocity >= 4.0, 'speed 4 m/s')
+    stamps, values = speeds(team, since, 1.0, 3.5)
+    assert slope(stamps, values) == pytest.approx(2.0, rel=0.1)       # the velocity follows
+    # what the kart measures against the simulator's truth at the same instants
+    truth = {stamp_of(m): m.twist.linear.x for m in rec.messages('truth', since)}
+    pairs = [(m.longitudinal_velocity, truth[stamp_of(m)])
+             for m in rec.messages('velocity', since) if stamp_of(m) in truth]
+    assert len(pairs) > 20
+    assert max(abs(a - b) for a, b in pairs) < 0.15
+    since = rec.mark()
+    team.drive_until((0.0, -4.0), lambda m: m.longitudinal_velocity <= 0.05, 'stopped')
+    stamps, values = speeds(team, since, 0.5, 3.5)
+    assert slope(stamps, values) == pytest.approx(-4.0, rel=0.15)     # a braking stop
+    held = team.rec.wait_stamp_span('velocity', 1.0, rec.mark())
+    assert max(abs(m.longitudinal_velocity) for m in held) < 0.05     # held on the brakes
+    team.drive_until((0.0, 2.0), lambda m: m.longitudinal_velocity >= 3.0, 'speed 3 m/s')
+    since = rec.mark()
+    team.command = None                  # the stack goes silent: the timeout stop
+    rec.wait_for('velocity', lambda m: m.longitudinal_velocity <= 0.05, since, 'the stop')
+    stamps, values = speeds(team, since, 0.3, 2.5)
+    assert slope(stamps, values) == pytest.approx(-3.0, rel=0.15)     # stop_deceleration
+    first = rec.messages('velocity', since)[0]
+    assert stamps[0] - stamp_of(first) <= 0.5 + 0.3                   # within the timeout
+    assert rec.last('mode').mode == ControlModeReport.AUTONOMOUS      # still engaged
+    assert team.diagnostics()['source'] == 'timeout'
+
+
+def test_an_ackermann_turn_follows_the_geometry(team):
+    delta = 0.25
+    team.autonomous()
+    team.drive_until((delta, 1.5), lambda m: m.longitudinal_velocity >= 2.0, 'speed 2 m/s')
+    team.command = (delta, 0.0)
+    since = team.rec.mark()
+    steady = team.rec.wait_stamp_span('truth', 2.0, since)
+    truth = steady[len(steady) // 2:]
+    v = np.mean([math.hypot(m.twist.linear.x, m.twist.linear.y) for m in truth])
+    yaw = np.mean([m.twist.angular.z for m in truth])
+    # the rear axle's centre on a circle of L / tan δ; the centre of mass REAR_AXLE ahead
+    expected = math.hypot(WHEELBASE / math.tan(delta), REAR_AXLE)
+    assert v / yaw == pytest.approx(expected, rel=0.1)
+    steering = team.rec.messages('steering', since)[-1]
+    assert steering.steering_tire_angle == pytest.approx(delta, abs=0.005)
+    velocity = team.rec.messages('velocity', since)[-1]
+    assert velocity.heading_rate == pytest.approx(yaw, rel=0.1)
+
+
+def test_every_gear_rule(team):
+    rec = team.rec
+    team.autonomous()
+    team.command = (0.0, 0.0)
+    since = rec.mark()
+    team.gear(GearCommand.REVERSE)               # DRIVE -> REVERSE: refused
+    rec.until(lambda: int(team.diagnostics().get('refused_drive_to_reverse_needs_neutral',
+                                                 0)) == 1, 'the refusal counted')
+    assert rec.last('gear').report == GearReport.DRIVE
+    for gear in (GearCommand.NEUTRAL, GearCommand.REVERSE):
+        team.gear(gear)
+        rec.wait_for('gear', lambda m, g=gear: m.report == g, since, f'gear {gear}')
+    team.drive_until((0.0, 1.0), lambda m: m.longitudinal_velocity <= -1.0, 'reversing')
+    team.gear(GearCommand.PARK)                  # refused while moving
+    rec.until(lambda: int(team.diagnostics().get('refused_park_while_moving', 0)) == 1,
+              'PARK refused while moving')
+    team.drive_until((0.0, -3.0), lambda m: abs(m.longitudinal_velocity) <= 0.05, 'stopped')
+    team.gear(GearCommand.PARK)
+    rec.wait_for('gear', lambda m: m.report == GearReport.PARK, since, 'PARK')
+    team.command = (0.0, 2.0)                    # PARK holds against the throttle
+    held = rec.wait_stamp_span('velocity', 1.0, rec.mark())
+    assert max(abs(m.longitudinal_velocity) for m in held) < 0.05
+    team.gear(GearCommand.DRIVE)
+    rec.wait_for('gear', lambda m: m.report == GearReport.DRIVE, since, 'DRIVE from PARK')
+    team.drive_until((0.0, 2.0), lambda m: m.longitudinal_velocity >= 1.0, 'forward again')
+
+
+def test_bad_commands_are_refused_and_manual_commands_act_not_at_all(team):
+    rec = team.rec
+    since = rec.mark()
+    team.command = (0.0, 3.0)                    # MANUAL: streamed, never acted on
+    quiet = rec.wait_stamp_span('velocity', 1.0, since)
+    assert max(abs(m.longitudinal_velocity) for m in quiet) < 0.02
+    assert not rec.messages('wheels', since)     # not a single wheel command
+    team.autonomous()
+    for command in ((0.0, math.nan), (0.5, 1.0), (0.0, 40.0)):
+        team.command = command
+        rec.wait_count('velocity', 5, rec.mark())
+    team.command = None
+    team.gear(99)
+    values = {}
+
+    def counted():
+        values.update(team.diagnostics())
+        return int(values.get('refused_unknown_gear', 0)) == 1
+    rec.until(counted, 'the unknown gear counted')
+    assert int(values['refused_non_finite']) >= 5
+    assert int(values['refused_steering_out_of_range']) >= 5
+    assert int(values['refused_acceleration_out_of_range']) >= 5
+    late = rec.wait_stamp_span('velocity', 0.5, rec.mark())
+    assert max(abs(m.longitudinal_velocity) for m in late) < 0.02     # nothing moved
+
+
+def test_the_emergency_stop_cuts_the_kart_loose(team):
+    rec = team.rec
+    team.autonomous()
+    team.drive_until((0.0, 2.0), lambda m: m.longitudinal_velocity >= 2.0, 'speed 2 m/s')
+    pilot = Pilot(team.node)
+    since = send_authority(pilot, ControlAuthorityCommand.ACTION_EMERGENCY_STOP, 'safety',
+                           'estop', vessel=KART)
+    rec.wait_for('authority', lambda m: m.state == ControlAuthorityState.STATE_EMERGENCY_STOP,
+                 since, 'the emergency stop latched')
+    team.wait_mode(ControlModeReport.MANUAL, 'MANUAL after the emergency stop')
+    after = rec.mark()
+    rec.wait_stamp_span('velocity', 1.0, after)
+    accepted = rec.messages('wheels', after)
+    # the interface may still send until it learns of the loss; none acts (the mod zeroes
+    # every override) and it stops sending
+    assert len(accepted) <= 3 * 4
+    pilot.close()
