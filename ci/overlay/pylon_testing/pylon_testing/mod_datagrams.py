@@ -261,7 +261,7 @@ def relative_nav(ut: float = UT, env: Envelope = ENV, sensor: str = 'relative_na
 
 def gnss(sequence: int = 1, ut: float = UT, env: Envelope = ENV, sensor: str = 'gnss',
          session: str = 'c' * 32, fix: tuple | None = (-0.0486, -74.7247, 0.6),
-         frame: str = '') -> bytes:
+         frame: str = '', part: int = 4010) -> bytes:
     """Return a ``pylon_gnss`` sample: ``fix`` is (lat deg, lon deg, alt m) or None (no fix).
 
     Not the mod's: our simulator's extension (``packets.EXTENSION_STATE_TYPES``), 0.2 m
@@ -269,7 +269,7 @@ def gnss(sequence: int = 1, ut: float = UT, env: Envelope = ENV, sensor: str = '
     """
     lat, lon, alt = fix if fix is not None else (None, None, None)
     return encode('pylon_gnss', env, vesselId=env.runtime_vessel_id, sensorId=sensor,
-                  partFlightId=4010, sessionId=session, sequence=sequence, universalTime=ut,
+                  partFlightId=part, sessionId=session, sequence=sequence, universalTime=ut,
                   rateHz=10.0, frameId=frame, bodyName='Kerbin',
                   status='no_fix' if fix is None else 'fix', latitude=lat, longitude=lon,
                   altitude=alt, positionCovariance=[0.04, 0.04, 0.16])
