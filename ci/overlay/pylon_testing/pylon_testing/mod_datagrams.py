@@ -257,3 +257,19 @@ def relative_nav(ut: float = UT, env: Envelope = ENV, sensor: str = 'relative_na
                   partFlightId=4009, universalTime=ut, maxRange=2000.0, rateHz=10.0,
                   positionSigmaBase=0.05, rangeSigmaFraction=0.001, velocitySigma=0.005,
                   coordinateFrame='base_link', targets=listed)
+
+
+def gnss(sequence: int = 1, ut: float = UT, env: Envelope = ENV, sensor: str = 'gnss',
+         session: str = 'c' * 32, fix: tuple | None = (-0.0486, -74.7247, 0.6),
+         frame: str = '', part: int = 4010) -> bytes:
+    """Return a ``pylon_gnss`` sample: ``fix`` is (lat deg, lon deg, alt m) or None (no fix).
+
+    Not the mod's: our simulator's extension (``packets.EXTENSION_STATE_TYPES``), 0.2 m
+    horizontal and 0.4 m vertical sigma.
+    """
+    lat, lon, alt = fix if fix is not None else (None, None, None)
+    return encode('pylon_gnss', env, vesselId=env.runtime_vessel_id, sensorId=sensor,
+                  partFlightId=part, sessionId=session, sequence=sequence, universalTime=ut,
+                  rateHz=10.0, frameId=frame, bodyName='Kerbin',
+                  status='no_fix' if fix is None else 'fix', latitude=lat, longitude=lon,
+                  altitude=alt, positionCovariance=[0.04, 0.04, 0.16])

@@ -202,6 +202,11 @@ STATE_SAMPLES: dict[str, tuple[str, dict]] = {
         'targets': [{'vesselId': OTHER_VESSEL_ID, 'vesselName': 'Target Station',
                      'isDebris': False, 'range': 150.0, 'position': [120.0, 90.0, 0.0],
                      'velocity': [0.0, -0.17, 0.0]}]}),
+    'pylon_gnss': ('pylon_gnss', {
+        'vesselId': VESSEL_ID, 'sensorId': 'gnss', 'partFlightId': 4010,
+        'sessionId': 'c' * 32, 'sequence': 12, 'universalTime': UT, 'rateHz': 10.0,
+        'frameId': 'gnss_link', 'bodyName': 'Kerbin', 'status': 'fix', 'latitude': -0.0486,
+        'longitude': -74.7247, 'altitude': 0.6, 'positionCovariance': [0.04, 0.04, 0.16]}),
 }
 
 COMMAND_SAMPLES: dict[str, tuple[str, dict]] = {

@@ -39,7 +39,7 @@ from pylon_interfaces.msg import (
 )
 from pylon_protocol import frames, rotations
 from pylon_protocol.model_chunks import Model
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, NavSatFix, NavSatStatus
 
 from pylon_bridge.commands import MOTOR_MODES
 
@@ -269,6 +269,30 @@ def relative_nav(packet: Mapping, stamp: float,
     msg.vessels = [_nearby_vessel(target['vesselId'], target['vesselName'], target['isDebris'],
                                   target['position'], target['velocity'])
                    for target in packet['targets']]
+    return msg
+
+
+def gnss_fix(packet: Mapping, stamp: float, frame_id: str) -> NavSatFix:
+    """Return ``pylon_gnss`` (our simulator's extension) as ``NavSatFix`` in ``frame_id``.
+
+    A fix: latitude, longitude (deg) and altitude (m above the body's sphere, KSP's
+    altitude over sea level, not WGS-84's ellipsoid), ``STATUS_FIX``, and the packet's East,
+    North, Up variances (m^2) on the covariance's diagonal (``COVARIANCE_TYPE_DIAGONAL_KNOWN``).
+    No fix: ``STATUS_NO_FIX``, the three NaN, covariance unknown (zeros). ``SERVICE_GPS``.
+    """
+    msg = header(NavSatFix(), stamp, frame_id)
+    msg.status.service = NavSatStatus.SERVICE_GPS
+    if packet['status'] != 'fix':
+        msg.status.status = NavSatStatus.STATUS_NO_FIX
+        msg.latitude = msg.longitude = msg.altitude = float('nan')
+        msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+        return msg
+    msg.status.status = NavSatStatus.STATUS_FIX
+    msg.latitude, msg.longitude = float(packet['latitude']), float(packet['longitude'])
+    msg.altitude = float(packet['altitude'])
+    east, north, up = (float(v) for v in packet['positionCovariance'])
+    msg.position_covariance = [east, 0.0, 0.0, 0.0, north, 0.0, 0.0, 0.0, up]
+    msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
     return msg
 
 

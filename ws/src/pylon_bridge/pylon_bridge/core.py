@@ -15,7 +15,7 @@ actions for the node:
 | ``transforms.Transforms`` | /tf and /tf_static bookkeeping |
 | ``description.ProxyDescription`` | the proxy model, robot_description and root_frame |
 | ``measurements.Measurements`` | IMU, ground truth, nearby vessels |
-| ``sensor_streams.SensorStreams`` | star trackers, LiDARs, cameras, relative navigation |
+| ``sensor_streams.SensorStreams`` | star trackers, LiDARs, cameras, relative nav., GNSS |
 | ``actuation.Actuation`` | authority, wrench feedback, actuators (manifests), docking; commands |
 | ``flight.Flight`` | flight state and control snapshots (ground truth) |
 | ``health.Health`` | power and part temperatures |
@@ -76,7 +76,7 @@ GROUND_TRUTH_TYPES = frozenset({'pylon_ground_truth', 'pylon_nearby_vessels',
 ``--ground-truth-domain``."""
 PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state',
                           'pylon_star_tracker', 'pylon_lidar_scan',
-                          'pylon_camera_frame_chunk', 'pylon_relative_nav'})
+                          'pylon_camera_frame_chunk', 'pylon_relative_nav', 'pylon_gnss'})
 """Measurements: none is published while the game is paused."""
 
 
@@ -129,6 +129,7 @@ class BridgeCore:
             'pylon_camera_frame_chunk': self.sensors.camera_chunk,
             'pylon_camera_inactive': self.sensors.camera_inactive,
             'pylon_relative_nav': self.sensors.relative_nav,
+            'pylon_gnss': self.sensors.gnss,
             'pylon_control_authority_state': self.actuation.authority_state,
             'pylon_wrench_status': self.actuation.wrench_status,
             'pylon_actuator_state': self.actuation.actuator_state,

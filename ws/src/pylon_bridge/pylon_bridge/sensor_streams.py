@@ -1,4 +1,4 @@
-"""The vessel's sensor parts: star trackers, LiDARs, cameras, relative navigation, to ROS.
+"""The vessel's sensor parts: star trackers, LiDARs, cameras, relative navigation, GNSS.
 
 - Star trackers (seed 003): one state topic and one attitude topic per sensor id; a sample
   not newer (by sequence, within the tracker's session) than the last is dropped; an
@@ -14,6 +14,11 @@
   sample not newer (KSP time) than the last of the same sensor is dropped
   (``stale_relative_nav``); the topic goes after ``--topic-timeout-sec`` of silence (there
   is no notice).
+- GNSS receivers (``pylon_gnss``, our simulator's extension; the mod sends none): one
+  ``NavSatFix`` topic per sensor id, in the packet's ``frameId`` or, when that is empty,
+  the sensor frame ``<prefix>_<vid8>_<sensor id>``, mounted at its part's origin; a sample
+  not newer (by sequence, within the receiver's session) than the last is dropped
+  (``stale_sequence``, as a star tracker's); the topic goes after ``--topic-timeout-sec``.
 
 Every sensor stamp is covered on /tf before the data goes out, and a sensor's mount goes
 to /tf_static under its part's link when it is new or moved.
@@ -35,6 +40,7 @@ STAR_TRACKER_STALE_PERIOD_SEC = 0.25     # the 4 Hz ``stale`` heartbeat of a sil
 STAR_TRACKER_MIN_LIFETIME_SEC = 30.0     # removal: max(this, 3 x topic timeout) of silence
 STAR_TRACKER_KEYS = ('star_tracker/state', 'star_tracker/attitude')
 LIDAR_KEYS = {'2D': 'lidar_2d', '3D': 'lidar_3d'}
+_ORIGIN, _IDENTITY = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]   # a GNSS antenna: the part origin
 CAMERA_KEYS = {'docking_port': ('docking_port/camera', 'docking_port/camera_info'),
                'rgb_camera': ('camera', 'camera_info')}
 
@@ -63,6 +69,7 @@ class SensorStreams:
     def new_session(self) -> None:
         """Forget the sample times and partial frames of the previous session."""
         self.last_ut: dict[tuple[str, str], float] = {}     # (kind, sensor id) -> KSP time
+        self.gnss_last: dict[str, tuple[str, int]] = {}      # sensor id -> session, sequence
         self.camera_frames.reset()
 
     def _stale(self, kind: str, sensor: str, ut: float | None, reason: str) -> bool:
@@ -164,6 +171,29 @@ class SensorStreams:
         out = s.transforms.cover(stamp, now, s.description.model)
         out.append(s.topics.publish('relative_nav', convert.relative_nav(
             packet, stamp, s.config.body_frame), now, topic_id=sensor))
+        return out
+
+    # -- GNSS -----------------------------------------------------------------------------------
+    def gnss(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        """Publish a GNSS fix as ``NavSatFix`` (after the /tf covering its stamp and its mount)."""
+        s = self.s
+        sensor = packet['sensorId']
+        if not s.topics.admit('gnss', sensor, 'pylon_gnss'):
+            return []
+        known = self.gnss_last.get(sensor)
+        if known is not None and known[0] == packet['sessionId'] \
+                and packet['sequence'] <= known[1]:
+            return s.stats.drop('stale_sequence', f'pylon_gnss {sensor}: sequence '
+                                f'{packet["sequence"]} <= {known[1]}')
+        self.gnss_last[sensor] = (packet['sessionId'], packet['sequence'])
+        stamp = s.stamp(packet, ros_now)
+        frame = packet.get('frameId') or sensor_messages.sensor_frame(
+            s.vessel_id(), sensor, prefix=s.config.frame_prefix)
+        out = s.transforms.cover(stamp, now, s.description.model)
+        out += s.transforms.mounts(s.description.model, [
+            (frame, packet['partFlightId'], _ORIGIN, _IDENTITY)], ros_now)
+        out.append(s.topics.publish('gnss', convert.gnss_fix(packet, stamp, frame), now,
+                                    topic_id=sensor))
         return out
 
     # -- cameras ---------------------------------------------------------------------------------

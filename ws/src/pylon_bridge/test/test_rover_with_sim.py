@@ -1,13 +1,16 @@
 """The rover end to end: on the pad, servo and wheel commanded, driven on ground truth.
 
-Its IMU and joint states on the pad; servo and wheel commands through udp_bridge, their
-states; WheelCommand driving it on ground truth.
+Its IMU and joint states on the pad; its GNSS fix (our simulator's extension) against its
+standing place; servo and wheel commands through udp_bridge, their states; WheelCommand
+driving it on ground truth.
 The tests share one simulator and bridge (``stack``: the surface scenario without its LiDAR,
-at real time: the test plays the controller), each from the scenario's start in a runtime
-session of its own (``session``) under a lease id of its own.
+a GNSS receiver added on the rover's body, at real time: the test plays the controller),
+each from the scenario's start in a runtime session of its own (``session``) under a lease
+id of its own.
 """
 
 import math
+from pathlib import Path
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
@@ -23,18 +26,35 @@ from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 import pytest
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, NavSatFix, NavSatStatus
+import yaml
 
 pytestmark = pytest.mark.integration
 
 ROVER = '7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29'
 WHEELS = ('wheel_7700002_0', 'wheel_7700003_0', 'wheel_7700004_0', 'wheel_7700005_0')
+GNSS = 'gnss'
+"""A GNSS receiver on the rover's body (the root part, at the vessel frame's origin), with
+the defaults (10 Hz, 0.2 m horizontal and 0.4 m vertical sigma) and the frame the
+competition's interface names."""
+GNSS_MODULE = {'kind': 'gnss', 'index': 1, 'sensor_id': GNSS, 'frame_id': 'gnss_link'}
+STAND = (-0.0486, -74.7247, 0.44413)
+"""The surface scenario's standing place of the rover's centre of mass: deg, deg, m above
+Kerbin's sphere (its ground-truth ENU origin)."""
+KERBIN_RADIUS = 600_000.0
 
 
 @pytest.fixture(scope='module')
-def stack(module_sim_stack, tmp_path_factory):
-    """Return the module's simulator and bridge: the surface scenario without its LiDAR."""
-    return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'surface'))
+def scenario(tmp_path_factory) -> str:
+    """Return the path of the module's scenario: surface, no LiDAR, the GNSS receiver."""
+    return write_scenario(tmp_path_factory.mktemp('scenario'), 'surface',
+                          modules={'rover': {'roverBody.v2': [GNSS_MODULE]}})
+
+
+@pytest.fixture(scope='module')
+def stack(module_sim_stack, scenario):
+    """Return the module's simulator and bridge: ``scenario``."""
+    return module_sim_stack(scenario)
 
 
 @pytest.fixture
@@ -63,6 +83,66 @@ def test_surface_pad_imu_and_servo_joint_states(session, ros_node):
     # standing on the pad, nose up: specific force is about +g along the vessel's up axis
     accel = imu.linear_acceleration
     assert math.hypot(accel.x, accel.y, accel.z) == pytest.approx(9.756, abs=0.02)
+
+
+def _centre_of_mass(scenario: str) -> np.ndarray:
+    """Return the rover's centre of mass in its vessel frame (m): the parts' dry masses.
+
+    Its only resource, ElectricCharge, weighs nothing.
+    """
+    parts = yaml.safe_load(Path(scenario).read_text())['vessels'][0]['parts']
+    masses = np.array([part['mass'] for part in parts], dtype=float)
+    places = np.array([part.get('position', [0.0, 0.0, 0.0]) for part in parts], dtype=float)
+    return masses @ places / masses.sum()
+
+
+def _rotate(q, v: np.ndarray) -> np.ndarray:
+    """Return ``v`` turned by the unit quaternion ``q`` (a geometry_msgs Quaternion)."""
+    u = np.array([q.x, q.y, q.z])
+    return v + 2.0 * np.cross(u, np.cross(u, v) + q.w * v)
+
+
+def _enu_of(fix: NavSatFix) -> np.ndarray:
+    """Return a fix relative to ``STAND`` in its East, North, Up metres (on the sphere)."""
+    lat0, lon0, alt0 = STAND
+    radius = KERBIN_RADIUS + alt0
+    return np.array([math.radians(fix.longitude - lon0) * radius * math.cos(math.radians(lat0)),
+                     math.radians(fix.latitude - lat0) * radius, fix.altitude - alt0])
+
+
+def test_gnss_fixes_at_the_rate_in_gnss_link_around_the_standing_antenna(session, ros_node,
+                                                                          scenario):
+    rec = TopicRecorder(ros_node).add('fix', topics.name('gnss', id=GNSS), NavSatFix,
+                                      qos_profile_sensor_data)
+    rec.add('pose', topics.name('ground_truth/pose'), PoseStamped, qos_profile_sensor_data)
+    fixes = rec.wait_count('fix', 51)[-50:]
+    poses = rec.messages('pose')
+    assert {f.header.frame_id for f in fixes} == {'gnss_link'}
+    assert {(f.status.status, f.status.service) for f in fixes} == {
+        (NavSatStatus.STATUS_FIX, NavSatStatus.SERVICE_GPS)}
+    for fix in fixes:
+        assert list(fix.position_covariance) == pytest.approx(
+            [0.04, 0, 0, 0, 0.04, 0, 0, 0, 0.16], rel=1e-9)
+    assert {f.position_covariance_type for f in fixes} == {
+        NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN}
+    # stamped on the simulator's clock: KSP time, 0.1 s apart at 10 Hz (one 0.02 s physics
+    # step of slack), as the ground-truth poses of the same time
+    stamps = np.array([stamp_of(f) for f in fixes])
+    assert (len(stamps) - 1) / (stamps[-1] - stamps[0]) == pytest.approx(10.0, rel=0.01)
+    assert np.all(np.abs(np.diff(stamps) - 0.1) <= 0.021), np.diff(stamps)
+    pose_stamps = [stamp_of(p) for p in poses]
+    assert min(pose_stamps) <= stamps[0] and stamps[-1] - 1.0 <= max(pose_stamps)
+    # the truth: the antenna (the root part's origin, 0 in the vessel frame) relative to the
+    # centre of mass, turned by the ground-truth attitude, from the ground-truth position
+    # (ENU at STAND); the rover stands still, so the mean over the fixes' time
+    lever = -_centre_of_mass(scenario)
+    truth = np.mean([position(p) + _rotate(p.pose.orientation, lever) for p in poses
+                     if stamps[0] <= stamp_of(p) <= stamps[-1]], axis=0)
+    errors = np.array([_enu_of(f) for f in fixes]) - truth
+    sigma = np.array([0.2, 0.2, 0.4])
+    assert np.all(np.abs(errors.mean(axis=0)) < 3 * sigma / math.sqrt(len(fixes)) + 0.01), \
+        (errors.mean(axis=0), truth)
+    assert np.all(errors.std(axis=0) < 2 * sigma) and np.all(errors.std(axis=0) > sigma / 2)
 
 
 def test_servo_and_wheel_on_the_surface(session, ros_node):

@@ -211,6 +211,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
     _bridge('relative_nav', 'relative_nav/{id}/targets', _MSG + 'NearbyVessels',
             'DEFAULT_STREAM', f"{SENSOR}; our simulator's extension, the mod sends none",
             readers=(RENDEZVOUS_CHASER,)),
+    _bridge('gnss', 'gnss/{id}/fix', 'sensor_msgs/msg/NavSatFix', 'DEFAULT_STREAM',
+            f"{SENSOR}; our simulator's extension, the mod sends none"),
     _bridge('docking_port/state', 'docking_ports/{id}/state', _MSG + 'DockingPortState',
             'DEFAULT_STREAM', NO_SPEC),
     _bridge('docking_port/command', 'docking_ports/{id}/command', _MSG + 'DockingPortCommand',

@@ -75,6 +75,7 @@ SEND_RATES_HZ: Mapping[str, float] = MappingProxyType({
     'pylon_vessel_urdf_chunk': 0.5,
     'pylon_separation_result': 2.0,
     'pylon_relative_nav': 10.0,          # our simulator's extension (EXTENSION_STATE_TYPES)
+    'pylon_gnss': 10.0,                  # our simulator's extension (EXTENSION_STATE_TYPES)
 })
 #: Allowed ranges of the configurable rates above (Hz).
 SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
@@ -83,10 +84,11 @@ SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
     'pylon_lidar_scan': (1.0, 60.0),
     'pylon_camera_frame_chunk': (1.0, 15.0),
     'pylon_relative_nav': (1.0, 20.0),
+    'pylon_gnss': (1.0, 20.0),
 })
 #: State types of this workspace's simulator (``pylon_sim``) that the PyLoN mod does not
 #: send: a receiver never requires them, and nothing changes for the real mod's users.
-EXTENSION_STATE_TYPES = frozenset({'pylon_relative_nav'})
+EXTENSION_STATE_TYPES = frozenset({'pylon_relative_nav', 'pylon_gnss'})
 #: ``timeoutSeconds`` of wrench and actuator commands; flight control and batch members
 #: allow at most 1 s. Where a timeout is unusable (0, negative, not finite) the mod
 #: applies 0.5 s.
@@ -180,6 +182,13 @@ MAX_VESSEL_NAME_CHARS = 128                      # ``vesselName`` of a relative-
 #: ``range`` of a relative-nav target may differ from the norm of its ``position`` by this
 #: fraction of it (at least of 1 m): the two are one measurement.
 RELATIVE_NAV_RANGE_TOLERANCE = 1e-6
+#: ``status`` of a ``pylon_gnss`` sample (our extension): a position, or none.
+GNSS_FIX = 'fix'
+GNSS_NO_FIX = 'no_fix'
+GNSS_STATUSES = (GNSS_FIX, GNSS_NO_FIX)
+#: ``frameId`` of a ``pylon_gnss`` sample: empty (the receiver names the sensor's frame) or
+#: a frame name of the sensor-id alphabet (``gnss_link``).
+GNSS_FRAME_ID_PATTERN = '([a-z_][a-z0-9_]{0,63})?'
 MAX_DOCKING_PORTS = 256
 MAX_SNAPSHOT_ACTUATORS = 256
 MAX_BATCH_ENGINES = 16
@@ -667,6 +676,45 @@ rangeSigmaFraction * range`` (m) for the position, ``velocitySigma`` (m/s) for t
 velocity. ``rateHz`` is the sensor's sample rate (``SEND_RATE_RANGES_HZ``).
 """
 
+# -- state: GNSS receiver (our extension) ------------------------------------------------
+
+
+def _check_gnss(p: dict) -> None:
+    if 'runtimeVesselId' in p and p['vesselId'] != p['runtimeVesselId']:
+        raise sc.inconsistent('vesselId differs from runtimeVesselId', 'vesselId')
+    fix = p['status'] == GNSS_FIX
+    for key in ('latitude', 'longitude', 'altitude'):
+        if (p[key] is not None) != fix:
+            raise sc.inconsistent(f'{key} must be set exactly when status is {GNSS_FIX!r}', key)
+
+
+GNSS = Schema('pylon_gnss', {
+    'vesselId': required(_HEX32),
+    'sensorId': required(_SENSOR_ID),
+    'partFlightId': required(_UINT32),
+    'sessionId': required(_HEX32),
+    'sequence': required(_SEQUENCE),
+    'universalTime': required(_NUM),
+    'rateHz': required(sc.number(*SEND_RATE_RANGES_HZ['pylon_gnss'])),
+    'frameId': optional(sc.string(pattern=GNSS_FRAME_ID_PATTERN), ''),
+    'bodyName': required(_STR_1_128),
+    'status': required(sc.string(choices=GNSS_STATUSES)),
+    'latitude': required(sc.nullable(sc.number(-90.0, 90.0))),
+    'longitude': required(sc.nullable(sc.number(-180.0, 180.0))),
+    'altitude': required(sc.nullable(_NUM)),
+    'positionCovariance': required(sc.array(_NON_NEG, min_count=3, max_count=3)),
+}, [_check_gnss])
+"""``pylon_gnss``: an extension of this workspace's simulator; the PyLoN mod does not send it.
+A GNSS receiver of the active vessel: the antenna's (the part's origin) ``latitude`` and
+``longitude`` (deg, on the sphere of ``bodyName``, the vessel's main body) and ``altitude``
+(m above that sphere: KSP's altitude over sea level), noisy, while ``status`` is ``fix``;
+all three null with ``no_fix``. ``positionCovariance`` is the diagonal of the noise's
+covariance in the antenna's local East, North, Up (m^2). ``sessionId`` is the receiver's (a
+new one each time the simulator creates it), ``sequence`` counts its samples from 1 within
+it; ``frameId`` is the frame the receiver asks to be published in (empty: the receiver's
+sensor frame). ``rateHz`` is the sensor's sample rate (``SEND_RATE_RANGES_HZ``).
+"""
+
 # -- state: vessel model -------------------------------------------------------------------
 
 
@@ -1077,6 +1125,7 @@ _STATE_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_part_thermal_state': PART_THERMAL_STATE,
     'pylon_separation_result': SEPARATION_RESULT,
     'pylon_relative_nav': RELATIVE_NAV,
+    'pylon_gnss': GNSS,
 }
 _COMMAND_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_control_authority_command': CONTROL_AUTHORITY_COMMAND,

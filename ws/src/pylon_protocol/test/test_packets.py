@@ -23,7 +23,7 @@ INF = math.inf
 def test_samples_cover_every_type():
     assert {t for t, _ in samples.STATE_SAMPLES.values()} == packets.STATE_TYPES
     assert {t for t, _ in samples.COMMAND_SAMPLES.values()} == packets.COMMAND_TYPES
-    assert len(packets.STATE_TYPES) == 24 and len(packets.COMMAND_TYPES) == 8
+    assert len(packets.STATE_TYPES) == 25 and len(packets.COMMAND_TYPES) == 8
     kinds = {f['actuatorType'] for t, f in samples.STATE_SAMPLES.values()
              if t == 'pylon_actuator_state'}
     assert kinds == set(packets.ACTUATOR_TYPES)
@@ -562,6 +562,28 @@ STATE_REJECTIONS = [
     row('pylon_relative_nav', 'targets.0.velocity.0', INF, 'non_finite'),
     row('pylon_relative_nav', 'targets.0.range', -1.0, 'out_of_range'),
     row('pylon_relative_nav', 'targets.0.range', 151.0, 'inconsistent'),
+    # GNSS receiver (our simulator's extension)
+    row('pylon_gnss', 'latitude', 90.5, 'out_of_range'),
+    row('pylon_gnss', 'latitude', -91, 'out_of_range'),
+    row('pylon_gnss', 'longitude', 180.5, 'out_of_range'),
+    row('pylon_gnss', 'latitude', NAN, 'non_finite'),
+    row('pylon_gnss', 'altitude', INF, 'non_finite'),
+    row('pylon_gnss', 'universalTime', NAN, 'non_finite'),
+    row('pylon_gnss', 'positionCovariance.2', -0.01, 'out_of_range'),
+    row('pylon_gnss', 'positionCovariance.0', NAN, 'non_finite'),
+    row('pylon_gnss', 'positionCovariance', [0.04, 0.04], 'bad_length'),
+    row('pylon_gnss', 'sessionId', 'session-1', 'bad_value'),
+    row('pylon_gnss', 'sessionId', DROP, 'missing_field'),
+    row('pylon_gnss', 'sequence', 0, 'out_of_range'),
+    row('pylon_gnss', 'vesselId', OTHER, 'inconsistent'),
+    row('pylon_gnss', 'runtimeEpoch', '', 'bad_value'),
+    row('pylon_gnss', 'sensorId', 'GNSS', 'bad_value'),
+    row('pylon_gnss', 'rateHz', 25, 'out_of_range'),
+    row('pylon_gnss', 'frameId', 'gnss link', 'bad_value'),
+    row('pylon_gnss', 'bodyName', '', 'bad_length'),
+    row('pylon_gnss', 'status', 'dgps', 'bad_value'),
+    row('pylon_gnss', 'status', 'no_fix', 'inconsistent', 'latitude'),
+    row('pylon_gnss', 'altitude', None, 'inconsistent'),
 ]
 
 
@@ -599,6 +621,24 @@ def test_relative_nav_lists_its_targets_nearest_first():
     # range is the norm of the position, to a millionth of it
     moved = {**near, 'range': 150.0 * (1 + 0.9e-6)}
     assert packets.validate_state({**packet, 'targets': [moved]})['targets'] == [moved]
+
+
+def test_gnss_fix_has_a_position_and_no_fix_has_none():
+    # an extension of our simulator: the mod never sends it
+    assert 'pylon_gnss' in packets.EXTENSION_STATE_TYPES
+    assert packets.SEND_RATE_RANGES_HZ['pylon_gnss'] == (1.0, 20.0)
+    packet = samples.state_packet('pylon_gnss')
+    fix = packets.validate_state(packet)
+    assert (fix['latitude'], fix['longitude'], fix['altitude']) == (-0.0486, -74.7247, 0.6)
+    assert fix['positionCovariance'] == [0.04, 0.04, 0.16]
+    lost = packets.validate_state({**packet, 'status': 'no_fix', 'latitude': None,
+                                   'longitude': None, 'altitude': None})
+    assert lost['latitude'] is lost['longitude'] is lost['altitude'] is None
+    edge = packets.validate_state({**packet, 'latitude': -90, 'longitude': 180})
+    assert (edge['latitude'], edge['longitude']) == (-90.0, 180.0)
+    unnamed = dict(packet)
+    del unnamed['frameId']
+    assert packets.validate_state(unnamed)['frameId'] == ''
 
 
 def test_session_without_a_vessel_cannot_be_available():

@@ -73,4 +73,6 @@ class FramePackets:
             self.emit(type_name, payload)
         for payload in self.sensing.relative_nav_samples(now.clock, ut):
             self.emit('pylon_relative_nav', payload)
+        for payload in self.sensing.gnss_samples(now.clock, ut):
+            self.emit('pylon_gnss', payload)
         reports.docking(due)

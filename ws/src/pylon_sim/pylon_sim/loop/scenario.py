@@ -42,7 +42,8 @@ from pylon_sim.game.vessel import (
 from pylon_sim.loop.scenario_reader import Reader, ScenarioError
 from pylon_sim.loop.scenario_terrain import read_terrain, START_TOLERANCE, TERRAIN_DEFAULTS
 from pylon_sim.loop.scenario_track import grid_start
-from pylon_sim.sensors import relative_nav
+from pylon_sim.sensors import gnss, relative_nav
+from pylon_sim.sensors.module_settings import SettingError
 
 __all__ = ['load_scenario', 'resolve', 'scenario_dirs', 'Scenario', 'ScenarioError',
            'START_TOLERANCE', 'TERRAIN_DEFAULTS', 'OrbitStart', 'SurfaceStart', 'Task',
@@ -51,7 +52,9 @@ __all__ = ['load_scenario', 'resolve', 'scenario_dirs', 'Scenario', 'ScenarioErr
 SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
-SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera', 'relative_nav')
+#: The sensor kinds of ours whose settings are checked at load (``module_settings``).
+_SETTINGS_OF = {relative_nav.KIND: relative_nav.Settings, gnss.KIND: gnss.Settings}
+SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera', 'relative_nav', 'gnss')
 
 
 def scenario_dirs() -> list[Path]:
@@ -120,10 +123,10 @@ def _module(reader: Reader, rng: random.Random, sensor_ids: set[str]) -> Module:
             rcs_layout(settings)
         except ValueError as error:
             reader.fail('nozzles', str(error))
-    elif kind == relative_nav.KIND:
+    elif kind in _SETTINGS_OF:
         try:
-            relative_nav.Settings.from_module(settings)
-        except relative_nav.SettingError as error:
+            _SETTINGS_OF[kind].from_module(settings)
+        except SettingError as error:
             reader.fail(error.key, error.what)
     return Module(kind, index, settings)
 

@@ -40,6 +40,9 @@ from pylon_protocol import packets, rotations
 
 from pylon_sim.game.physics import RigidState
 from pylon_sim.game.vessel import LOADED_RANGE_M, VesselSpec
+from pylon_sim.sensors.module_settings import check_keys, check_number, Limits, SettingError
+
+__all__ = ['KIND', 'LIMITS', 'measure', 'PACKET', 'SettingError', 'Settings', 'Vessel']
 
 KIND = 'relative_nav'
 PACKET = 'pylon_relative_nav'
@@ -68,16 +71,14 @@ class Settings:
         ``sensor_id`` is the sensor's, not a setting, and is let through; any other key
         not in ``LIMITS`` is refused (a misspelt setting would silently keep its default).
         """
-        unknown = sorted(str(key) for key in values if key not in LIMITS and key != 'sensor_id')
-        if unknown:
-            raise SettingError(unknown[0], f'unknown setting (allowed: {", ".join(LIMITS)}, '
-                                           'sensor_id)')
+        check_keys(values, LIMITS)
         defaults = {f.name: f.default for f in fields(cls)}
-        return cls(**{key: _checked(key, values.get(key, defaults[key])) for key in LIMITS})
+        return cls(**{key: check_number(key, values.get(key, defaults[key]), LIMITS[key])
+                      for key in LIMITS})
 
 
 #: The allowed values of each setting: (low, high, low excluded).
-LIMITS: Mapping[str, tuple[float, float, bool]] = {
+LIMITS: Mapping[str, Limits] = {
     'max_range_m': (0.0, LOADED_RANGE_M, True),
     'rate_hz': (_RATES[0], _RATES[1], False),
     'position_noise_m': (0.0, math.inf, False),
@@ -96,26 +97,6 @@ class Vessel(Protocol):
     @property
     def vessel_id(self) -> str:
         """Return the KSP vessel id (32 hex)."""
-
-
-class SettingError(ValueError):
-    """A module setting that cannot be used: ``key`` and what is wrong with it."""
-
-    def __init__(self, key: str, what: str) -> None:
-        """Keep the key and the reason apart (the scenario reader names the key)."""
-        super().__init__(f'{key}: {what}')
-        self.key, self.what = key, what
-
-
-def _checked(key: str, value: object) -> float:
-    low, high, low_open = LIMITS[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        raise SettingError(key, f'must be a finite number, got {value!r}')
-    if value < low or value > high or (low_open and value == low):
-        bounds = f'{"(" if low_open else "["}{low:g}, {high:g}]'
-        raise SettingError(key, f'must be within {bounds}, got {value!r}')
-    return float(value)
 
 
 def measure(observer: Vessel, targets: Iterable[Vessel], ut: float, settings: Settings,
