@@ -345,7 +345,9 @@ class KartInterfaceNode(Node):
     def _diagnostics(self) -> None:
         with self.lock:
             k = self.kart
+            life = self.lifecycle or (0, '', -1)
             values = {'mode': k.report_mode(self.ready, self.engaged_now(self.now())),
+                      'vessel_id': life[1], 'generation': life[2],
                       'requested': k.requested, 'gear': k.gear,
                       'lease': self.lease.phase if self.lease else 'none',
                       'source': self.applied.source if self.applied else '',

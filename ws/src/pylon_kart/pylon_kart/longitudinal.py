@@ -11,7 +11,9 @@ Reference speed
     gear's direction, never negative: a gear does not drive the other way), kept within
     ``band`` of the measured speed ``u`` (the integrator's anti-windup: a command beyond
     what the tyres and motors can give leaves the motors at full torque, not a reference
-    running away). The motors servo the rear wheels to ``u_ref`` at full torque: the
+    running away). A positive command starts from the measured speed if the reference is
+    behind it, a negative one if it is ahead (a stop never waits for a reference that ran
+    ahead). The motors servo the rear wheels to ``u_ref`` at full torque: the
     kart then accelerates at the commanded rate as long as the motors can give it, and an
     acceleration of 0 holds the speed (the motors make up for rolling resistance).
 
@@ -48,7 +50,7 @@ class Params:
     motor_deceleration: float        # m/s², what the motors alone give against the spin
     full_brake_deceleration: float   # m/s², what brake 1 gives (measured on the kart)
     max_speed: float = 20.0          # m/s, the highest reference speed
-    band: float = 0.5                # m/s, the reference stays within this of the speed
+    band: float = 1.0                # m/s, the reference stays within this of the speed
     hold_speed: float = 0.3          # m/s, below it a stopped reference holds on the brakes
 
 
@@ -83,6 +85,10 @@ def step(u_ref: float, acceleration: float, speed: float, gear: str, params: Par
     if gear == NEUTRAL:
         return 0.0, Drive(brake=_clip(-acceleration / params.full_brake_deceleration, 0.0, 1.0))
     u = direction * speed
+    if acceleration > 0.0:          # the reference never lags the speed it is to raise,
+        u_ref = max(u_ref, u)
+    elif acceleration < 0.0:        # nor runs ahead of the speed it is to lower
+        u_ref = min(u_ref, u)
     u_ref = _clip(u_ref + acceleration * dt, max(0.0, u - params.band),
                   min(params.max_speed, max(0.0, u + params.band)))
     brake = _clip((-acceleration - params.motor_deceleration) / params.full_brake_deceleration,

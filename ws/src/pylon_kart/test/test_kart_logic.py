@@ -70,6 +70,9 @@ def test_longitudinal_integrates_the_acceleration_within_the_band():
     for _ in range(100):
         u_ref, drive = longitudinal.step(u_ref, 2.0, 2.0, longitudinal.DRIVE, PARAMS, 0.02)
     assert u_ref == pytest.approx(2.0 + PARAMS.band)
+    # a deceleration starts from the speed, not from a reference that ran ahead
+    u_ref, drive = longitudinal.step(u_ref, -3.0, 2.0, longitudinal.DRIVE, PARAMS, 0.02)
+    assert u_ref == pytest.approx(2.0 - 0.06)
     # an acceleration of 0 holds the speed
     u_ref, drive = longitudinal.step(5.0, 0.0, 5.0, longitudinal.DRIVE, PARAMS, 0.02)
     assert drive.speed == 5.0 and drive.brake == 0.0
@@ -163,7 +166,7 @@ def test_the_timeout_stops_the_kart():
     assert out.source == 'control' and out.drive.speed == pytest.approx(5.04)
     out = k.step(0.51, 5.0, 0.02)
     assert out.source == 'timeout' and out.steering == 0.1
-    assert out.drive.speed == pytest.approx(5.04 - 3.0 * 0.02)   # stop_deceleration
+    assert out.drive.speed == pytest.approx(5.0 - 3.0 * 0.02)    # from the speed, at 3 m/s²
     assert k.timed_out(0.51) and not k.timed_out(0.49)
 
 

@@ -147,8 +147,9 @@ class Team:
 def team(interface, session, ros_node):
     """Return a team whose kart is ready (MANUAL reported in this session); MANUAL after."""
     team = Team(ros_node)
-    team.rec.wait_for('mode', lambda m: m.mode == ControlModeReport.MANUAL,
-                      what='the kart ready (MANUAL)')
+    team.rec.wait_for('diag', lambda m: values_of(m.status[0])['mode'] == str(
+        ControlModeReport.MANUAL) and values_of(m.status[0])['generation'] == str(
+        session.generation), what="the kart ready (MANUAL) in this session")
     yield team
     team.stop_and_release()
 
@@ -202,7 +203,8 @@ def test_acceleration_braking_and_the_timeout_stop(team):
     pairs = [(m.longitudinal_velocity, truth[stamp_of(m)])
              for m in rec.messages('velocity', since) if stamp_of(m) in truth]
     assert len(pairs) > 20
-    assert max(abs(a - b) for a, b in pairs) < 0.15
+    errors = [abs(a - b) for a, b in pairs]    # the rear tyres' slip under drive is in it
+    assert np.mean(errors) < 0.08 and max(errors) < 0.25
     since = rec.mark()
     team.drive_until((0.0, -4.0), lambda m: m.longitudinal_velocity <= 0.05, 'stopped')
     stamps, values = speeds(team, since, 0.5, 3.5)
@@ -213,10 +215,13 @@ def test_acceleration_braking_and_the_timeout_stop(team):
     since = rec.mark()
     team.command = None                  # the stack goes silent: the timeout stop
     rec.wait_for('velocity', lambda m: m.longitudinal_velocity <= 0.05, since, 'the stop')
-    stamps, values = speeds(team, since, 0.3, 2.5)
+    after = rec.messages('velocity', since)
+    peak = max(after, key=lambda m: m.longitudinal_velocity)
+    # the last command (2 m/s²) acts until it is 0.5 s old, then the stop begins
+    assert stamp_of(peak) - stamp_of(after[0]) == pytest.approx(0.5, abs=0.1)
+    stamps, values = speeds(team, rec.after('velocity', peak), 0.3,
+                            peak.longitudinal_velocity - 0.3)
     assert slope(stamps, values) == pytest.approx(-3.0, rel=0.15)     # stop_deceleration
-    first = rec.messages('velocity', since)[0]
-    assert stamps[0] - stamp_of(first) <= 0.5 + 0.3                   # within the timeout
     assert rec.last('mode').mode == ControlModeReport.AUTONOMOUS      # still engaged
     assert team.diagnostics()['source'] == 'timeout'
 
@@ -275,20 +280,20 @@ def test_bad_commands_are_refused_and_manual_commands_act_not_at_all(team):
     assert max(abs(m.longitudinal_velocity) for m in quiet) < 0.02
     assert not rec.messages('wheels', since)     # not a single wheel command
     team.autonomous()
-    for command in ((0.0, math.nan), (0.5, 1.0), (0.0, 40.0)):
-        team.command = command
-        rec.wait_count('velocity', 5, rec.mark())
-    team.command = None
-    team.gear(99)
     values = {}
 
-    def counted():
+    def counted(reason, count):
         values.update(team.diagnostics())
-        return int(values.get('refused_unknown_gear', 0)) == 1
-    rec.until(counted, 'the unknown gear counted')
-    assert int(values['refused_non_finite']) >= 5
-    assert int(values['refused_steering_out_of_range']) >= 5
-    assert int(values['refused_acceleration_out_of_range']) >= 5
+        return int(values.get(f'refused_{reason}', 0)) >= count
+    for command, reason in (((0.0, math.nan), 'non_finite'),
+                            ((0.5, 1.0), 'steering_out_of_range'),
+                            ((0.0, 40.0), 'acceleration_out_of_range')):
+        team.command = command
+        rec.until(lambda r=reason: counted(r, 3), f'{reason} refusals counted')
+    team.command = None
+    team.gear(99)
+    rec.until(lambda: counted('unknown_gear', 1), 'the unknown gear counted')
+    assert values['last_refusal'] == 'unknown_gear:99'
     late = rec.wait_stamp_span('velocity', 0.5, rec.mark())
     assert max(abs(m.longitudinal_velocity) for m in late) < 0.02     # nothing moved
 
