@@ -149,7 +149,7 @@ def team(interface, session, ros_node):
     team = Team(ros_node)
     team.rec.wait_for('diag', lambda m: values_of(m.status[0])['mode'] == str(
         ControlModeReport.MANUAL) and values_of(m.status[0])['generation'] == str(
-        session.generation), what="the kart ready (MANUAL) in this session")
+        session.generation), what='the kart ready (MANUAL) in this session')
     yield team
     team.stop_and_release()
 
