@@ -16,8 +16,9 @@ WS_PACKAGES = sorted(p.parent for p in (ROOT / 'ws' / 'src').glob('*/package.xml
 OVERLAY_PACKAGES = sorted(p.parent for p in (ROOT / 'ci' / 'overlay').glob('*/package.xml'))
 EXPECTED_WS = {'pylon_interfaces', 'pylon_protocol', 'pylon_common', 'pylon_bridge',
                'pylon_vehicle_control', 'pylon_sim', 'pylon_description', 'pylon_mission',
-               'pylon_tools', 'autoware_auto_control_msgs', 'autoware_auto_vehicle_msgs',
-               'autoware_auto_planning_msgs', 'tier4_vehicle_msgs', 'pylon_kart'}
+               'pylon_tools', 'pylon_track', 'autoware_auto_control_msgs',
+               'autoware_auto_vehicle_msgs', 'autoware_auto_planning_msgs', 'tier4_vehicle_msgs',
+               'pylon_kart'}
 
 
 def test_top_level_layout():

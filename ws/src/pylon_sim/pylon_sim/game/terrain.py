@@ -15,7 +15,9 @@ at distance ``rho`` from its centre, with ``s = rho / a``::
     h = k (1 - (3 x^2 - 2 x^3)), x = s - 1  1 < s < 2 (smoothstep fall of the ejecta rim)
     h = 0                                   s >= 2
 
-Every crater's outer rim (2 a) lies inside the patch, so the field meets the bare sphere
+Seeded features are kept out of a ``KeepOut`` band when the spec has one (a race track:
+every crater to its outer rim 2 a and every boulder clear of it). Every crater's outer
+rim (2 a) lies inside the patch, so the field meets the bare sphere
 with zero slope at the patch edge. Boulders are spheres, partly buried: radius ``r``,
 centre ``r (1 - 2 b)`` above the height field at the boulder's place (``b`` the buried
 fraction of its diameter). The surface is the union of the height field and the boulders.
@@ -30,6 +32,7 @@ sphere (the field is zero elsewhere: the bare sphere is hit exactly there), then
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 import math
 
 import numpy as np
@@ -50,6 +53,9 @@ MAX_FEATURES = 300
 """Most craters, and most boulders, one terrain holds (seeded and placed): the crater
 bounds pair every crater with every other (K x K arrays, 0.7 MB each at 300) and a ray
 cast tests rays against every boulder's sphere (rays x boulders)."""
+
+MAX_PLACE_TRIES = 1000
+"""Places drawn for one seeded feature before it is declared not to fit beside a keep-out."""
 
 BISECTIONS = 24
 """Halvings of a bracketed crossing: a hit is found to MIN_STEP / 2**24 (about 1 nm)."""
@@ -82,6 +88,41 @@ class Boulder:
 
 
 @dataclass(frozen=True)
+class KeepOut:
+    """A band of the patch kept free of seeded features: a race track and its margin.
+
+    ``points`` is a closed polyline in the site's local (east, north) (m; the track's
+    centreline), ``clearance`` the band's half-width (m, from the polyline). A feature of
+    reach ``rho`` (a crater's rim extent 2a, a boulder's radius) is clear of the band when
+    its centre is at least ``clearance + rho`` from the polyline.
+    """
+
+    name: str
+    points: tuple[tuple[float, float], ...]
+    clearance: float
+
+    @cached_property
+    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        start = np.asarray(self.points, dtype=float).reshape(-1, 2)
+        delta = np.roll(start, -1, axis=0) - start
+        return start, delta, np.maximum(np.einsum('ij,ij->i', delta, delta), 1e-18)
+
+    def distance(self, east: float, north: float) -> float:
+        """Return the distance (m) from local (east, north) to the closed polyline."""
+        start, delta, length2 = self._segments
+        rel = np.array([east, north]) - start
+        along = np.clip(np.einsum('ij,ij->i', rel, delta) / length2, 0.0, 1.0)
+        return float(np.sqrt(((rel - along[:, None] * delta) ** 2).sum(axis=1)).min())
+
+    def intrusion(self, east: float, north: float, reach: float) -> float:
+        """Return how far (m) a feature of ``reach`` at (east, north) comes into the band.
+
+        Zero or less: it is clear.
+        """
+        return self.clearance + reach - self.distance(east, north)
+
+
+@dataclass(frozen=True)
 class TerrainSpec:
     """The scenario's ``terrain:`` block: a site, its patch and what is on it."""
 
@@ -100,23 +141,35 @@ class TerrainSpec:
     buried: float = 0.25          # buried fraction of a boulder's diameter
     craters: tuple[Crater, ...] = ()    # placed exactly (in addition to the seeded ones)
     boulders: tuple[Boulder, ...] = ()
+    keep_out: KeepOut | None = None     # a band kept free of seeded features (a track)
 
 
 def _seeded_place(rng: np.random.Generator, spec: TerrainSpec, reach: float,
                   ) -> tuple[float, float]:
-    """Return a uniform (east, north) with ``clear + reach <= rho <= patch - reach``."""
+    """Return a uniform (east, north) with ``clear + reach <= rho <= patch - reach``.
+
+    With a keep-out, places are drawn until one is clear of its band (rejection sampling:
+    uniform over what is left; without a keep-out the first draw, as before). Raise
+    ValueError when ``MAX_PLACE_TRIES`` draws find none.
+    """
     inner = min(spec.clear_radius + reach, spec.radius - reach)
     outer = spec.radius - reach
-    rho = math.sqrt(rng.uniform(inner * inner, outer * outer))
-    angle = rng.uniform(0.0, 2.0 * math.pi)
-    return rho * math.cos(angle), rho * math.sin(angle)
+    for _ in range(MAX_PLACE_TRIES):
+        rho = math.sqrt(rng.uniform(inner * inner, outer * outer))
+        angle = rng.uniform(0.0, 2.0 * math.pi)
+        east, north = rho * math.cos(angle), rho * math.sin(angle)
+        if spec.keep_out is None or spec.keep_out.intrusion(east, north, reach) <= 0.0:
+            return east, north
+    raise ValueError(f'no place found for a feature reaching {reach:.2f} m outside the '
+                     f'{spec.keep_out.name} band in {MAX_PLACE_TRIES} draws')
 
 
 def seeded_features(spec: TerrainSpec) -> tuple[tuple[Crater, ...], tuple[Boulder, ...]]:
     """Return the craters and boulders of a spec: the seeded ones, then the placed ones.
 
     Crater rim radii and boulder radii are uniform in their ranges, places uniform over
-    the part of the patch where the whole feature fits outside ``clear_radius``.
+    the part of the patch where the whole feature fits outside ``clear_radius`` and the
+    keep-out band (craters to 2 a, boulders to their radius).
     """
     rng = np.random.default_rng(spec.seed)
     craters = []
@@ -131,6 +184,20 @@ def seeded_features(spec: TerrainSpec) -> tuple[tuple[Crater, ...], tuple[Boulde
         east, north = _seeded_place(rng, spec, radius)
         boulders.append(Boulder(east, north, radius, spec.buried))
     return tuple(craters) + spec.craters, tuple(boulders) + spec.boulders
+
+
+def gnomonic(enu: np.ndarray, body_radius: float, points: np.ndarray,
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Return a site's local (east, north) (N, 2) of body-fixed points, and a mask.
+
+    ``enu`` is the site's rows East, North, Up (``bodies.enu_rotation``); the mask is false
+    for points on the far half of the body (no projection: inf).
+    """
+    q = np.asarray(points, dtype=float).reshape(-1, 3) @ enu.T
+    front = q[:, 2] > 1e-9 * np.linalg.norm(q, axis=1)
+    z = np.where(front, q[:, 2], 1.0)
+    en = body_radius * q[:, :2] / z[:, None]
+    return np.where(front[:, None], en, np.inf), front
 
 
 def _smoothstep(x: np.ndarray) -> np.ndarray:
@@ -232,11 +299,7 @@ class SiteTerrain(raycast.Terrain):
 
         The mask is false for points on the far half of the body (no projection).
         """
-        q = np.asarray(points, dtype=float).reshape(-1, 3) @ self.enu.T
-        front = q[:, 2] > 1e-9 * np.linalg.norm(q, axis=1)
-        z = np.where(front, q[:, 2], 1.0)
-        en = self.body_radius * q[:, :2] / z[:, None]
-        return np.where(front[:, None], en, np.inf), front
+        return gnomonic(self.enu, self.body_radius, points)
 
     def up_of(self, en: np.ndarray) -> np.ndarray:
         """Return the body-fixed unit up vectors (N, 3) of local (east, north) (N, 2)."""
