@@ -222,3 +222,25 @@ class Localizer:
         cov[:2, :2] = r
         cov[YAW, YAW] = max(cov[YAW, YAW], math.pi ** 2)
         self.belief = Belief(mean, cov)
+
+
+UNKNOWN_VARIANCE = 1e6
+"""The variance given what the filter does not estimate (z, roll, pitch; lateral and
+vertical speed, roll and pitch rates): a large number, as ROS marks an unknown."""
+
+
+def odometry_covariances(belief: Belief, noise: Noise = Noise()) -> tuple[list, list]:
+    """Return the row-major 6x6 pose and twist covariances of ``nav_msgs/Odometry``.
+
+    Pose (map; x, y, z, roll, pitch, yaw): the filter's x, y, yaw block. Twist (base_link;
+    vx, vy, vz, wx, wy, wz): vx from the speed's variance, wz from the bias's plus the
+    gyro's noise over one second. Everything else ``UNKNOWN_VARIANCE``.
+    """
+    pose = np.diag([0.0, 0.0, UNKNOWN_VARIANCE, UNKNOWN_VARIANCE, UNKNOWN_VARIANCE, 0.0])
+    index = [0, 1, 5]
+    for i, a in zip(index, (X, Y, YAW)):
+        for j, b in zip(index, (X, Y, YAW)):
+            pose[i, j] = belief.cov[a, b]
+    twist = np.diag([belief.cov[V, V], UNKNOWN_VARIANCE, UNKNOWN_VARIANCE, UNKNOWN_VARIANCE,
+                     UNKNOWN_VARIANCE, belief.cov[B, B] + noise.gyro_noise ** 2])
+    return [float(v) for v in pose.ravel()], [float(v) for v in twist.ravel()]

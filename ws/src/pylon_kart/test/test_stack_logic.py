@@ -221,3 +221,26 @@ def test_fix_covariance_from_navsatfix():
     assert c == pytest.approx(np.diag([0.09, 0.16]))
     assert localizer.fix_covariance([0.0] * 9) == pytest.approx(np.eye(2) * 0.25)
     assert localizer.fix_covariance([math.nan] * 9) == pytest.approx(np.eye(2) * 0.25)
+
+
+def test_odometry_covariances_from_the_filter():
+    belief = localizer.initial(1.0, 2.0, 0.5)
+    pose, twist = localizer.odometry_covariances(belief)
+    assert len(pose) == len(twist) == 36
+    assert (pose[0], pose[7], pose[35]) == pytest.approx((0.25, 0.25, math.radians(5) ** 2))
+    assert pose[14] == pose[21] == pose[28] == localizer.UNKNOWN_VARIANCE
+    assert twist[0] == pytest.approx(0.04) and twist[7] == localizer.UNKNOWN_VARIANCE
+    assert twist[35] == pytest.approx(0.02 ** 2 + 0.02 ** 2)
+
+
+def test_the_trajectory_message_round_trip():
+    from pylon_kart.trajectory_node import trajectory_from_message, trajectory_message
+    msg = trajectory_message(SHIPPED)
+    assert msg.header.frame_id == 'map' and len(msg.points) == len(SHIPPED)
+    again = trajectory_from_message(msg)
+    assert np.allclose(again.xy, SHIPPED.xy) and np.allclose(again.speed, SHIPPED.speed,
+                                                             atol=1e-5)
+    assert np.allclose(np.angle(np.exp(1j * (again.yaw - SHIPPED.yaw))), 0.0, atol=1e-6)
+    del msg.points[2:]
+    with pytest.raises(trajectory.TrajectoryError, match='2 points'):
+        trajectory_from_message(msg)
