@@ -81,6 +81,10 @@ TF_STATIC = Profile(RELIABLE, TRANSIENT_LOCAL, 1, '/tf_static: what '
 LATEST_COMMAND = Profile(BEST_EFFORT, VOLATILE, 1, 'a stream of commands where only the newest '
                         "counts (the kart's control_cmd): a Best Effort reader matches the "
                         'Reliable writers of Autoware stacks and Best Effort ones alike')
+SENSOR_READER = Profile(BEST_EFFORT, VOLATILE, 10, 'a subscription to a stream whose publisher '
+                        "may not be ours (the competition's /sensing topics, a kinematic state "
+                        'or trajectory from another stack): Best Effort matches Reliable and '
+                        'Best Effort publishers alike')
 DEFAULT_STREAM = Profile(RELIABLE, VOLATILE, 10, 'streams the specification gives no QoS for: '
                          'a Reliable publisher reaches Reliable (RViz) and Best Effort '
                          '(sensor-data) subscribers alike; Volatile: a stream has no state '
@@ -92,6 +96,7 @@ PROFILES: dict[str, Profile] = {
     'SEPARATION_STATE': SEPARATION_STATE, 'TF': TF, 'TF_STATIC': TF_STATIC,
     'DEFAULT_STREAM': DEFAULT_STREAM, 'CONTROL_SNAPSHOT': CONTROL_SNAPSHOT, 'HEALTH': HEALTH,
     'SEPARATION_RESULT': SEPARATION_RESULT, 'CLOCK': CLOCK, 'LATEST_COMMAND': LATEST_COMMAND,
+    'SENSOR_READER': SENSOR_READER,
 }
 
 

@@ -59,6 +59,9 @@ RENDEZVOUS_CHASER = 'rendezvous_chaser'
 VIEWER = 'pylon_viewer'
 PYLON_RECORDER = 'pylon_recorder'
 KART_INTERFACE = 'kart_interface'
+KART_LOCALIZER = 'kart_localizer'
+TRAJECTORY_PUBLISHER = 'trajectory_publisher'
+PURE_PURSUIT = 'pure_pursuit'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
@@ -125,7 +128,7 @@ ROS_DIAGNOSTICS = 'ros_diagnostics'
 name, hardware_id and level), besides the node's own diagnostics topic."""
 _DIAGNOSED = (SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR, ATTITUDE_EVALUATOR, RENDEZVOUS_CHASER,
               DESCRIPTION_RELAY, NEARBY_MARKERS, VIEWER, PYLON_RECORDER, SIM_MANAGER, REFEREE,
-              KART_INTERFACE)
+              KART_INTERFACE, KART_LOCALIZER, PURE_PURSUIT)
 """The nodes besides the bridge that publish their status on ``/diagnostics``."""
 _ACTUATORS = (('servo', 'Motor'), ('wheel', 'Wheel'), ('propulsion', 'Engine'),
               ('rcs', 'Rcs'), ('separation', 'Separation'))
@@ -181,7 +184,7 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             f'{SPECIFIED}; {LATE_JOINER}'),
     _bridge('tf', '/tf', 'tf2_msgs/msg/TFMessage', 'TF',
             "tf2's broadcaster QoS; durability fixed", namespace=GLOBAL,
-            writers=(ATTITUDE_ESTIMATOR, ROBOT_STATE_PUBLISHER)),
+            writers=(ATTITUDE_ESTIMATOR, ROBOT_STATE_PUBLISHER, KART_LOCALIZER)),
     _bridge('tf_static', '/tf_static', 'tf2_msgs/msg/TFMessage', 'TF_STATIC',
             "tf2's static broadcaster QoS, all transforms in one message; "
             'durability fixed', namespace=GLOBAL, writers=(ROBOT_STATE_PUBLISHER,)),
@@ -305,16 +308,18 @@ _KART = "the competition's name and type"
 
 
 def _kart(key: str, name: str, kind: str, qos: str, why: str,
-          direction: str = PUBLISHES) -> Topic:
+          direction: str = PUBLISHES, readers: tuple[str, ...] = (),
+          writers: tuple[str, ...] = ()) -> Topic:
     """Return a topic of the kart's vehicle interface (the competition's, absolute)."""
     return Topic(f'kart/{key}', name, kind, qos, KART_INTERFACE, direction, GLOBAL,
-                 f'{_KART}; {why}')
+                 f'{_KART}; {why}', readers, writers)
 
 
 KART_TOPICS: tuple[Topic, ...] = (
     _kart('control_cmd', '/control/command/control_cmd',
           'autoware_auto_control_msgs/msg/AckermannControlCommand', 'LATEST_COMMAND',
-          'steering_tire_angle and acceleration act; the newest wins', SUBSCRIBES),
+          'steering_tire_angle and acceleration act; the newest wins', SUBSCRIBES,
+          writers=(PURE_PURSUIT,)),
     _kart('actuation_cmd', '/control/command/actuation_cmd',
           'tier4_vehicle_msgs/msg/ActuationCommandStamped', 'LATEST_COMMAND',
           'accel and brake 0..1, steer rad; the newest wins', SUBSCRIBES),
@@ -331,7 +336,8 @@ KART_TOPICS: tuple[Topic, ...] = (
     _kart('gear_status', '/vehicle/status/gear_status', _AUTOWARE + 'GearReport', 'LATCHED',
           LATE_JOINER),
     _kart('velocity_status', '/vehicle/status/velocity_status', _AUTOWARE + 'VelocityReport',
-          'DEFAULT_STREAM', f'from the wheels and the IMU, never ground truth; {NO_SPEC}'),
+          'DEFAULT_STREAM', f'from the wheels and the IMU, never ground truth; {NO_SPEC}',
+          readers=(KART_LOCALIZER,)),
     _kart('steering_status', '/vehicle/status/steering_status', _AUTOWARE + 'SteeringReport',
           'DEFAULT_STREAM', f"the front wheels' measured angles; {NO_SPEC}"),
     _kart('actuation_status', '/vehicle/status/actuation_status',
@@ -343,8 +349,34 @@ KART_TOPICS: tuple[Topic, ...] = (
 """What the kart's vehicle interface (pylon_kart) serves in its vehicle's domain."""
 
 
+_STACK = "the competition's name and type, as its reference stack uses them"
+
+STACK_TOPICS: tuple[Topic, ...] = (
+    Topic('stack/trajectory', '/planning/scenario_planning/trajectory',
+          'autoware_auto_planning_msgs/msg/Trajectory', 'LATCHED', TRAJECTORY_PUBLISHER,
+          PUBLISHES, GLOBAL,
+          f"{_STACK}; republished every second; {LATE_JOINER} (the competition's Best "
+          'Effort depth 1 readers match it too; pure_pursuit reads it SENSOR_READER, so '
+          "that another stack's Best Effort publisher reaches it)", (PURE_PURSUIT,)),
+    Topic('stack/kinematic_state', '/localization/kinematic_state', 'nav_msgs/msg/Odometry',
+          'DEFAULT_STREAM', KART_LOCALIZER, PUBLISHES, GLOBAL,
+          f"{_STACK}; the EKF's pose (map) and twist (base_link), never ground truth; "
+          f'{NO_SPEC}; pure_pursuit reads it Best Effort (SENSOR_READER), as the '
+          "competition's", (PURE_PURSUIT,)),
+    Topic('stack/gnss', '/sensing/gnss/nav_sat_fix', 'sensor_msgs/msg/NavSatFix',
+          'SENSOR_READER', KART_LOCALIZER, SUBSCRIBES, GLOBAL,
+          f"{_STACK}; read Best Effort, whatever the simulator's publisher is"),
+    Topic('stack/imu', '/sensing/imu/imu_raw', 'sensor_msgs/msg/Imu', 'SENSOR_READER',
+          KART_LOCALIZER, SUBSCRIBES, GLOBAL,
+          f'{_STACK}; imu_link aligned with base_link; read Best Effort'),
+)
+"""What the kart's reference stack (pylon_kart: kart_localizer, trajectory_publisher,
+pure_pursuit) owns; it also writes the kart's ``control_cmd`` and ``/tf`` and reads
+``velocity_status``."""
+
+
 TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
-                            + MISSION_TOPICS + KART_TOPICS}
+                            + MISSION_TOPICS + KART_TOPICS + STACK_TOPICS}
 """Every topic and service of the workspace, by key."""
 
 GROUND_TRUTH_KEYS = frozenset(row.key for row in BRIDGE_TOPICS if row.ground_truth)

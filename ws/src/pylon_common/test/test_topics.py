@@ -10,7 +10,8 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
              topics.ATTITUDE_EVALUATOR, topics.DESCRIPTION_RELAY, topics.NEARBY_MARKERS,
              topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
              topics.RENDEZVOUS_CHASER, topics.VIEWER, topics.PYLON_RECORDER,
-             topics.KART_INTERFACE}
+             topics.KART_INTERFACE, topics.KART_LOCALIZER, topics.TRAJECTORY_PUBLISHER,
+             topics.PURE_PURSUIT}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
@@ -28,7 +29,8 @@ def test_one_latched_profile_for_every_latched_state():
     assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
                        'control/authority/state', 'simulator/state',
                        'simulator/universal_time', 'admin/state', 'admin/mission',
-                       'admin/ranking', 'sim/state', 'kart/control_mode', 'kart/gear_status'}
+                       'admin/ranking', 'sim/state', 'kart/control_mode', 'kart/gear_status',
+                       'stack/trajectory'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
@@ -51,6 +53,29 @@ def test_the_kart_serves_the_competitions_names_and_types():
               if row.namespace == topics.GLOBAL}
     assert served == expected
     assert all(row.owner == topics.KART_INTERFACE for row in topics.KART_TOPICS)
+
+
+def test_the_stack_uses_the_competitions_names_and_types():
+    expected = {
+        '/planning/scenario_planning/trajectory': (
+            'autoware_auto_planning_msgs/msg/Trajectory', topics.TRAJECTORY_PUBLISHER),
+        '/localization/kinematic_state': ('nav_msgs/msg/Odometry', topics.KART_LOCALIZER),
+        '/sensing/gnss/nav_sat_fix': ('sensor_msgs/msg/NavSatFix', topics.KART_LOCALIZER),
+        '/sensing/imu/imu_raw': ('sensor_msgs/msg/Imu', topics.KART_LOCALIZER),
+    }
+    assert {topics.name(row.key): (row.type, row.owner) for row in topics.STACK_TOPICS} == \
+        expected
+    assert set(topics.subscribed_by(topics.KART_LOCALIZER)) == {
+        'stack/gnss', 'stack/imu', 'kart/velocity_status'}
+    assert set(topics.published_by(topics.KART_LOCALIZER)) == {
+        'stack/kinematic_state', 'tf', topics.ROS_DIAGNOSTICS}
+    assert set(topics.subscribed_by(topics.PURE_PURSUIT)) == {
+        'stack/trajectory', 'stack/kinematic_state'}
+    assert set(topics.published_by(topics.PURE_PURSUIT)) == {
+        'kart/control_cmd', topics.ROS_DIAGNOSTICS}
+    assert set(topics.published_by(topics.TRAJECTORY_PUBLISHER)) == {'stack/trajectory'}
+    reader = qos.SENSOR_READER          # matches Reliable and Best Effort publishers
+    assert (reader.reliability, reader.durability) == (qos.BEST_EFFORT, qos.VOLATILE)
 
 
 def test_names_resolve_under_the_prefixes():
