@@ -24,6 +24,7 @@ class KartLimits:
     """The kart's geometry and limits (m, rad, m/s, m/s²)."""
 
     wheelbase: float = 1.05
+    rear_axle: float = 0.45        # m, from base_link (the centre of mass) back to the rear axle
     max_steering_tire_angle: float = 0.3644
     max_speed: float = 15.0
     max_acceleration: float = 4.0

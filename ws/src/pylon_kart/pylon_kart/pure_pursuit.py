@@ -33,7 +33,7 @@ class PursuitParams:
     """The controller's gains and limits (m, s, rad, m/s²)."""
 
     wheelbase: float = KART.wheelbase
-    rear_offset: float = 0.5 * KART.wheelbase          # m, base_link to the rear axle
+    rear_offset: float = KART.rear_axle                # m, base_link to the rear axle
     min_lookahead: float = 3.5                          # m
     lookahead_gain: float = 0.5                         # s (lookahead per m/s)
     steering_gain: float = 1.0
