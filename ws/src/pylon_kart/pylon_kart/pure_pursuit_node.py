@@ -32,7 +32,7 @@ D = pure_pursuit.PursuitParams()
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter('wheelbase', D.wheelbase, 'm, front axle to rear axle', 0.1, 10.0),
     Parameter('rear_offset', D.rear_offset,
-              'm, base_link (the centre of mass) to the rear axle: the kart scenario\'s',
+              "m, base_link (the centre of mass) to the rear axle: the kart scenario's",
               -5.0, 5.0),
     Parameter('min_lookahead', D.min_lookahead, 'm, the shortest lookahead', 0.1, 50.0),
     Parameter('lookahead_gain', D.lookahead_gain, 's, lookahead per m/s of speed', 0.0, 10.0),
