@@ -65,6 +65,8 @@ from pylon_kart.geometry import Geometry, geometry_of, Wheel
 DIAGNOSTICS_PERIOD_SEC = 1.0
 RELEASE_GRACE_SEC = 0.3
 MAX_STEP_SEC = 0.1
+MIN_REACTION_SEC = 0.005
+"""s of wall time between two control steps run at once on a control_cmd."""
 
 
 def _wheel(msg: WheelState) -> Wheel:
@@ -97,6 +99,7 @@ class KartInterfaceNode(Node):
         self.measured = actuation.Measurement(0.0, 0.0, 0.0, 0.0)
         self.applied: vehicle.Output | None = None
         self.last_step: float | None = None
+        self.last_reaction = 0.0              # steady clock of the last step on a command
         self.counts = {'wheel_commands_sent': 0, 'leases_lost': 0, 'commands_refused': 0}
         self._wire(p['topic_prefix'])
         self.timer = self.create_timer(p['control_period_sec'], self._tick, clock=self.clock)
@@ -224,8 +227,12 @@ class KartInterfaceNode(Node):
             self._refused('control_cmd', self.kart.on_control(
                 msg.lateral.steering_tire_angle, msg.longitudinal.acceleration, now,
                 self.geometry))
-            if self.last_step is None or now - self.last_step >= \
-                    0.5 * self.params['control_period_sec']:
+            # at once, not at the next tick: game time moves in 20 ms physics steps, so the
+            # tick can be a whole step away (at most one reaction per MIN_REACTION_SEC of
+            # wall time, whatever rate a stack sends at)
+            wall = time.monotonic()
+            if wall - self.last_reaction >= MIN_REACTION_SEC:
+                self.last_reaction = wall
                 self._step(now)
 
     def _on_actuation(self, msg: ActuationCommandStamped) -> None:
@@ -283,8 +290,8 @@ class KartInterfaceNode(Node):
             spin = {i: m.angular_velocity for i, m in self.wheel_msgs.items()}
             angles = {i: m.steering_angle for i, m in self.wheel_msgs.items()}
             self.measured = actuation.measure(g, spin, angles, self.yaw_rate)
-        dt = min(max(now - self.last_step, 1e-3), MAX_STEP_SEC) if self.last_step else \
-            self.params['control_period_sec']
+        dt = min(max(now - self.last_step, 0.0), MAX_STEP_SEC) if self.last_step else \
+            self.params['control_period_sec']       # 0 within one physics step: no change
         self.last_step = now
         self.applied = None
         if self.engaged_now(now) and g is not None and self.kart.params is not None:

@@ -13,7 +13,7 @@ PARAMETERS: tuple[Parameter, ...] = (
               's, lease lifetime of each acquire/renew (renewed every lease_duration_sec / 4)',
               0.1, MAX_LEASE_SEC),
     Parameter('control_period_sec', 0.02,
-              's, the control step (also run at once on a control_cmd after half of it)',
+              's, the control step (also run at once on each control_cmd, at most every 5 ms)',
               0.005, 0.2),
     Parameter('command_timeout_sec', 0.5,
               's, without a control_cmd or actuation_cmd for this long the kart brakes to a '
