@@ -2,8 +2,8 @@
 
 Every process runs in a ROS domain and on UDP ports of its own (``pylon_testing.bench``).
 
-1. **latency** (``control_cmd`` to wheel command): pylon_sim (``kart`` with its GNSS and
-   LiDAR, no camera: see ``camera`` below) at ``--rate 1``, udp_bridge, ``kart_interface``
+1. **latency** (``control_cmd`` to wheel command): pylon_sim (``kart`` with its GNSS, AHRS
+   and LiDAR, no camera: see below) at ``--rate 1``, udp_bridge, ``kart_interface``
    on game time, AUTONOMOUS. The bench publishes ``control_cmd`` at 50 Hz, the steering
    stepping between two angles, and times each against the first ``WheelCommand`` of the
    front-left wheel carrying that command's Ackermann angle (both on this process's clock).
@@ -51,7 +51,6 @@ from pylon_track import load_track
 from std_msgs.msg import Bool
 import yaml
 
-GNSS = {'kind': 'gnss', 'index': 1, 'sensor_id': 'gnss', 'frame_id': 'gnss_link'}
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 LATENCY_SEC = 20.0
 LOCKSTEP_SEC = 15.0
@@ -80,10 +79,10 @@ def yaw_of(q) -> float:
 
 
 def scenario(session: BenchSession) -> str:
-    """Write the kart scenario with a GNSS receiver and without its camera; return its path."""
+    """Write the kart scenario without its camera; return its path."""
     data_dir = session.log_dir / 'scenario'
     data_dir.mkdir(exist_ok=True)
-    path = write_scenario(data_dir, 'kart', lean=False, modules={'kart': {'kartChassis': [GNSS]}})
+    path = write_scenario(data_dir, 'kart', lean=False)
     data = yaml.safe_load(open(path, encoding='utf-8').read())
     for vessel in data['vessels']:
         vessel['parts'] = [p for p in vessel['parts'] if p['name'] != 'pylonCamera']

@@ -129,7 +129,7 @@ def sample_corpus() -> list[dict]:
                  d.star_tracker(), d.star_tracker(reason='inactive'), d.lidar_2d(),
                  d.lidar_3d(), d.flight_state(), d.control_snapshot(), d.vehicle_health(5.0),
                  d.part_thermal(4001, 300.0), d.separation_result(), d.relative_nav(),
-                 d.gnss(), d.gnss(fix=None),
+                 d.gnss(), d.gnss(fix=None), d.ahrs(),
                  d.model_clear(), *d.model_chunks()[:2]):
         out.append(packets.decode_state(data))
     return out

@@ -273,3 +273,17 @@ def gnss(sequence: int = 1, ut: float = UT, env: Envelope = ENV, sensor: str = '
                   rateHz=10.0, frameId=frame, bodyName='Kerbin',
                   status='no_fix' if fix is None else 'fix', latitude=lat, longitude=lon,
                   altitude=alt, positionCovariance=[0.04, 0.04, 0.16])
+
+
+def ahrs(sequence: int = 1, ut: float = UT, env: Envelope = ENV, sensor: str = 'ahrs',
+         session: str = 'd' * 32, orientation: tuple = (0.0, 0.0, 0.0, 1.0),
+         covariance: tuple = (1.2e-5, 1.2e-5, 7.6e-5), part: int = 4011) -> bytes:
+    """Return a ``pylon_ahrs`` sample: base_link in ENU ``orientation`` [x, y, z, w].
+
+    Not the mod's: our simulator's extension (``packets.EXTENSION_STATE_TYPES``), the
+    covariance about East, North, Up (rad^2).
+    """
+    return encode('pylon_ahrs', env, vesselId=env.runtime_vessel_id, sensorId=sensor,
+                  partFlightId=part, sessionId=session, sequence=sequence, universalTime=ut,
+                  rateHz=50.0, orientation=list(orientation),
+                  orientationCovariance=list(covariance))

@@ -207,6 +207,11 @@ STATE_SAMPLES: dict[str, tuple[str, dict]] = {
         'sessionId': 'c' * 32, 'sequence': 12, 'universalTime': UT, 'rateHz': 10.0,
         'frameId': 'gnss_link', 'bodyName': 'Kerbin', 'status': 'fix', 'latitude': -0.0486,
         'longitude': -74.7247, 'altitude': 0.6, 'positionCovariance': [0.04, 0.04, 0.16]}),
+    'pylon_ahrs': ('pylon_ahrs', {
+        'vesselId': VESSEL_ID, 'sensorId': 'ahrs', 'partFlightId': 4011,
+        'sessionId': 'd' * 32, 'sequence': 7, 'universalTime': UT, 'rateHz': 50.0,
+        'orientation': [0.0, 0.0, 0.38268343236508984, 0.9238795325112867],
+        'orientationCovariance': [1.2e-5, 1.2e-5, 7.6e-5]}),
 }
 
 COMMAND_SAMPLES: dict[str, tuple[str, dict]] = {

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 from dataclasses import replace
 import functools
+import re
 from typing import Any, TYPE_CHECKING
 
 from pylon_common import topics
@@ -122,6 +123,11 @@ OPTIONS: tuple[Parameter, ...] = (
     _behaviour('frame_prefix', 'pylon',
                'first word of every sensor frame name: <prefix>_<vessel id, 8 hex>_<sensor id>'
                ' (sanitised to [a-z0-9_])', metavar='PREFIX'),
+    _behaviour('imu_frame_id', '',
+               "header.frame_id of the IMU; when set (e.g. imu_link) the bridge also sends "
+               'base_link -> it on /tf_static, identity (the IMU measures at the centre of '
+               "mass in base_link axes); '': base_link itself, no transform "
+               '([A-Za-z_][A-Za-z0-9_]{0,63})', metavar='FRAME'),
     _behaviour('model_tf_rate', 5.0,
                'Hz of the timer that keeps base_link -> proxy root on /tf at the latest game '
                'time when nothing else carries it (no ground truth, no sensor)',
@@ -268,8 +274,19 @@ def resolve(explicit_cli: Mapping[str, Any], parameters: Mapping[str, Any]) -> B
     return BridgeConfig(**values)
 
 
+FRAME_ID = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
+"""A frame name the bridge may be given (``imu_frame_id``): a tf2 frame id, no slash."""
+
+
 def _check_together(values: Mapping[str, OptionValue]) -> None:
-    """Raise ValueError naming both options when two options exclude each other."""
+    """Raise ValueError naming both options when two options exclude each other.
+
+    Also a frame name that is not one (``FRAME_ID``), naming its option.
+    """
+    frame = values['imu_frame_id']
+    if frame and FRAME_ID.fullmatch(frame) is None:
+        raise ValueError(f'{OPTION_BY_NAME["imu_frame_id"].label}: {frame!r} is not a frame '
+                         f'name ({FRAME_ID.pattern}, or empty for base_link)')
     if values['disable_ground_truth'] and values['ground_truth_domain'] >= 0:
         disable, domain = (OPTION_BY_NAME[name].label
                            for name in ('disable_ground_truth', 'ground_truth_domain'))

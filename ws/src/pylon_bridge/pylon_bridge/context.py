@@ -36,6 +36,12 @@ class CoreConfig:
     serialize_imu: bool = False    # hand the node the IMU's CDR bytes, no message (Publish)
     publish_clock: bool = False    # publish /clock from the UT-mapped time
     frame_prefix: str = 'pylon'    # first word of sensor frame names
+    imu_frame: str = ''            # the IMU's frame ('': body_frame), static under body_frame
+
+    @property
+    def imu_frame_id(self) -> str:
+        """Return the IMU messages' ``header.frame_id``: ``imu_frame``, else ``body_frame``."""
+        return self.imu_frame or self.body_frame
 
     @property
     def ground_truth_here(self) -> bool:

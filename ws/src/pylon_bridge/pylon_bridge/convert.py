@@ -73,24 +73,40 @@ def header(msg, stamp: float, frame_id: str):
     return msg
 
 
+Orientation = tuple[Sequence[float], Sequence[float]]
+"""An AHRS's ``(quaternion [x, y, z, w], variances about East, North, Up in rad^2)``."""
+
+
+def orientation_covariance(variances: Sequence[float]) -> list[float]:
+    """Return the 3x3 row-major covariance (rad^2, about the fixed ENU axes) of ``variances``."""
+    east, north, up = (float(v) for v in variances)
+    return [east, 0.0, 0.0, 0.0, north, 0.0, 0.0, 0.0, up]
+
+
 def imu(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK,
-        into: Imu | None = None) -> Imu:
-    """Return ``pylon_imu`` as REP-145 ``imu/data_raw``.
+        into: Imu | None = None, orientation: Orientation | None = None) -> Imu:
+    """Return ``pylon_imu`` as REP-145 ``imu/data_raw`` in the frame ``body_frame``.
 
     Inertial angular rate (rad/s) and specific force (m/s², ≈ +g on +Z standing upright,
-    ≈ 0 in free fall) in ``base_link``; no orientation (``orientation_covariance[0] = -1``
-    and an all-zero quaternion); the rate and acceleration covariances are unknown (all
-    zeros): the mod adds no noise and states no accuracy.
+    ≈ 0 in free fall) in ``base_link`` axes; the rate and acceleration covariances are
+    unknown (all zeros): the mod adds no noise and states no accuracy. ``orientation``: an
+    AHRS sample (our simulator's extension) to fill in, base_link in ENU with its
+    covariance; without one, no orientation (``orientation_covariance[0] = -1`` and an
+    all-zero quaternion).
 
-    ``into``: a message made by an earlier call to refill (only the stamp and the two
-    vectors change), for a publisher that serialises each message before the next one.
+    ``into``: a message made by an earlier call to refill (the stamp, the two vectors and
+    the orientation change), for a publisher that serialises each message before the next.
     """
     msg = into
     if msg is None:
         msg = Imu()
         msg.header.frame_id = body_frame
-        msg.orientation.w = 0.0
+    if orientation is None:
+        _xyzw(msg.orientation, (0.0, 0.0, 0.0, 0.0))
         msg.orientation_covariance = NO_ORIENTATION_COVARIANCE_ARRAY
+    else:
+        _xyzw(msg.orientation, orientation[0])
+        msg.orientation_covariance = orientation_covariance(orientation[1])
     stamp_ns = to_nanoseconds(stamp)
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
     v = msg.angular_velocity
@@ -106,23 +122,26 @@ _INT32_MAX = 2**31 - 1
 
 
 @functools.lru_cache(maxsize=16)
-def _imu_cdr(body_frame: str) -> tuple[struct.Struct, bytes]:
+def _imu_cdr(body_frame: str, oriented: bool = False) -> tuple[struct.Struct, bytes]:
     """Return the layout of an ``imu`` message's CDR and its constant middle part.
 
-    The layout: encapsulation, stamp (sec, nanosec), the middle (frame id, orientation and
-    its covariance), angular velocity, its covariance, linear acceleration, its covariance.
+    The layout: encapsulation, stamp (sec, nanosec), the middle (frame id, and unless
+    ``oriented`` the orientation and its covariance), [the orientation, its covariance,]
+    angular velocity, its covariance, linear acceleration, its covariance.
     """
     name = body_frame.encode('utf-8') + b'\x00'
     fixed = 12 + len(name)              # sec, nanosec, string length and text
-    middle = (struct.pack('<I', len(name)) + name + bytes(-fixed % 8)       # doubles: 8-aligned
-              + struct.pack('<4d9d', 0.0, 0.0, 0.0, 0.0, *NO_ORIENTATION_COVARIANCE))
+    middle = struct.pack('<I', len(name)) + name + bytes(-fixed % 8)       # doubles: 8-aligned
+    if not oriented:
+        middle += struct.pack('<4d9d', 0.0, 0.0, 0.0, 0.0, *NO_ORIENTATION_COVARIANCE)
     size = len(_CDR_COVARIANCE)
-    return struct.Struct(f'<4siI{len(middle)}s3d{size}s3d{size}s'), middle
+    return struct.Struct(f'<4siI{len(middle)}s{"13d" if oriented else ""}3d{size}s3d{size}s'), \
+        middle
 
 
-def imu_serialized(packet: Mapping, stamp: float,
-                   body_frame: str = frames.BASE_LINK) -> bytes | None:
-    """Return ``imu(packet, stamp, body_frame)`` serialized: the CDR bytes rclpy would send.
+def imu_serialized(packet: Mapping, stamp: float, body_frame: str = frames.BASE_LINK,
+                   orientation: Orientation | None = None) -> bytes | None:
+    """Return ``imu(packet, stamp, body_frame, orientation=...)`` serialized: rclpy's CDR.
 
     The bytes ``rclpy.serialization.serialize_message`` gives for that message (the tests
     compare them, padding aside, and deserialise them), packed in one call around constant
@@ -133,8 +152,13 @@ def imu_serialized(packet: Mapping, stamp: float,
     sec, nanosec = divmod(to_nanoseconds(stamp), 1_000_000_000)
     if sec > _INT32_MAX:
         return None
-    layout, middle = _imu_cdr(body_frame)
-    return layout.pack(_CDR_LE, sec, nanosec, middle, *packet['angularVelocity'],
+    if orientation is None:
+        layout, middle = _imu_cdr(body_frame)
+        return layout.pack(_CDR_LE, sec, nanosec, middle, *packet['angularVelocity'],
+                           _CDR_COVARIANCE, *packet['linearAcceleration'], _CDR_COVARIANCE)
+    layout, middle = _imu_cdr(body_frame, True)
+    return layout.pack(_CDR_LE, sec, nanosec, middle, *orientation[0],
+                       *orientation_covariance(orientation[1]), *packet['angularVelocity'],
                        _CDR_COVARIANCE, *packet['linearAcceleration'], _CDR_COVARIANCE)
 
 

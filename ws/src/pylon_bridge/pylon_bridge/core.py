@@ -14,7 +14,7 @@ actions for the node:
 | ``vessel_session.VesselSession`` | the VesselLifecycle: generations, states, model readiness |
 | ``transforms.Transforms`` | /tf and /tf_static bookkeeping |
 | ``description.ProxyDescription`` | the proxy model, robot_description and root_frame |
-| ``measurements.Measurements`` | IMU, ground truth, nearby vessels |
+| ``measurements.Measurements`` | IMU (with an AHRS's orientation), ground truth, nearby vessels |
 | ``sensor_streams.SensorStreams`` | star trackers, LiDARs, cameras, relative nav., GNSS |
 | ``actuation.Actuation`` | authority, wrench feedback, actuators (manifests), docking; commands |
 | ``flight.Flight`` | flight state and control snapshots (ground truth) |
@@ -76,7 +76,8 @@ GROUND_TRUTH_TYPES = frozenset({'pylon_ground_truth', 'pylon_nearby_vessels',
 ``--ground-truth-domain``."""
 PAUSED_TYPES = frozenset({'pylon_imu', 'pylon_ground_truth', 'pylon_motor_state',
                           'pylon_star_tracker', 'pylon_lidar_scan',
-                          'pylon_camera_frame_chunk', 'pylon_relative_nav', 'pylon_gnss'})
+                          'pylon_camera_frame_chunk', 'pylon_relative_nav', 'pylon_gnss',
+                          'pylon_ahrs'})
 """Measurements: none is published while the game is paused."""
 
 
@@ -121,6 +122,7 @@ class BridgeCore:
                                 s.time.mapped) if config.route_ground_truth else None
         self._handlers = {
             'pylon_imu': self.measurements.imu,
+            'pylon_ahrs': self.measurements.ahrs,
             'pylon_ground_truth': self.measurements.ground_truth,
             'pylon_nearby_vessels': self.measurements.nearby,
             'pylon_star_tracker': self.sensors.star_tracker,

@@ -3,7 +3,12 @@
 - IMU (REP-145 ``imu/data_raw``): a sample whose KSP time is not newer than the last one
   of the session is dropped (``stale_imu``); the /tf that covers its stamp goes out first.
   Without ground truth here (disabled, or in another domain), the first IMU sample of a
-  generation makes it ACTIVE.
+  generation makes it ACTIVE. Its ``header.frame_id`` is ``imu_frame_id`` (else base_link).
+- AHRS (``pylon_ahrs``, our simulator's extension; the mod sends none): no topic of its
+  own; the newest sample of the runtime session (by KSP time; an older one is dropped,
+  ``stale_ahrs``) fills the IMU's ``orientation`` and ``orientation_covariance`` while it
+  is fresh: within ``AHRS_MAX_AGE_SEC`` of KSP time of the IMU sample. Otherwise the IMU
+  says it has no orientation (``orientation_covariance[0] = -1``), as without an AHRS.
 - Ground truth: pose, twist (ENU and body), acceleration and the ENU frame's rate, the
   world /tf at the pose's own stamp; a new mod origin bumps the origin sequence; the first
   sample of a generation makes it ACTIVE.
@@ -21,6 +26,10 @@ from sensor_msgs.msg import Imu
 from pylon_bridge import convert, vessel_session
 from pylon_bridge.context import Shared
 
+AHRS_MAX_AGE_SEC = 0.1
+"""KSP s an AHRS sample stays fresh for the IMU (either side of the IMU sample's UT): five
+samples at the default 50 Hz, one at the slowest 10 Hz (``SEND_RATE_RANGES_HZ``)."""
+
 
 class Measurements:
     """IMU, ground truth and nearby vessels of the active vessel."""
@@ -32,8 +41,26 @@ class Measurements:
         self.new_session()
 
     def new_session(self) -> None:
-        """Forget the last IMU time of the previous session."""
+        """Forget the last IMU time and AHRS sample of the previous session."""
         self.last_imu_ut: float | None = None
+        self.ahrs_ut: float | None = None
+        self.ahrs_orientation: convert.Orientation | None = None
+
+    def ahrs(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
+        """Keep an AHRS sample for the IMU messages (nothing is published)."""
+        ut = packet['universalTime']
+        if self.ahrs_ut is not None and ut <= self.ahrs_ut:
+            return self.s.stats.drop('stale_ahrs', f'pylon_ahrs UT {ut} <= {self.ahrs_ut}')
+        self.s.stamp(packet, ros_now)           # a UT no stamp holds is refused here too
+        self.ahrs_ut = ut
+        self.ahrs_orientation = (packet['orientation'], packet['orientationCovariance'])
+        return []
+
+    def orientation(self, ut: float) -> convert.Orientation | None:
+        """Return the AHRS sample fresh at KSP time ``ut`` (``AHRS_MAX_AGE_SEC``), or None."""
+        if self.ahrs_ut is None or abs(ut - self.ahrs_ut) > AHRS_MAX_AGE_SEC:
+            return None
+        return self.ahrs_orientation
 
     def imu(self, packet: dict, source: Any, now: float, ros_now: float) -> list:
         """Publish an IMU sample (after the /tf covering it)."""
@@ -45,12 +72,14 @@ class Measurements:
         self.last_imu_ut = ut
         out = s.transforms.cover(stamp, now, s.description.model)
         config = s.config
-        data = convert.imu_serialized(packet, stamp, config.body_frame) \
+        orientation = self.orientation(ut)
+        data = convert.imu_serialized(packet, stamp, config.imu_frame_id, orientation) \
             if config.serialize_imu else None
         if data is not None:                    # the bytes alone: no message is built
             out.append(s.topics.publish('imu', None, now, '', data, Imu))
         else:
-            msg = convert.imu(packet, stamp, config.body_frame, into=self._imu_msg)
+            msg = convert.imu(packet, stamp, config.imu_frame_id, into=self._imu_msg,
+                              orientation=orientation)
             if config.reuse_messages:
                 self._imu_msg = msg
             out.append(s.topics.publish('imu', msg, now))

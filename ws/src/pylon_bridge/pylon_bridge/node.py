@@ -80,7 +80,8 @@ def core_config(o: bridge_config.BridgeConfig) -> CoreConfig:
         allow_remote_models=o.allow_remote_models, allow_servo_joints=o.allow_servo_joints,
         publish_proxy_static_tf=o.publish_proxy_static_tf,
         max_datagram_bytes=o.max_datagram_bytes, reuse_messages=True, serialize_imu=True,
-        publish_clock=o.publish_clock, frame_prefix=sanitize_name(o.frame_prefix, 'pylon'))
+        publish_clock=o.publish_clock, frame_prefix=sanitize_name(o.frame_prefix, 'pylon'),
+        imu_frame=o.imu_frame_id)
 
 
 class UdpBridge(Node):

@@ -7,7 +7,8 @@
   never has to extrapolate; without ground truth only ``base_link -> proxy root`` is sent.
 - ``/tf_static`` is one message with everything static: the ``pylon_root`` alias under
   the proxy root link, the proxy's fixed joints (unless robot_state_publisher publishes
-  them) and every sensor mount under its part's link.
+  them), the IMU's frame under base_link when it has one of its own (``imu_frame_id``,
+  identity) and every sensor mount under its part's link.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ class Transforms:
                                         (0.0, 0.0, 0.0), frames.IDENTITY_QUATERNION)]
         if self.config.publish_proxy_static_tf:
             transforms += convert.proxy_static_transforms(model, stamp)
+        imu = self.config.imu_frame_id
+        if imu != self.config.body_frame:        # the IMU at the centre of mass, base_link axes
+            transforms.append(convert.transform(stamp, self.config.body_frame, imu,
+                                                (0.0, 0.0, 0.0), frames.IDENTITY_QUATERNION))
         for frame, (part, position, rotation) in sorted(self.sensor_mounts.items()):
             link = model.frame_for_part(part)
             if link is not None:

@@ -130,6 +130,8 @@ def test_flag_beats_parameter_beats_derived_default():
     ({'host': ''}, 'must not be empty'),
     ({'port': '49010'}, 'expected a integer'),
     ({'ground_truth_domain': 233}, re.escape('(--ground-truth-domain): must be -1–232')),
+    ({'imu_frame_id': 'imu link'}, re.escape("(--imu-frame-id): 'imu link' is not a frame")),
+    ({'imu_frame_id': '/imu_link'}, re.escape("(--imu-frame-id): '/imu_link' is not a frame")),
 ])
 def test_bad_values_are_named(explicit, message):
     with pytest.raises(ValueError, match=message):
@@ -198,3 +200,10 @@ def test_node_name_frame_prefix_model_tf_rate_and_clock_flags():
     assert config.defaults().publish_clock is False
     with pytest.raises(SystemExit):
         config.parse_cli(['--model-tf-rate', '100'])            # 0.5-60 Hz
+
+
+def test_imu_frame_id_is_base_link_unless_set():
+    assert config.defaults().imu_frame_id == ''
+    explicit, _ = config.parse_cli(['--imu-frame-id', 'imu_link'])
+    assert config.resolve(explicit, {}).imu_frame_id == 'imu_link'
+    assert config.resolve({}, {'imu_frame_id': 'imu_link'}).imu_frame_id == 'imu_link'

@@ -38,12 +38,17 @@ def imu_cases():
             yield packet, stamp, frame
 
 
-def test_imu_serialized_is_the_cdr_of_the_imu_message():
+ORIENTATION = ([0.1, -0.2, 0.3, 0.927361849549570], [1.2e-5, 1.3e-5, 7.6e-5])
+"""An AHRS sample: base_link in ENU and its variances about East, North, Up (rad^2)."""
+
+
+@pytest.mark.parametrize('orientation', [None, ORIENTATION])
+def test_imu_serialized_is_the_cdr_of_the_imu_message(orientation):
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import Imu
     for packet, stamp, frame in imu_cases():
-        msg = convert.imu(packet, stamp, frame)
-        data = convert.imu_serialized(packet, stamp, frame)
+        msg = convert.imu(packet, stamp, frame, orientation=orientation)
+        data = convert.imu_serialized(packet, stamp, frame, orientation=orientation)
         assert deserialize_message(data, Imu) == msg
         expected = serialize_message(msg)
         # the same bytes but the padding before the doubles, which rclpy leaves uninitialised
@@ -59,3 +64,15 @@ def test_imu_serialized_leaves_stamps_beyond_int32_to_the_message():
     assert convert.imu_serialized(packet, 2.0**31 - 0.5) is not None
     assert convert.imu_serialized(packet, 2.0**31) is None
 
+
+
+def test_imu_orientation_from_an_ahrs_or_none():
+    packet = {'angularVelocity': [0.0, 0.0, 0.1], 'linearAcceleration': [0.0, 0.0, 9.81]}
+    msg = convert.imu(packet, 5.0, 'imu_link', orientation=ORIENTATION)
+    q = msg.orientation
+    assert [q.x, q.y, q.z, q.w] == ORIENTATION[0]
+    assert list(msg.orientation_covariance) == [1.2e-5, 0, 0, 0, 1.3e-5, 0, 0, 0, 7.6e-5]
+    # a refilled message loses an orientation that is no longer there
+    again = convert.imu(packet, 5.1, 'imu_link', into=msg)
+    assert again is msg and (again.orientation.w, again.orientation_covariance[0]) == (0.0, -1.0)
+    assert again.header.frame_id == 'imu_link'

@@ -1,12 +1,12 @@
 """The rover end to end: on the pad, servo and wheel commanded, driven on ground truth.
 
-Its IMU and joint states on the pad; its GNSS fix (our simulator's extension) against its
-standing place; servo and wheel commands through udp_bridge, their states; WheelCommand
-driving it on ground truth.
-The tests share one simulator and bridge (``stack``: the surface scenario without its LiDAR,
-a GNSS receiver added on the rover's body, at real time: the test plays the controller),
-each from the scenario's start in a runtime session of its own (``session``) under a lease
-id of its own.
+Its IMU and joint states on the pad; its GNSS fix and its AHRS orientation in the IMU (our
+simulator's extensions) against its standing place and its ground-truth attitude; servo
+and wheel commands through udp_bridge, their states; WheelCommand driving it on ground
+truth. The tests share one simulator and bridge (``stack``: the surface scenario without
+its LiDAR, a GNSS receiver and an AHRS added on the rover's body, at real time: the test
+plays the controller), each from the scenario's start in a runtime session of its own
+(``session``) under a lease id of its own.
 """
 
 import math
@@ -21,6 +21,7 @@ from pylon_interfaces.msg import (
     WheelCommand,
     WheelState,
 )
+from pylon_protocol import rotations
 from pylon_testing.pilot import acquire, COMMAND, Pilot, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
@@ -38,6 +39,10 @@ GNSS = 'gnss'
 the defaults (10 Hz, 0.2 m horizontal and 0.4 m vertical sigma) and the frame the
 competition's interface names."""
 GNSS_MODULE = {'kind': 'gnss', 'index': 1, 'sensor_id': GNSS, 'frame_id': 'gnss_link'}
+AHRS_MODULE = {'kind': 'ahrs', 'index': 2, 'sensor_id': 'ahrs'}
+"""An AHRS on the rover's body with the defaults: 50 Hz, tilt sigma 0.0035 rad, heading sigma
+0.0087 rad, heading bias walk 0.0005 rad/sqrt(s)."""
+TILT_SIGMA, HEADING_SIGMA = 0.0035, 0.0087
 STAND = (-0.0486, -74.7247, 0.44413)
 """The surface scenario's standing place of the rover's centre of mass: deg, deg, m above
 Kerbin's sphere (its ground-truth ENU origin)."""
@@ -48,7 +53,7 @@ KERBIN_RADIUS = 600_000.0
 def scenario(tmp_path_factory) -> str:
     """Return the path of the module's scenario: surface, no LiDAR, the GNSS receiver."""
     return write_scenario(tmp_path_factory.mktemp('scenario'), 'surface',
-                          modules={'rover': {'roverBody.v2': [GNSS_MODULE]}})
+                          modules={'rover': {'roverBody.v2': [GNSS_MODULE, AHRS_MODULE]}})
 
 
 @pytest.fixture(scope='module')
@@ -143,6 +148,39 @@ def test_gnss_fixes_at_the_rate_in_gnss_link_around_the_standing_antenna(session
     assert np.all(np.abs(errors.mean(axis=0)) < 3 * sigma / math.sqrt(len(fixes)) + 0.01), \
         (errors.mean(axis=0), truth)
     assert np.all(errors.std(axis=0) < 2 * sigma) and np.all(errors.std(axis=0) > sigma / 2)
+
+
+def test_the_imu_carries_the_ahrs_orientation_around_the_ground_truth(session, ros_node):
+    rec = TopicRecorder(ros_node).add('imu', topics.name('imu'), Imu, qos_profile_sensor_data)
+    rec.add('pose', topics.name('ground_truth/pose'), PoseStamped, qos_profile_sensor_data)
+    rec.wait_count('imu', 61)
+    poses = {stamp_of(p): p.pose.orientation for p in rec.messages('pose')}
+    # the IMU samples of the game times the ground truth has (both 30 Hz on one clock)
+    pairs = [(m, poses[stamp_of(m)]) for m in rec.messages('imu')[1:]
+             if stamp_of(m) in poses]
+    assert len(pairs) >= 40, (len(pairs), len(poses))
+    assert {m.header.frame_id for m, _ in pairs} == {'base_link'}
+    # the rover stands at the ground truth's ENU origin: the local ENU is that ENU; the error
+    # rotation measured * truth^-1 about East, North, Up
+    errors, heading_sigma = [], []
+    for imu, truth in pairs:
+        cov = np.array(imu.orientation_covariance).reshape(3, 3)
+        assert cov[0, 0] == cov[1, 1] == pytest.approx(TILT_SIGMA ** 2, rel=1e-9)
+        assert cov[2, 2] >= HEADING_SIGMA ** 2
+        assert np.count_nonzero(cov - np.diag(np.diag(cov))) == 0
+        heading_sigma.append(math.sqrt(cov[2, 2]))
+        q = imu.orientation
+        errors.append(rotations.to_rotvec(rotations.multiply(
+            (q.x, q.y, q.z, q.w), rotations.conjugate((truth.x, truth.y, truth.z, truth.w)))))
+    errors = np.array(errors)
+    n = len(errors)
+    tilt = errors[:, :2]
+    assert np.all(np.abs(tilt.mean(axis=0)) < 3 * TILT_SIGMA / math.sqrt(n)), tilt.mean(axis=0)
+    assert np.all(tilt.std(axis=0) > 0.6 * TILT_SIGMA) and np.all(
+        tilt.std(axis=0) < 1.4 * TILT_SIGMA), tilt.std(axis=0)
+    # the heading: white noise about a bias that walks; each within 4 sigma of its covariance
+    assert np.all(np.abs(errors[:, 2]) < 4 * np.array(heading_sigma)), errors[:, 2]
+    assert errors[:, 2].std() > 0.6 * HEADING_SIGMA
 
 
 def test_servo_and_wheel_on_the_surface(session, ros_node):

@@ -1,33 +1,67 @@
-"""The kart's sensors at the competition's names: the bridge's own topics, remapped.
+"""The kart's sensors at the competition's names: ROS remapping of udp_bridge's own topics.
 
-No relay: ``udp_bridge`` itself publishes under the competition's names when started with
-``bridge_arguments()`` (ROS remapping of its resolved names), so a 1080-point scan pays no
-extra hop. The bridge's side of each pair comes from the topic contract (the ``kart``
-scenario's sensor ids); the competition's side is its interface. Plain data, no rclpy.
+A team's stack reads the kart's sensors under the competition's names and frames. The
+bridge publishes them under its own (``pylon_common.topics``, per sensor id of the ``kart``
+scenario); ``REMAPS`` maps one to the other, and ``bridge_arguments`` gives the
+``--ros-args`` that make the bridge's own publishers use the competition's names. No relay
+sits on the path: each message leaves the bridge once, on the competition's name (a 1080-
+point scan at 40 Hz pays no extra hop), and the bridge's own names carry nothing.
+
+Frames: the IMU's is ``IMU_FRAME`` (the bridge's ``imu_frame_id`` parameter, static and
+identity under ``base_link``); the GNSS receiver's is the scenario module's ``frame_id``
+(``GNSS_FRAME``). Plain data: nothing here imports rclpy.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pylon_common import topics
 
-LIDAR_ID = 'lidar'
-CAMERA_ID = 'camera'
-GNSS_ID = 'gnss'
-"""The ``kart`` scenario's sensor ids."""
+LIDAR, CAMERA, GNSS = 'lidar', 'camera', 'gnss'
+"""The sensor ids of the kart's LiDAR, camera and GNSS receiver (the ``kart`` scenario)."""
+IMU_FRAME = 'imu_link'
+"""The IMU's frame in the competition's interface (the bridge's ``imu_frame_id``)."""
+GNSS_FRAME = 'gnss_link'
+"""The GNSS receiver's frame (the kart scenario's ``gnss`` module ``frame_id``)."""
 
-REMAPS: tuple[tuple[str, str], ...] = (
-    (topics.name('imu'), topics.name('stack/imu')),
-    (topics.name('gnss', id=GNSS_ID), topics.name('stack/gnss')),
-    (topics.name('lidar_2d', id=LIDAR_ID), '/sensing/lidar/scan'),
-    (topics.name('camera', id=CAMERA_ID), '/sensing/camera/image_raw'),
-    (topics.name('camera_info', id=CAMERA_ID), '/sensing/camera/camera_info'),
+
+@dataclass(frozen=True)
+class Remap:
+    """One bridge topic (contract ``key``, per-sensor ``sensor_id``) and its competition name."""
+
+    key: str
+    sensor_id: str
+    competition: str
+
+    def bridge_name(self, topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> str:
+        """Return the bridge's own name of the topic under ``topic_prefix``."""
+        return topics.name(self.key, topic_prefix, id=self.sensor_id)
+
+
+REMAPS: tuple[Remap, ...] = (
+    Remap('imu', '', topics.name('stack/imu')),            # the localizer reads these two
+    Remap('gnss', GNSS, topics.name('stack/gnss')),
+    Remap('lidar_2d', LIDAR, '/sensing/lidar/scan'),
+    Remap('camera', CAMERA, '/sensing/camera/image_raw'),
+    Remap('camera_info', CAMERA, '/sensing/camera/camera_info'),
 )
-"""(the bridge's name, the competition's name) of every kart sensor."""
+"""The kart's sensor topics: the bridge's (``sensor_msgs`` Imu, NavSatFix, LaserScan, Image,
+CameraInfo) and the competition's name of each."""
 
 
-def bridge_arguments() -> tuple[str, ...]:
-    """Return the ``--ros-args`` that put the bridge's kart sensors at the competition's names."""
-    out: list[str] = ['--ros-args']
-    for source, target in REMAPS:
-        out += ['-r', f'{source}:={target}']
-    return tuple(out)
+def remapping(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> dict[str, str]:
+    """Return bridge name -> competition name of every ``REMAPS`` row."""
+    return {row.bridge_name(topic_prefix): row.competition for row in REMAPS}
+
+
+def bridge_arguments(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> list[str]:
+    """Return udp_bridge's ROS arguments: every remap and ``imu_frame_id:=imu_link``.
+
+    ``['--ros-args', '-r', '/ksp_vessel/imu/data_raw:=/sensing/imu/imu_raw', ..., '-p',
+    'imu_frame_id:=imu_link']``; append them to the bridge's own flags.
+    """
+    args = ['--ros-args']
+    for bridge, competition in remapping(topic_prefix).items():
+        args += ['-r', f'{bridge}:={competition}']
+    return [*args, '-p', f'imu_frame_id:={IMU_FRAME}']

@@ -1,6 +1,6 @@
 """The reference stack drives the kart around the course: two laps, inside the track.
 
-pylon_sim (the lean ``kart`` scenario with a GNSS receiver on the chassis) -> udp_bridge
+pylon_sim (the lean ``kart`` scenario: its GNSS receiver and AHRS, no LiDAR or camera) -> udp_bridge
 (the IMU and the fix at the competition's names, by remapping) -> kart_interface,
 kart_localizer, trajectory_publisher and pure_pursuit, all on game time; the simulator at
 ``RATE`` x real time, lock-stepped to the interface's wheel commands. The test plays the
@@ -28,7 +28,6 @@ pytestmark = pytest.mark.integration
 
 RATE = 4
 LEAD = 0.06
-GNSS = {'kind': 'gnss', 'index': 1, 'sensor_id': 'gnss', 'frame_id': 'gnss_link'}
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
 LAPS = 2
@@ -37,8 +36,7 @@ LAPS = 2
 @pytest.fixture(scope='module')
 def stack(module_sim_stack, tmp_path_factory):
     """Return the kart's simulator and bridge, the stack's four nodes beside them."""
-    scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'kart',
-                              modules={'kart': {'kartChassis': [GNSS]}})
+    scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'kart')
     return module_sim_stack(scenario, bridge_args=('--publish-clock', *sensing.bridge_arguments()),
                             sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD)))
 

@@ -76,6 +76,7 @@ SEND_RATES_HZ: Mapping[str, float] = MappingProxyType({
     'pylon_separation_result': 2.0,
     'pylon_relative_nav': 10.0,          # our simulator's extension (EXTENSION_STATE_TYPES)
     'pylon_gnss': 10.0,                  # our simulator's extension (EXTENSION_STATE_TYPES)
+    'pylon_ahrs': 50.0,                  # our simulator's extension (EXTENSION_STATE_TYPES)
 })
 #: Allowed ranges of the configurable rates above (Hz).
 SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
@@ -85,10 +86,11 @@ SEND_RATE_RANGES_HZ: Mapping[str, tuple[float, float]] = MappingProxyType({
     'pylon_camera_frame_chunk': (1.0, 15.0),
     'pylon_relative_nav': (1.0, 20.0),
     'pylon_gnss': (1.0, 20.0),
+    'pylon_ahrs': (10.0, 100.0),
 })
 #: State types of this workspace's simulator (``pylon_sim``) that the PyLoN mod does not
 #: send: a receiver never requires them, and nothing changes for the real mod's users.
-EXTENSION_STATE_TYPES = frozenset({'pylon_relative_nav', 'pylon_gnss'})
+EXTENSION_STATE_TYPES = frozenset({'pylon_relative_nav', 'pylon_gnss', 'pylon_ahrs'})
 #: ``timeoutSeconds`` of wrench and actuator commands; flight control and batch members
 #: allow at most 1 s. Where a timeout is unusable (0, negative, not finite) the mod
 #: applies 0.5 s.
@@ -715,6 +717,36 @@ it; ``frameId`` is the frame the receiver asks to be published in (empty: the re
 sensor frame). ``rateHz`` is the sensor's sample rate (``SEND_RATE_RANGES_HZ``).
 """
 
+# -- state: AHRS (our extension) ----------------------------------------------------------
+
+
+def _check_ahrs(p: dict) -> None:
+    if 'runtimeVesselId' in p and p['vesselId'] != p['runtimeVesselId']:
+        raise sc.inconsistent('vesselId differs from runtimeVesselId', 'vesselId')
+
+
+AHRS = Schema('pylon_ahrs', {
+    'vesselId': required(_HEX32),
+    'sensorId': required(_SENSOR_ID),
+    'partFlightId': required(_UINT32),
+    'sessionId': required(_HEX32),
+    'sequence': required(_SEQUENCE),
+    'universalTime': required(_NUM),
+    'rateHz': required(sc.number(*SEND_RATE_RANGES_HZ['pylon_ahrs'])),
+    'orientation': required(sc.quaternion(unit_tolerance=1e-3)),
+    'orientationCovariance': required(sc.array(_NON_NEG, min_count=3, max_count=3)),
+}, [_check_ahrs])
+"""``pylon_ahrs``: an extension of this workspace's simulator; the PyLoN mod does not send it.
+An attitude and heading reference of the active vessel: ``orientation`` ``[x, y, z, w]`` is
+the rotation of ``base_link`` in the local East-North-Up frame of the body point below the
+vessel (REP 103/145: a vector in base_link turned by it is in ENU), measured (noisy), a unit
+quaternion (norm within 1e-3 of 1, normalised here). ``orientationCovariance`` is the
+diagonal of its error's covariance about the ENU axes East, North, Up (rad^2): roll and
+pitch (tilt) about the horizontal axes, heading about Up. ``sessionId`` is the sensor's (a
+new one each time the simulator creates it), ``sequence`` counts its samples from 1 within
+it. ``rateHz`` is the sensor's sample rate (``SEND_RATE_RANGES_HZ``).
+"""
+
 # -- state: vessel model -------------------------------------------------------------------
 
 
@@ -1126,6 +1158,7 @@ _STATE_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_separation_result': SEPARATION_RESULT,
     'pylon_relative_nav': RELATIVE_NAV,
     'pylon_gnss': GNSS,
+    'pylon_ahrs': AHRS,
 }
 _COMMAND_SCHEMAS: dict[str, Schema | Variant] = {
     'pylon_control_authority_command': CONTROL_AUTHORITY_COMMAND,

@@ -23,7 +23,7 @@ INF = math.inf
 def test_samples_cover_every_type():
     assert {t for t, _ in samples.STATE_SAMPLES.values()} == packets.STATE_TYPES
     assert {t for t, _ in samples.COMMAND_SAMPLES.values()} == packets.COMMAND_TYPES
-    assert len(packets.STATE_TYPES) == 25 and len(packets.COMMAND_TYPES) == 8
+    assert len(packets.STATE_TYPES) == 26 and len(packets.COMMAND_TYPES) == 8
     kinds = {f['actuatorType'] for t, f in samples.STATE_SAMPLES.values()
              if t == 'pylon_actuator_state'}
     assert kinds == set(packets.ACTUATOR_TYPES)
@@ -584,6 +584,22 @@ STATE_REJECTIONS = [
     row('pylon_gnss', 'status', 'dgps', 'bad_value'),
     row('pylon_gnss', 'status', 'no_fix', 'inconsistent', 'latitude'),
     row('pylon_gnss', 'altitude', None, 'inconsistent'),
+    # AHRS (our simulator's extension)
+    row('pylon_ahrs', 'orientation', [0.0, 0.0, 0.0, 1.01], 'bad_value'),
+    row('pylon_ahrs', 'orientation', [0.0, 0.0, 0.0, 0.0], 'bad_value'),
+    row('pylon_ahrs', 'orientation', [0.0, 0.0, 1.0], 'bad_length'),
+    row('pylon_ahrs', 'orientation.3', NAN, 'non_finite'),
+    row('pylon_ahrs', 'orientation', DROP, 'missing_field'),
+    row('pylon_ahrs', 'orientationCovariance.0', -1e-6, 'out_of_range'),
+    row('pylon_ahrs', 'orientationCovariance.2', INF, 'non_finite'),
+    row('pylon_ahrs', 'orientationCovariance', [1e-5, 1e-5], 'bad_length'),
+    row('pylon_ahrs', 'rateHz', 5, 'out_of_range'),
+    row('pylon_ahrs', 'rateHz', 101, 'out_of_range'),
+    row('pylon_ahrs', 'universalTime', NAN, 'non_finite'),
+    row('pylon_ahrs', 'sequence', 0, 'out_of_range'),
+    row('pylon_ahrs', 'sessionId', 'session-1', 'bad_value'),
+    row('pylon_ahrs', 'sensorId', 'AHRS', 'bad_value'),
+    row('pylon_ahrs', 'vesselId', OTHER, 'inconsistent'),
 ]
 
 
@@ -639,6 +655,17 @@ def test_gnss_fix_has_a_position_and_no_fix_has_none():
     unnamed = dict(packet)
     del unnamed['frameId']
     assert packets.validate_state(unnamed)['frameId'] == ''
+
+
+def test_ahrs_orientation_is_a_unit_quaternion_normalised():
+    # an extension of our simulator: the mod never sends it
+    assert 'pylon_ahrs' in packets.EXTENSION_STATE_TYPES
+    assert packets.SEND_RATE_RANGES_HZ['pylon_ahrs'] == (10.0, 100.0)
+    packet = samples.state_packet('pylon_ahrs')
+    sample = packets.validate_state({**packet, 'orientation': [0.0, 0.0, 0.0, 1.0005]})
+    assert sample['orientation'] == pytest.approx([0.0, 0.0, 0.0, 1.0], abs=1e-12)
+    assert sample['orientationCovariance'] == [1.2e-5, 1.2e-5, 7.6e-5]
+    assert packets.decode_state(wire.encode_state(packet))['sequence'] == 7
 
 
 def test_session_without_a_vessel_cannot_be_available():

@@ -22,8 +22,8 @@ def test_the_kart_has_the_ids_other_code_depends_on():
     assert (KART.active, vessel.key, vessel.spec.vessel_id, vessel.spec.name) == (
         'kart', 'kart', '4b415254000000000000000000000001', 'PyLoN Kart')
     parts = vessel.spec.parts
-    assert [p.persistent_id for p in parts] == list(range(7800001, 7800008))
-    assert [p.flight_id for p in parts] == list(range(8800001, 8800008))
+    assert [p.persistent_id for p in parts] == list(range(7800001, 7800009))
+    assert [p.flight_id for p in parts] == list(range(8800001, 8800009))
     assert parts[0].modules[0].kind == 'command'
     lidar, camera = parts[5].modules[0], parts[6].modules[0]
     assert (lidar.kind, lidar.get('sensor_id'), lidar.get('horizontal_count'),
@@ -31,6 +31,13 @@ def test_the_kart_has_the_ids_other_code_depends_on():
             lidar.get('scan_rate_hz')) == ('lidar_2d', 'lidar', 1080, 270, 30, 40)
     assert (camera.kind, camera.get('sensor_id'), camera.get('width'),
             camera.get('height')) == ('camera', 'camera', 320, 240)
+    # our simulator's extensions: the AHRS on the chassis, the GNSS antenna above its centre
+    ahrs, antenna = parts[0].modules[1], parts[7]
+    assert (ahrs.kind, ahrs.get('sensor_id')) == ('ahrs', 'ahrs')
+    gnss = antenna.modules[0]
+    assert (gnss.kind, gnss.get('sensor_id'), gnss.get('frame_id')) == (
+        'gnss', 'gnss', 'gnss_link')
+    assert (antenna.parent, tuple(antenna.position)) == (0, (0.0, 0.0, 0.15))
 
 
 def test_the_kart_is_a_kart():

@@ -33,7 +33,8 @@ PROPELLANTS = ('LiquidFuel', 'Oxidizer', 'MonoPropellant', 'XenonGas', 'SolidFue
 SHAPES = ('box', 'cylinder', 'sphere')
 MODULE_KINDS = ('rcs', 'engine', 'reaction_wheel', 'docking_port', 'star_tracker', 'lidar_2d',
                 'lidar_3d', 'camera', 'wheel', 'servo', 'decoupler', 'fairing',
-                'launch_clamp', 'command', 'solar_panel', 'relative_nav', 'gnss')
+                'launch_clamp', 'command', 'solar_panel', 'relative_nav', 'gnss',
+                'ahrs')
 DEFAULT_MAX_TEMP = 2000.0   # K, KSP's default part maxTemp and skinMaxTemp
 #: m: KSP loads (unpacks) the vessels within this distance of the active one; the nearby
 #: vessels and a relative-navigation sensor see no farther.

@@ -2,8 +2,9 @@
 
 First what the frame's commands and splits answer (in the runtime session the frame ended
 in), then every packet whose period has elapsed on the simulator clock: the frame's
-measurements (IMU, ground truth, nearby vessels) go first, as soon as physics produced
-them, so that the periodic reports of the same frame do not delay them at the receiver;
+measurements (the AHRS, our extension, then IMU, ground truth, nearby vessels: an IMU
+sample finds the orientation of its own frame at the bridge) go first, as soon as physics
+produced them, so that the periodic reports of the same frame do not delay them at the receiver;
 only a runtime session's first heartbeat goes before them, since the bridge takes nothing
 of a session it has not seen. The outbox sends them in this order when the frame ends
 (``outbox.Outbox.sending``).
@@ -55,6 +56,8 @@ class FramePackets:
         view = None
         if measuring:
             view = ksp_view.observe(self.world.active, ut)
+            for payload in self.sensing.ahrs_samples(now.clock, ut):   # before the IMU
+                self.emit('pylon_ahrs', payload)
             reports.motion(due, view)
         if heartbeat:
             lifecycle.heartbeat(now)

@@ -42,7 +42,7 @@ from pylon_sim.game.vessel import (
 from pylon_sim.loop.scenario_reader import Reader, ScenarioError
 from pylon_sim.loop.scenario_terrain import read_terrain, START_TOLERANCE, TERRAIN_DEFAULTS
 from pylon_sim.loop.scenario_track import grid_start
-from pylon_sim.sensors import gnss, relative_nav
+from pylon_sim.sensors import ahrs, gnss, relative_nav
 from pylon_sim.sensors.module_settings import SettingError
 
 __all__ = ['load_scenario', 'resolve', 'scenario_dirs', 'Scenario', 'ScenarioError',
@@ -53,8 +53,10 @@ SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
 SENSOR_ID = re.compile(r'^[a-z_][a-z0-9_]{0,63}$')
 #: The sensor kinds of ours whose settings are checked at load (``module_settings``).
-_SETTINGS_OF = {relative_nav.KIND: relative_nav.Settings, gnss.KIND: gnss.Settings}
-SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera', 'relative_nav', 'gnss')
+_SETTINGS_OF = {relative_nav.KIND: relative_nav.Settings, gnss.KIND: gnss.Settings,
+                ahrs.KIND: ahrs.Settings}
+SENSOR_KINDS = ('star_tracker', 'lidar_2d', 'lidar_3d', 'camera', 'relative_nav', 'gnss',
+                'ahrs')
 
 
 def scenario_dirs() -> list[Path]:

@@ -1,8 +1,8 @@
 """The simulator's sensors in the loop: what each one sees of the world, sample by sample.
 
 Star trackers, 2D/3D LiDARs, RGB cameras, the docking-port camera and the
-relative-navigation sensor (``relative_nav``) and the GNSS receiver (``gnss``), our
-extensions: each sensor part of
+relative-navigation sensor (``relative_nav``), the GNSS receiver (``gnss``) and the AHRS
+(``ahrs``), our extensions: each sensor part of
 each vessel gets its module settings from the scenario and samples at its own rate on the
 simulator clock; only the active vessel's sensors sample. ``Sensing`` creates them and
 hands each kind to the collaborator that runs it:
@@ -13,7 +13,8 @@ hands each kind to the collaborator that runs it:
 - ``imaging.Imaging``: the LiDARs (``lidar_scan``) and cameras (``render``) and the
   selected docking-port camera, cast and rendered in one scene of the world;
 - ``nav_loop.NavLoop``: the relative-navigation sensors (``relative_nav_samples``);
-- ``gnss_loop.GnssLoop``: the GNSS receivers (``gnss_samples``).
+- ``gnss_loop.GnssLoop``: the GNSS receivers (``gnss_samples``);
+- ``ahrs_loop.AhrsLoop``: the AHRS sensors (``ahrs_samples``).
 
 They share one ``sensor_stats.SensorStats`` (CPU cost, samples taken and skipped by kind).
 Switches the player has in KSP are here too: ``set_enabled`` (the part's on/off switch) and
@@ -28,8 +29,9 @@ import numpy as np
 from pylon_protocol import names
 
 from pylon_sim.game.world import World
-from pylon_sim.sensors import gnss, imaging, relative_nav
+from pylon_sim.sensors import ahrs, gnss, imaging, relative_nav
 from pylon_sim.sensors import star_tracker as st
+from pylon_sim.sensors.ahrs_loop import AhrsLoop, Unit
 from pylon_sim.sensors.gnss_loop import GnssLoop, noise_for, Receiver
 from pylon_sim.sensors.imaging import Imaging
 from pylon_sim.sensors.nav_loop import Navigator, NavLoop
@@ -49,6 +51,7 @@ class Sensing:
         self.tracking = TrackerLoop(world, self.stats)
         self.navigation = NavLoop(world, self.stats, self.noise)
         self.gnss = GnssLoop(world, self.stats)
+        self.ahrs = AhrsLoop(world, self.stats)
         imagers, navigators = [], self.navigation.navigators
         for vessel in world.vessels.values():
             for part in vessel.spec.parts:
@@ -67,6 +70,11 @@ class Sensing:
                     sensor = names.sensor_id(module.get('sensor_id'), gnss.KIND, self.ids)
                     self.gnss.receivers.append(Receiver(
                         sensor, vessel.key, part, gnss.Settings.from_module(module.settings),
+                        names.new_guid_hex(self.ids), noise_for(seed, sensor)))
+                for module in part.modules_of(ahrs.KIND):
+                    sensor = names.sensor_id(module.get('sensor_id'), ahrs.KIND, self.ids)
+                    self.ahrs.units.append(Unit(
+                        sensor, vessel.key, part, ahrs.Settings.from_module(module.settings),
                         names.new_guid_hex(self.ids), noise_for(seed, sensor)))
         self.imaging = Imaging(world, self.stats, names.new_guid_hex(self.ids))
         self.imaging.imagers = imagers
@@ -92,13 +100,14 @@ class Sensing:
         return self.imaging.imagers
 
     def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
-        """Switch a star tracker, relative-navigation sensor or GNSS receiver on or off.
+        """Switch a star tracker, relative-navigation sensor, GNSS receiver or AHRS on or off.
 
         Say if there is one called ``sensor_id``.
         """
         tracker = self.tracking.set_enabled(sensor_id, enabled)
         receiver = self.gnss.set_enabled(sensor_id, enabled)
-        return self.navigation.set_enabled(sensor_id, enabled) or tracker or receiver
+        unit = self.ahrs.set_enabled(sensor_id, enabled)
+        return self.navigation.set_enabled(sensor_id, enabled) or tracker or receiver or unit
 
     def follow_parts(self, ut: float) -> list[tuple[str, dict]]:
         """Re-home every sensor to the vessel holding its part now (after a split).
@@ -112,6 +121,7 @@ class Sensing:
         out = self.imaging.follow(holders)
         self.navigation.follow(holders)
         self.gnss.follow(holders)
+        self.ahrs.follow(holders)
         return out + self.tracking.follow(holders, ut)
 
     def star_tracker_samples(self, clock: float, ut: float) -> list[dict]:
@@ -125,6 +135,10 @@ class Sensing:
     def gnss_samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_gnss`` payloads due at ``clock`` (``GnssLoop``)."""
         return self.gnss.samples(clock, ut)
+
+    def ahrs_samples(self, clock: float, ut: float) -> list[dict]:
+        """Return the ``pylon_ahrs`` payloads due at ``clock`` (``AhrsLoop``)."""
+        return self.ahrs.samples(clock, ut)
 
     def imaging_packets(self, clock: float, ut: float, docking_port: tuple | None,
                         ) -> list[tuple[str, dict]]:
