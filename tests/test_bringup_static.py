@@ -59,10 +59,16 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz', 'foxglove_bridge', 'viewer', 'record']
+                                   'markers', 'kart', 'kart_stack', 'rviz', 'foxglove_bridge',
+                                   'viewer', 'record']
     # the viewers are chosen by name, the recorder when a recording is asked for (record:=)
     assert pc.DEFAULT_COMPONENTS == ('sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                     'markers')
+                                     'markers', 'kart', 'kart_stack')
+    # the scenario decides between the spacecraft's control and the kart's
+    assert pc.effective(pc.DEFAULT_COMPONENTS, False) == (
+        'sim', 'bridge', 'rsp', 'controller', 'estimator', 'markers')
+    assert pc.effective(pc.DEFAULT_COMPONENTS, False, 'kart') == (
+        'sim', 'bridge', 'rsp', 'kart', 'kart_stack')
     assert pc.select('all') == tuple(pc.COMPONENTS)
     assert pc.select('rviz,bridge') == ('bridge', 'rviz')
     with pytest.raises(ValueError, match='unknown component'):
@@ -218,10 +224,11 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'foxglove', 'rviz-x11', 'record', 'mission'}
+                'foxglove', 'rviz-x11', 'record', 'mission', 'kart'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11', 'record', 'mission'}
+    assert default == expected - {'rviz-x11', 'record', 'mission', 'kart'}
+    assert SERVICES['kart']['profiles'] == ['kart']
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
     assert SERVICES['record']['profiles'] == ['record']
     assert SERVICES['mission']['profiles'] == ['mission']
@@ -293,11 +300,26 @@ def test_compose_runs_every_component_once_with_consistent_static_tf():
                for c in pc.select(_launch_args(s['command'])['components'])]
     # the live view is the native path's (make demo); Docker users have RViz. The recorder
     # runs where a recording is asked for (record:=PATH), not as a service
+    # the kart's run in the kart profile's service
     assert sorted(started) == sorted(c for c in pc.COMPONENTS
-                                     if c not in ('viewer', pc.RECORD.name))
+                                     if c not in ('viewer', pc.RECORD.name, *pc.KART_COMPONENTS))
     bridge = _launch_args(SERVICES['bridge']['command'])
     assert 'rsp' in bridge['external_components']  # rsp runs in its own service
     assert 'use_real_ksp' in _launch_args(SERVICES['sim']['command'])
+
+
+def test_compose_kart_runs_the_kart_plan_and_rviz_follows_the_scenario():
+    args = _launch_args(SERVICES['kart']['command'])
+    assert args['scenario'] == 'kart' and args['sim_rate'] == '${PYLON_SIM_RATE:-1.0}'
+    selected = pc.effective(pc.select(args['components']), False, args['scenario'])
+    assert selected == ('sim', 'bridge', 'rsp', 'kart', 'kart_stack')
+    nodes = {p.node for p in pc.plan(args['components'], scenario='kart')}
+    assert SERVICES['kart']['environment']['PYLON_HEALTH_NODE'].lstrip('/') in nodes
+    for name in ('rviz', 'rviz-x11'):
+        assert _launch_args(SERVICES[name]['command'])['scenario'] == \
+            '${PYLON_SCENARIO:-orbit}', name
+    (rviz,) = pc.plan('rviz', scenario='kart')
+    assert rviz.arguments == ('-d', str(ROOT / 'rviz' / 'kart.rviz'))
 
 
 def test_web_vnc_is_on_localhost_6080():
