@@ -405,8 +405,8 @@ def test_compose_record_takes_every_topic_or_the_listed_ones(tmp_path, topics, s
 
 # -- RViz ---------------------------------------------------------------------------------
 
-def _rviz_displays():
-    config = yaml.safe_load((ROOT / 'rviz' / 'pylon.rviz').read_text())
+def _rviz_displays(name: str = 'pylon.rviz'):
+    config = yaml.safe_load((ROOT / 'rviz' / name).read_text())
     return config, config['Visualization Manager']['Displays']
 
 
@@ -437,11 +437,9 @@ def _published_topics() -> dict:
     return published
 
 
-def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
-    from pylon_common import qos, topics
-    config, displays = _rviz_displays()
-    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'pylon_root'
-    published = _published_topics()
+def _check_displays(displays, published: dict) -> dict:
+    """Check every display's topic is published and its QoS receives it; return by class."""
+    from pylon_common import qos
     classes = {}
     for display in displays:
         classes[display['Class']] = display
@@ -458,6 +456,14 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
             assert setting['Durability Policy'] == 'Transient Local', topic
         else:
             assert setting['Durability Policy'] == 'Volatile', topic
+    return classes
+
+
+def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
+    from pylon_common import topics
+    config, displays = _rviz_displays()
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'pylon_root'
+    classes = _check_displays(displays, _published_topics())
     for cls in ('TF', 'RobotModel', 'PointCloud2', 'LaserScan', 'Image', 'MarkerArray'):
         assert f'rviz_default_plugins/{cls}' in classes, cls
     model = classes['rviz_default_plugins/RobotModel']
@@ -465,8 +471,40 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
     assert model['Description Topic']['Value'] == topics.topic('robot_description').default_name()
 
 
+def _kart_published_topics() -> dict:
+    """Return ``{topic name: contract row}`` of what the kart's plan publishes: the bridge's
+    topics (its kart sensors at the competition's names, ``pylon_kart.sensing``), the
+    interface's and the reference stack's."""
+    from pylon_common import topics
+    published = _published_topics()
+    for source, target in pc.kart_remappings():
+        if source in published:
+            published[target] = published.pop(source)
+    published.update({row.default_name(): row for row in topics.KART_TOPICS + topics.STACK_TOPICS
+                      if row.direction == topics.PUBLISHES})
+    return published
+
+
+def test_kart_rviz_config_shows_course_kart_path_and_scan_in_map():
+    from pylon_common import topics
+    from pylon_kart.kart_limits import MAP
+    config, displays = _rviz_displays('kart.rviz')
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == MAP == 'map'
+    assert config['Visualization Manager']['Views']['Current']['Target Frame'] == 'base_link'
+    classes = _check_displays(displays, _kart_published_topics())
+    assert set(classes) == {f'rviz_default_plugins/{c}' for c in (
+        'Grid', 'TF', 'RobotModel', 'MarkerArray', 'Path', 'LaserScan')}
+    shown = {cls.rsplit('/', 1)[1]: _topic(d) for cls, d in classes.items()}
+    assert shown['RobotModel'] == topics.name('robot_description')
+    assert shown['MarkerArray'] == topics.name('stack/course_markers')
+    assert shown['Path'] == topics.name('stack/trajectory_path')
+    lidar = dict(pc.kart_remappings())[topics.name('lidar_2d', id='lidar')]
+    assert shown['LaserScan'] == lidar == '/sensing/lidar/scan'
+
+
 def test_rviz_readme_documents_the_fixed_frame():
     assert 'pylon_root' in (ROOT / 'rviz' / 'README.md').read_text()
+    assert '`kart.rviz`' in (ROOT / 'rviz' / 'README.md').read_text()
 
 
 # -- devcontainer -------------------------------------------------------------------------
