@@ -34,9 +34,6 @@ from pylon_common import topics
 from pylon_kart.laps import LapCounter
 from pylon_track import load_track
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pylon_components as pc  # noqa: E402
-
 LAYOUT = 'foxglove/kart_layout.json'
 TRACK_NAME = 'kart'
 ENGAGE_RETRY_SEC = 2.0           # wall time between two AUTONOMOUS requests while MANUAL
@@ -50,8 +47,8 @@ class KartPilot:
 
     def __init__(self) -> None:
         """Create the node, its subscriptions and the mode publisher."""
-        import rclpy
         from autoware_auto_vehicle_msgs.msg import ControlModeReport
+        import rclpy
         from std_msgs.msg import Bool
         self.rclpy, self.Bool, self.Report = rclpy, Bool, ControlModeReport
         self.modes = {getattr(ControlModeReport, n): n for n in dir(ControlModeReport)

@@ -182,7 +182,8 @@ def _setup(context):
                            f'overlays {",".join(overlays) or "(none)"}'
                            + ('; use_real_ksp: no simulator' if use_real_ksp else '')
                            + ('; control on game time (/clock)' if _game_time(arg) else '')
-                           + ('; the kart: engage it on /awsim/control_mode_request_topic'
+                           + (f'; the kart: engage it on '
+                              f'{pc.topics.name("kart/control_mode_request_topic")}'
                               if pc.is_kart(arg('scenario')) else ''))]
     return actions + _actions(planned)
 

@@ -245,9 +245,11 @@ def select(text: str | Iterable[str]) -> tuple[str, ...]:
 
 def effective(selected: Sequence[str], use_real_ksp: bool,
               scenario: str = DEFAULT_SCENARIO) -> tuple[str, ...]:
-    """Return the selection that runs: without the simulator when a real KSP is used, and
-    with the kart's components exactly for the kart scenario (``SPACECRAFT_COMPONENTS``
-    never with it)."""
+    """Return the selection that runs.
+
+    Without the simulator when a real KSP is used; with the kart's components exactly for
+    the kart scenario (``SPACECRAFT_COMPONENTS`` never with it).
+    """
     drop = SPACECRAFT_COMPONENTS if is_kart(scenario) else KART_COMPONENTS
     return tuple(n for n in selected if not (use_real_ksp and n == 'sim') and n not in drop)
 
@@ -513,8 +515,11 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
 
 
 def _kart_remappings(component: str) -> tuple[tuple[str, str], ...]:
-    """Return the kart's remappings of a component's nodes: the bridge's sensors at the
-    competition's names; the interface reads the IMU there (it measures its yaw rate)."""
+    """Return the kart's remappings of a component's nodes.
+
+    The bridge's: its sensors at the competition's names; the interface's: it reads the
+    IMU there (it measures its yaw rate with it).
+    """
     if component == BRIDGE.name:
         return kart_remappings()
     if component == KART.name:

@@ -472,9 +472,11 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
 
 
 def _kart_published_topics() -> dict:
-    """Return ``{topic name: contract row}`` of what the kart's plan publishes: the bridge's
-    topics (its kart sensors at the competition's names, ``pylon_kart.sensing``), the
-    interface's and the reference stack's."""
+    """Return ``{topic name: contract row}`` of what the kart's plan publishes.
+
+    The bridge's topics (its kart sensors at the competition's names,
+    ``pylon_kart.sensing``), the interface's and the reference stack's.
+    """
     from pylon_common import topics
     published = _published_topics()
     for source, target in pc.kart_remappings():

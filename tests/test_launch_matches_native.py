@@ -255,8 +255,11 @@ def test_a_simulator_rate_is_checked_and_needs_the_simulator():
 
 @pytest.mark.parametrize('rate', ['1.0', '4'])
 def test_launch_and_native_demo_start_the_same_kart(launch_file, rate):
-    """scenario:=kart and DEMO_SCENARIO=kart: the kart's interface and reference stack
-    instead of the attitude control, all on game time; a team's domain (no ground truth)."""
+    """scenario:=kart and DEMO_SCENARIO=kart start the same kart.
+
+    The kart's interface and reference stack instead of the attitude control, all on game
+    time; a team's domain (no ground truth).
+    """
     native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
     pc = native.pc
     actions = launch_file._setup(_context(launch_file, components=','.join(native.DEMO_COMPONENTS),

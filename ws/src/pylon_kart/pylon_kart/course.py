@@ -16,8 +16,10 @@ CLOSED = ('left_edge', 'right_edge', 'centreline')
 
 
 def course_lines(track: Track, spacing: float = 1.0) -> dict[str, np.ndarray]:
-    """Return ``{name: (N, 2) points}``: the edges (width / 2 either side), the centreline
-    (points at most ``spacing`` m apart along it) and the start line (edge to edge).
+    """Return ``{name: (N, 2) points}``: edges, centreline and start line (m, map).
+
+    The edges lie width / 2 either side of the centreline, whose points are at most
+    ``spacing`` m apart along it; the start line goes from edge to edge.
 
     ValueError unless ``spacing`` is a finite number above 0.
     """

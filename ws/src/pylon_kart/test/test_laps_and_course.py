@@ -81,3 +81,24 @@ def test_the_course_lines_are_the_track_edges_and_centreline():
     for bad in (0.0, -1.0, float('nan')):
         with pytest.raises(ValueError, match='spacing'):
             course_lines(TRACK, spacing=bad)
+
+
+def test_the_viewers_messages_carry_the_course_and_the_trajectory():
+    from pylon_kart import trajectory
+    from pylon_kart.trajectory_node import (course_message, COURSE_STYLE, path_message,
+                                            trajectory_message)
+    lines = course_lines(TRACK)
+    markers = course_message(lines).markers
+    assert [m.id for m in markers] == list(range(len(COURSE_STYLE)))
+    for marker, name in zip(markers, COURSE_STYLE):
+        assert marker.header.frame_id == 'map' and marker.type == marker.LINE_STRIP
+        assert marker.scale.x == COURSE_STYLE[name][0] and marker.color.a > 0.0
+        assert np.allclose([(p.x, p.y) for p in marker.points], lines[name])
+    shipped = trajectory.read_csv(trajectory.shipped_path('kart'))
+    msg = trajectory_message(shipped)
+    msg.header.stamp.sec = 7
+    path = path_message(msg)
+    assert path.header.frame_id == 'map' and path.header.stamp.sec == 7
+    assert np.allclose([(p.pose.position.x, p.pose.position.y) for p in path.poses],
+                       shipped.xy)
+    assert all(p.header.frame_id == 'map' for p in path.poses)
