@@ -85,8 +85,12 @@ def test_the_course_lines_are_the_track_edges_and_centreline():
 
 def test_the_viewers_messages_carry_the_course_and_the_trajectory():
     from pylon_kart import trajectory
-    from pylon_kart.trajectory_node import (course_message, COURSE_STYLE, path_message,
-                                            trajectory_message)
+    from pylon_kart.trajectory_node import (
+        course_message,
+        COURSE_STYLE,
+        path_message,
+        trajectory_message,
+    )
     lines = course_lines(TRACK)
     markers = course_message(lines).markers
     assert [m.id for m in markers] == list(range(len(COURSE_STYLE)))
