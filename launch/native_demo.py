@@ -27,6 +27,10 @@ or not at any rate (default: exactly when the rate is not 1).
 writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then runs
 ``pylon_plot`` on it at the end (recording to ``demo.mcap`` in the log directory when
 ``DEMO_RECORD`` is not set).
+``DEMO_SCENARIO=kart`` runs the racing kart instead (its interface and reference stack
+instead of the estimator and controller; ``kart_demo.py``): engaged AUTONOMOUS once ready,
+a status line of laps, speed, cross-track error and control mode, a summary with the laps
+and the best lap time (no ``--until-settled``, ``--slew-every`` or ``DEMO_PLOT`` there).
 ``--slew-every SECONDS`` (a soak, ``bench/bench_soak.py``) keeps flying once the first
 slew has settled: every SECONDS of KSP time from the start of the previous slew (and not
 before it settled) another slew of ``SLEW_DEG``, back and forth (-, +, -, ...) about body +Z
@@ -60,10 +64,13 @@ from pylon_protocol.threads import limit_threads
 from pylon_tools import viewer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kart_demo  # noqa: E402
 import mission_demo  # noqa: E402
 import pylon_components as pc  # noqa: E402
 
-DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller', 'viewer')
+DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller', 'kart', 'kart_stack', 'viewer')
+"""What the demo starts: the plan drops the kart's components but for the kart scenario and
+the estimator and controller for it (``pylon_components.effective``)."""
 LAYOUT = 'foxglove/pylon_layout.json'
 SLEW_DEG = 30.0
 ACTIVE_STATES = (ACTIVE, CHANGED)
@@ -360,8 +367,9 @@ def _start(procs: Processes, overlays: list[str], scenario: str, ports, record: 
         print(f'demo: starting {" ".join(cmd)}', flush=True)
         procs.start(proc.executable, cmd)
     if 'viewer' in DEMO_COMPONENTS:
+        layout = kart_demo.LAYOUT if pc.is_kart(scenario) else LAYOUT
         print(f'demo: live view on {viewer_url()} (Foxglove or Lichtblick: Open connection → '
-              f'Foxglove WebSocket; layout: import {LAYOUT})', flush=True)
+              f'Foxglove WebSocket; layout: import {layout})', flush=True)
 
 
 def _summary(pilot: Pilot, flight: Flight, procs: Processes, started: float,
@@ -408,6 +416,9 @@ def run(seconds: float | None, overlays: list[str], scenario: str, ports, log_di
     procs = Processes(log_dir)
     print(f'demo: logs in {log_dir}', flush=True)
     _start(procs, overlays, scenario, ports, record, sim_rate, use_sim_time)
+    if pc.is_kart(scenario):
+        status = kart_demo.run(seconds, procs, log_dir)
+        return status if not record or recorded(record, '') else status or 1
     pilot, flight = Pilot(), Flight(slew_every)
     started = last_print = time.monotonic()
     last_counts = dict(pilot.counts)
@@ -517,6 +528,11 @@ def main(argv: list[str] | None = None) -> int:
     if record and not vehicles and Path(record).exists():
         print(f'demo: DEMO_RECORD={record} exists; the recorder never overwrites a recording',
               file=sys.stderr)
+        return 2
+    if pc.is_kart(scenario) and not vehicles and (until_settled or args.slew_every is not None
+                                                  or plot_dir):
+        print('demo: the kart flies no slew (--until-settled, --slew-every) and has no plots '
+              '(DEMO_PLOT); use DEMO_SECONDS', file=sys.stderr)
         return 2
     if vehicles and args.slew_every is not None:
         print('demo: --slew-every flies one vehicle; unset DEMO_VEHICLES', file=sys.stderr)

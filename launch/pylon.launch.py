@@ -11,6 +11,13 @@ of ``config/`` and the overlays of ``config/overlays/`` layered in order::
     ros2 launch launch/pylon.launch.py overlays:=no_ground_truth,fast_slew
     ros2 launch launch/pylon.launch.py record:=/tmp/run.mcap            # and record it all
     ros2 launch launch/pylon.launch.py sim_rate:=3                      # 3x real time, game time
+    ros2 launch launch/pylon.launch.py scenario:=kart                   # the racing kart
+
+With ``scenario:=kart`` the kart's interface and reference stack run instead of the attitude
+control (``pylon_components``: no ground truth, ``/clock``, the competition's sensor
+names); engage it as the competition's orchestrator does, once it reports MANUAL::
+
+    ros2 topic pub --once /awsim/control_mode_request_topic std_msgs/msg/Bool "{data: true}"
 
 ``ros2 launch launch/pylon.launch.py --show-args`` lists the arguments.
 
@@ -57,7 +64,9 @@ ARGUMENTS = (
     ('scenario', '',
      f'pylon_sim scenario: {"|".join(pc.SCENARIOS)} or a path to a scenario YAML file '
      f"(only with the sim component); '' = {pc.DEFAULT_SCENARIO}, or with vehicles the "
-     "mission's default"),
+     "mission's default. kart: the kart's components (kart, kart_stack) instead of the "
+     'controller, estimator and markers, the bridge without ground truth, on game time, '
+     'RViz with rviz/kart.rviz'),
     ('disable_ground_truth', '',
      'true|false: the bridge publishes no ground truth topics and no world TF; '
      'empty (default) leaves it to config/pylon_bridge.yaml and the overlays'),
@@ -146,6 +155,8 @@ def _mission(arg) -> list:
 
 
 def _game_time(arg) -> bool:
+    if pc.is_kart(arg('scenario')):
+        return pc.parse_bool(arg('use_sim_time')) is not False
     return pc.on_game_time(pc.sim_rate_of(arg('sim_rate')), pc.parse_bool(arg('use_sim_time')))
 
 
@@ -170,7 +181,10 @@ def _setup(context):
     actions = [LogInfo(msg=f'pylon: components {",".join(components) or "(none)"}; '
                            f'overlays {",".join(overlays) or "(none)"}'
                            + ('; use_real_ksp: no simulator' if use_real_ksp else '')
-                           + ('; control on game time (/clock)' if _game_time(arg) else ''))]
+                           + ('; control on game time (/clock)' if _game_time(arg) else '')
+                           + (f'; the kart: engage it on '
+                              f'{pc.topics.name("kart/control_mode_request_topic")}'
+                              if pc.is_kart(arg('scenario')) else ''))]
     return actions + _actions(planned)
 
 

@@ -17,6 +17,18 @@ bridge publishes ``/clock`` (``publish_clock``) and the nodes of ``GAME_TIME_NOD
 also lock-steps with its controller (``--lockstep-lead``, ``LOCKSTEP_LEAD_SEC``).
 ``use_sim_time=True`` asks for it at any rate (a real KSP under physics warp); the default
 plan is unchanged.
+
+The racing kart (``scenario='kart'``, ``is_kart``): the plan starts the kart's components
+(``KART_COMPONENTS``: ``kart_interface``, the competition's vehicle interface, and the
+reference stack ``kart_localizer``, ``trajectory_publisher``, ``pure_pursuit``) instead of the
+spacecraft's (``SPACECRAFT_COMPONENTS``: the attitude estimator and controller, whose lease
+would fight the interface's, and the ground-truth markers); any other scenario never starts
+the kart's. The kart's domain is a team's: the bridge publishes no ground truth (and so no
+world TF: ``map -> base_link`` is the localizer's), publishes ``/clock``, and puts the
+kart's sensors at the competition's names (``pylon_kart.sensing.bridge_arguments``); the
+interface reads the IMU there too; every kart node runs on game time (unless
+``use_sim_time=False``), and faster than real time the game lock-steps with the interface's
+wheel commands (``KART_LOCKSTEP_LEAD_SEC``). RViz opens ``rviz/kart.rviz``.
 """
 
 from __future__ import annotations
@@ -26,9 +38,12 @@ from dataclasses import dataclass
 import math
 import os
 from pathlib import Path
+import tempfile
 
 from pylon_common import mission, topics
 from pylon_common.parameters import section_node
+from pylon_kart import sensing
+from pylon_kart.interface_params import PARAMETERS as KART_INTERFACE_PARAMETERS
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
 from pylon_sim.loop.admin import ADMIN_PORT
@@ -40,19 +55,28 @@ ROOT = Path(os.environ.get('PYLON_WORKSPACE_ROOT') or Path(__file__).resolve().p
 CONFIG_DIR = ROOT / 'config'
 OVERLAY_DIR = CONFIG_DIR / 'overlays'
 RVIZ_CONFIG = ROOT / 'rviz' / 'pylon.rviz'
+KART_RVIZ_CONFIG = ROOT / 'rviz' / 'kart.rviz'
 CONTROL_SAFETY = CONFIG_DIR / 'ControlSafety.cfg'
 
 # The simulator and the bridge must agree on the ports (defined once, by the protocol and
 # the simulator); config/pylon_bridge.yaml repeats them and a static test checks that it does.
 LOOPBACK = '127.0.0.1'
 
-SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking')
+SCENARIOS = ('orbit', 'surface', 'launchpad', 'docking', 'kart')
 DEFAULT_SCENARIO = 'orbit'
+KART_SCENARIO = 'kart'
 LOCKSTEP_LEAD_SEC = next(row.default for row in CONTROLLER_PARAMETERS
                          if row.name == 'command_period_sec')
 """The simulator's ``--lockstep-lead`` in a single-vehicle plan faster than real time on game
 time: one command period of the controller, so that the game waits for a late controller
 instead of flying on its last torque (a busy machine made a 3x demo's slews diverge)."""
+KART_LOCKSTEP_LEAD_SEC = round(3 * next(row.default for row in KART_INTERFACE_PARAMETERS
+                                        if row.name == 'control_period_sec'), 6)
+"""The kart's ``--lockstep-lead`` faster than real time: three control periods of the
+interface (0.06 s), as the reference stack's lap test runs."""
+GNSS_MODULE = {'kind': 'gnss', 'index': 1, 'sensor_id': sensing.GNSS_ID,
+               'frame_id': 'gnss_link'}
+"""The GNSS receiver the localizer needs, on the kart's chassis (``kart_scenario``)."""
 
 # The live view: foxglove_bridge in the Docker image and pylon_viewer natively speak the
 # Foxglove WebSocket protocol on this machine only (the Docker image uses host networking:
@@ -155,9 +179,29 @@ VIEWER = Component('viewer', f'pylon_viewer: the live view for Foxglove or Licht
             parameter_files=('config/pylon_viewer.yaml',)),
 ))
 
+KART = Component('kart', "kart_interface: the competition's vehicle interface on the kart "
+                 '(the kart scenario only)', (
+                     Process('pylon_kart', 'kart_interface', topics.KART_INTERFACE),
+                 ))
+KART_STACK = Component(
+    'kart_stack', 'the reference stack: kart_localizer, trajectory_publisher (also the path '
+    'and the course for viewers), pure_pursuit (the kart scenario only)', (
+        Process('pylon_kart', 'kart_localizer', topics.KART_LOCALIZER),
+        Process('pylon_kart', 'trajectory_publisher', topics.TRAJECTORY_PUBLISHER),
+        Process('pylon_kart', 'pure_pursuit', topics.PURE_PURSUIT),
+    ))
+
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
-    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, RVIZ, FOXGLOVE_BRIDGE, VIEWER)}
+    SIM, BRIDGE, RSP, CONTROLLER, ESTIMATOR, MARKERS, KART, KART_STACK, RVIZ, FOXGLOVE_BRIDGE,
+    VIEWER)}
 """Every component, in start order."""
+
+KART_COMPONENTS: tuple[str, ...] = (KART.name, KART_STACK.name)
+"""What runs with the kart scenario only."""
+SPACECRAFT_COMPONENTS: tuple[str, ...] = (CONTROLLER.name, ESTIMATOR.name, MARKERS.name)
+"""What never runs with the kart scenario: the attitude control (its lease would fight the
+kart interface's) and the nearby-vessel markers (from ground truth, which a kart's domain
+has not)."""
 
 VIEWERS: tuple[str, ...] = ('rviz', 'foxglove_bridge', 'viewer')
 """The components that only show data: chosen by name, never started by default."""
@@ -199,9 +243,58 @@ def select(text: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(n for n in COMPONENTS if n in chosen)
 
 
-def effective(selected: Sequence[str], use_real_ksp: bool) -> tuple[str, ...]:
-    """Return the selection that runs: without the simulator when a real KSP is used."""
-    return tuple(n for n in selected if not (use_real_ksp and n == 'sim'))
+def effective(selected: Sequence[str], use_real_ksp: bool,
+              scenario: str = DEFAULT_SCENARIO) -> tuple[str, ...]:
+    """Return the selection that runs.
+
+    Without the simulator when a real KSP is used; with the kart's components exactly for
+    the kart scenario (``SPACECRAFT_COMPONENTS`` never with it).
+    """
+    drop = SPACECRAFT_COMPONENTS if is_kart(scenario) else KART_COMPONENTS
+    return tuple(n for n in selected if not (use_real_ksp and n == 'sim') and n not in drop)
+
+
+def is_kart(scenario: str) -> bool:
+    """Tell whether ``scenario`` (a name or a YAML path) is the kart's: ``scenario: kart``."""
+    if scenario == KART_SCENARIO:
+        return True
+    path = Path(scenario)
+    if path.suffix not in ('.yaml', '.yml') or not path.is_file():
+        return False
+    data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    return isinstance(data, Mapping) and data.get('scenario') == KART_SCENARIO
+
+
+def kart_scenario(scenario: str = KART_SCENARIO) -> str:
+    """Return the kart scenario to run: ``scenario`` if its kart carries a GNSS receiver.
+
+    Else (the shipped ``kart`` has none yet) a copy with ``GNSS_MODULE`` on the chassis,
+    written to ``<tmp>/pylon_kart_<uid>/<name>_gnss.yaml`` (the same path every time, so
+    that the launch file and the native runner start the same command lines; rewritten
+    atomically); its path is returned.
+    """
+    from pylon_sim.loop.scenario import load_scenario
+    loaded = load_scenario(scenario)
+    data = yaml.safe_load(Path(loaded.path).read_text(encoding='utf-8'))
+    vessel = next(v for v in data['vessels'] if v['key'] == data['active'])
+    modules = [m for part in vessel['parts'] for m in part.get('modules') or ()]
+    if any(m.get('kind') == GNSS_MODULE['kind'] for m in modules):
+        return scenario
+    vessel['parts'][0]['modules'] = [*(vessel['parts'][0].get('modules') or ()), GNSS_MODULE]
+    folder = Path(tempfile.gettempdir()) / f'pylon_kart_{os.getuid()}'
+    folder.mkdir(exist_ok=True)
+    path = folder / f'{Path(loaded.path).stem}_gnss.yaml'
+    partial = folder / f'.{path.name}.{os.getpid()}'
+    partial.write_text(yaml.safe_dump(data), encoding='utf-8')
+    os.replace(partial, path)
+    return str(path)
+
+
+def kart_remappings() -> tuple[tuple[str, str], ...]:
+    """Return the (from, to) pairs of ``pylon_kart.sensing.bridge_arguments()``'s ``-r``."""
+    args = list(sensing.bridge_arguments())
+    pairs = [args[i + 1].split(':=', 1) for i, arg in enumerate(args[:-1]) if arg == '-r']
+    return tuple((src, dst) for src, dst in pairs)
 
 
 def split_list(text: str) -> list[str]:
@@ -376,16 +469,24 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     bridge alike (fixed bridge parameters after its files); None keeps the files' ports.
     ``record_output`` (a path) selects the ``record`` component too, writing there.
     ``sim_rate`` and ``use_sim_time``: game time (module doc); a rate needs the simulator.
+    The kart scenario: see the module doc (``disable_ground_truth=False`` is refused there;
+    the simulator runs ``kart_scenario(scenario)``).
     """
     if record_output:
         components = (*select(components), RECORD.name)
     if use_real_ksp and sim_rate_of(sim_rate) != 1.0:
         raise ValueError("sim_rate is the simulator's; with a real KSP use use_sim_time "
                          '(game time, e.g. under physics warp)')
-    game_time = on_game_time(sim_rate, use_sim_time)
-    lead = LOCKSTEP_LEAD_SEC if game_time and sim_rate_of(sim_rate) != 1.0 else None
-    selected = effective(select(components), use_real_ksp)
-    bridge = bridge_parameters((*selected, *external), disable_ground_truth=disable_ground_truth,
+    kart = is_kart(scenario)
+    if kart and disable_ground_truth is False:
+        raise ValueError("the kart's domain is a team's: it has no ground truth "
+                         '(disable_ground_truth must not be false with the kart scenario)')
+    game_time = use_sim_time is not False if kart else on_game_time(sim_rate, use_sim_time)
+    lead = ((KART_LOCKSTEP_LEAD_SEC if kart else LOCKSTEP_LEAD_SEC)
+            if game_time and sim_rate_of(sim_rate) != 1.0 else None)
+    selected = effective(select(components), use_real_ksp, scenario)
+    bridge = bridge_parameters((*selected, *external),
+                               disable_ground_truth=True if kart else disable_ground_truth,
                                use_real_ksp=use_real_ksp, bridge_host=bridge_host,
                                ksp_host=ksp_host, game_time=game_time)
     if ports is not None:
@@ -394,22 +495,43 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     for name in selected:
         for proc in COMPONENTS[name].processes:
             if not proc.ros_node:
-                arguments = sim_arguments(scenario, ports, sim_rate, lead)
+                arguments = sim_arguments(kart_scenario(scenario) if kart else scenario, ports,
+                                          sim_rate, lead)
                 out.append(Planned(name, proc.package, proc.executable, None,
                                    tuple(arguments), (), (), ()))
                 continue
             fixed = dict(proc.parameters)
             if name == 'bridge':
                 fixed.update(bridge)
-            if game_time and proc.node in GAME_TIME_NODES:
+            if game_time and (proc.node in GAME_TIME_NODES or name in KART_COMPONENTS):
                 fixed['use_sim_time'] = True
             if name == RECORD.name and record_output:
                 fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))
             out.append(Planned(name, proc.package, proc.executable, proc.node,
-                               tuple(proc.arguments), files, tuple(fixed.items()),
-                               tuple(proc.remappings)))
+                               _arguments(proc, kart), files, tuple(fixed.items()),
+                               (*proc.remappings, *(_kart_remappings(name) if kart else ()))))
     return out
+
+
+def _kart_remappings(component: str) -> tuple[tuple[str, str], ...]:
+    """Return the kart's remappings of a component's nodes.
+
+    The bridge's: its sensors at the competition's names; the interface's: it reads the
+    IMU there (it measures its yaw rate with it).
+    """
+    if component == BRIDGE.name:
+        return kart_remappings()
+    if component == KART.name:
+        return tuple(pair for pair in kart_remappings() if pair[0] == topics.name('imu'))
+    return ()
+
+
+def _arguments(proc: Process, kart: bool) -> tuple[str, ...]:
+    """Return a ROS process's arguments: RViz opens ``rviz/kart.rviz`` for the kart."""
+    if kart and proc.executable == 'rviz2':
+        return ('-d', str(KART_RVIZ_CONFIG))
+    return tuple(proc.arguments)
 
 
 # -- missions: several vehicles, a ROS domain each -------------------------------------------

@@ -59,10 +59,16 @@ def _launch_args(command: list[str]) -> dict[str, str]:
 
 def test_component_table_is_complete():
     assert list(pc.COMPONENTS) == ['sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                   'markers', 'rviz', 'foxglove_bridge', 'viewer', 'record']
+                                   'markers', 'kart', 'kart_stack', 'rviz', 'foxglove_bridge',
+                                   'viewer', 'record']
     # the viewers are chosen by name, the recorder when a recording is asked for (record:=)
     assert pc.DEFAULT_COMPONENTS == ('sim', 'bridge', 'rsp', 'controller', 'estimator',
-                                     'markers')
+                                     'markers', 'kart', 'kart_stack')
+    # the scenario decides between the spacecraft's control and the kart's
+    assert pc.effective(pc.DEFAULT_COMPONENTS, False) == (
+        'sim', 'bridge', 'rsp', 'controller', 'estimator', 'markers')
+    assert pc.effective(pc.DEFAULT_COMPONENTS, False, 'kart') == (
+        'sim', 'bridge', 'rsp', 'kart', 'kart_stack')
     assert pc.select('all') == tuple(pc.COMPONENTS)
     assert pc.select('rviz,bridge') == ('bridge', 'rviz')
     with pytest.raises(ValueError, match='unknown component'):
@@ -218,10 +224,11 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'foxglove', 'rviz-x11', 'record', 'mission'}
+                'foxglove', 'rviz-x11', 'record', 'mission', 'kart'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11', 'record', 'mission'}
+    assert default == expected - {'rviz-x11', 'record', 'mission', 'kart'}
+    assert SERVICES['kart']['profiles'] == ['kart']
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
     assert SERVICES['record']['profiles'] == ['record']
     assert SERVICES['mission']['profiles'] == ['mission']
@@ -293,11 +300,26 @@ def test_compose_runs_every_component_once_with_consistent_static_tf():
                for c in pc.select(_launch_args(s['command'])['components'])]
     # the live view is the native path's (make demo); Docker users have RViz. The recorder
     # runs where a recording is asked for (record:=PATH), not as a service
+    # the kart's run in the kart profile's service
     assert sorted(started) == sorted(c for c in pc.COMPONENTS
-                                     if c not in ('viewer', pc.RECORD.name))
+                                     if c not in ('viewer', pc.RECORD.name, *pc.KART_COMPONENTS))
     bridge = _launch_args(SERVICES['bridge']['command'])
     assert 'rsp' in bridge['external_components']  # rsp runs in its own service
     assert 'use_real_ksp' in _launch_args(SERVICES['sim']['command'])
+
+
+def test_compose_kart_runs_the_kart_plan_and_rviz_follows_the_scenario():
+    args = _launch_args(SERVICES['kart']['command'])
+    assert args['scenario'] == 'kart' and args['sim_rate'] == '${PYLON_SIM_RATE:-1.0}'
+    selected = pc.effective(pc.select(args['components']), False, args['scenario'])
+    assert selected == ('sim', 'bridge', 'rsp', 'kart', 'kart_stack')
+    nodes = {p.node for p in pc.plan(args['components'], scenario='kart')}
+    assert SERVICES['kart']['environment']['PYLON_HEALTH_NODE'].lstrip('/') in nodes
+    for name in ('rviz', 'rviz-x11'):
+        assert _launch_args(SERVICES[name]['command'])['scenario'] == \
+            '${PYLON_SCENARIO:-orbit}', name
+    (rviz,) = pc.plan('rviz', scenario='kart')
+    assert rviz.arguments == ('-d', str(ROOT / 'rviz' / 'kart.rviz'))
 
 
 def test_web_vnc_is_on_localhost_6080():
@@ -383,8 +405,8 @@ def test_compose_record_takes_every_topic_or_the_listed_ones(tmp_path, topics, s
 
 # -- RViz ---------------------------------------------------------------------------------
 
-def _rviz_displays():
-    config = yaml.safe_load((ROOT / 'rviz' / 'pylon.rviz').read_text())
+def _rviz_displays(name: str = 'pylon.rviz'):
+    config = yaml.safe_load((ROOT / 'rviz' / name).read_text())
     return config, config['Visualization Manager']['Displays']
 
 
@@ -415,11 +437,9 @@ def _published_topics() -> dict:
     return published
 
 
-def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
-    from pylon_common import qos, topics
-    config, displays = _rviz_displays()
-    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'pylon_root'
-    published = _published_topics()
+def _check_displays(displays, published: dict) -> dict:
+    """Check every display's topic is published and its QoS receives it; return by class."""
+    from pylon_common import qos
     classes = {}
     for display in displays:
         classes[display['Class']] = display
@@ -436,6 +456,14 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
             assert setting['Durability Policy'] == 'Transient Local', topic
         else:
             assert setting['Durability Policy'] == 'Volatile', topic
+    return classes
+
+
+def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
+    from pylon_common import topics
+    config, displays = _rviz_displays()
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'pylon_root'
+    classes = _check_displays(displays, _published_topics())
     for cls in ('TF', 'RobotModel', 'PointCloud2', 'LaserScan', 'Image', 'MarkerArray'):
         assert f'rviz_default_plugins/{cls}' in classes, cls
     model = classes['rviz_default_plugins/RobotModel']
@@ -443,8 +471,42 @@ def test_rviz_config_topics_are_published_and_fixed_frame_is_pylon_root():
     assert model['Description Topic']['Value'] == topics.topic('robot_description').default_name()
 
 
+def _kart_published_topics() -> dict:
+    """Return ``{topic name: contract row}`` of what the kart's plan publishes.
+
+    The bridge's topics (its kart sensors at the competition's names,
+    ``pylon_kart.sensing``), the interface's and the reference stack's.
+    """
+    from pylon_common import topics
+    published = _published_topics()
+    for source, target in pc.kart_remappings():
+        if source in published:
+            published[target] = published.pop(source)
+    published.update({row.default_name(): row for row in topics.KART_TOPICS + topics.STACK_TOPICS
+                      if row.direction == topics.PUBLISHES})
+    return published
+
+
+def test_kart_rviz_config_shows_course_kart_path_and_scan_in_map():
+    from pylon_common import topics
+    from pylon_kart.kart_limits import MAP
+    config, displays = _rviz_displays('kart.rviz')
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == MAP == 'map'
+    assert config['Visualization Manager']['Views']['Current']['Target Frame'] == 'base_link'
+    classes = _check_displays(displays, _kart_published_topics())
+    assert set(classes) == {f'rviz_default_plugins/{c}' for c in (
+        'Grid', 'TF', 'RobotModel', 'MarkerArray', 'Path', 'LaserScan')}
+    shown = {cls.rsplit('/', 1)[1]: _topic(d) for cls, d in classes.items()}
+    assert shown['RobotModel'] == topics.name('robot_description')
+    assert shown['MarkerArray'] == topics.name('stack/course_markers')
+    assert shown['Path'] == topics.name('stack/trajectory_path')
+    lidar = dict(pc.kart_remappings())[topics.name('lidar_2d', id='lidar')]
+    assert shown['LaserScan'] == lidar == '/sensing/lidar/scan'
+
+
 def test_rviz_readme_documents_the_fixed_frame():
     assert 'pylon_root' in (ROOT / 'rviz' / 'README.md').read_text()
+    assert '`kart.rviz`' in (ROOT / 'rviz' / 'README.md').read_text()
 
 
 # -- devcontainer -------------------------------------------------------------------------

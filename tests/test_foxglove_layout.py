@@ -5,6 +5,10 @@ least exist: every topic is one of the topic contract (a sensor's id one a shipp
 carries), every message path walks real fields of that topic's message type, every panel
 setting is one the Foxglove SDK's layout schema (``foxglove.layouts``) knows, and the 3D
 panel shows the scene from ``pylon_root`` as the RViz config does.
+
+The kart's layout (``foxglove/kart_layout.json``, ``DEMO_SCENARIO=kart make demo``) is
+held to the same rules, its sensors at the competition's names (``pylon_kart.sensing``: a
+name there stands for the bridge's topic it is remapped from), its 3D panel in ``map``.
 """
 
 import importlib
@@ -14,6 +18,8 @@ import re
 
 import foxglove.layouts as fl
 from pylon_common import topics
+from pylon_kart import sensing
+from pylon_kart.kart_limits import MAP
 from pylon_protocol import frames
 from pylon_tools.viewer import contract_row
 import pytest
@@ -30,6 +36,16 @@ SEGMENT = re.compile(r'(?P<name>\w+)(?P<index>\[(\d+|:)\])?'
                      r'(?:\{(?P<field>\w+)==(?P<value>[^}]+)\})?')
 """One field of a message path: ``name``, ``name[0]``, ``name[:]{field=="value"}``."""
 TITLE = 'foxglovePanelTitle'
+KART_PATH = ROOT / 'foxglove' / 'kart_layout.json'
+KART = json.loads(KART_PATH.read_text(encoding='utf-8'))
+KART_PANELS = KART['configById']
+COMPETITION = {target: source for source, target in sensing.REMAPS}
+"""The kart's sensors: the competition's name -> the bridge's own."""
+
+
+def row_of(topic: str) -> topics.Topic | None:
+    """Return the contract's row of a topic, a competition sensor name's of its source."""
+    return contract_row(COMPETITION.get(topic, topic))
 
 
 def _schema(kind: type) -> set[str]:
@@ -43,8 +59,8 @@ def _leaves(node) -> list[str]:
     return _leaves(node['first']) + _leaves(node['second'])
 
 
-def _paths(kind: str) -> list[str]:
-    return [series['value'] for panel_id, config in PANELS.items()
+def _paths(kind: str, panels: dict = PANELS) -> list[str]:
+    return [series['value'] for panel_id, config in panels.items()
             if panel_id.startswith(f'{kind}!') for series in config['paths']]
 
 
@@ -77,7 +93,7 @@ def _element(field_type: str) -> tuple[str, bool]:
 def walk(path: str) -> str:
     """Return the type at the end of a message path; AssertionError where it does not exist."""
     topic, *segments = path.split('.')
-    kind = contract_row(topic).type
+    kind = row_of(topic).type
     for segment in segments:
         if segment.startswith('@'):
             assert segment[1:] in MODIFIERS, (path, segment)
@@ -194,3 +210,82 @@ def test_plots_cover_attitude_rates_wrench_and_the_states():
 def test_the_readme_tells_how_to_import_it():
     readme = (ROOT / 'README.md').read_text(encoding='utf-8')
     assert 'foxglove/pylon_layout.json' in readme and 'Import from file' in readme
+
+
+# -- the kart's layout ------------------------------------------------------------------------
+
+def kart_topics() -> set[str]:
+    """Return every topic the kart's layout names (panels, layers, message paths)."""
+    three_d = KART_PANELS['3D!kart']
+    found = set(three_d['topics'])
+    found |= {layer['topic'] for layer in three_d['layers'].values() if 'topic' in layer}
+    image = KART_PANELS['Image!camera']['imageMode']
+    found |= {image['imageTopic'], image['calibrationTopic']}
+    paths = _paths('Plot', KART_PANELS) + _paths('StateTransitions', KART_PANELS)
+    return found | {path.split('.', 1)[0] for path in paths}
+
+
+def test_the_kart_layout_is_a_tree_of_its_panels_each_known_to_the_sdk():
+    assert set(KART) == set(LAYOUT)
+    assert sorted(_leaves(KART['layout'])) == sorted(KART_PANELS)
+    three_d = KART_PANELS['3D!kart']
+    assert set(three_d) <= _schema(fl.ThreeDeeConfig)
+    assert set(three_d['scene']) <= _schema(fl.BaseRendererSceneSettings)
+    assert set(three_d['cameraState']) <= _schema(fl.ThreeDeeCameraState)
+    settings = {'lidar_2d': fl.BaseRendererLaserScanTopicSettings,
+                'stack/course_markers': fl.BaseRendererRosMarkerTopicSettings,
+                'stack/trajectory_path': fl.BaseRendererPosesTopicSettings}
+    for topic, config in three_d['topics'].items():
+        assert set(config) <= _schema(settings[row_of(topic).key]), topic
+    layers = {'foxglove.Grid': fl.BaseRendererGridLayerSettings,
+              'foxglove.Urdf': fl.BaseRendererUrdfLayerSettings}
+    for layer_id, layer in three_d['layers'].items():
+        assert layer['instanceId'] == layer_id
+        assert set(layer) <= _schema(layers[layer['layerId']]), layer_id
+    assert set(KART_PANELS['Image!camera']['imageMode']) <= _schema(fl.ImageModeConfig)
+    for panel_id, config in KART_PANELS.items():
+        kind = panel_id.split('!')[0]
+        if kind in ('Plot', 'StateTransitions'):
+            panel = {'Plot': fl.PlotConfig, 'StateTransitions': fl.StateTransitionsConfig}[kind]
+            assert set(config) <= _schema(panel), panel_id
+
+
+def test_the_kart_scene_is_the_course_in_map_with_the_kart_path_and_scan():
+    three_d = KART_PANELS['3D!kart']
+    assert three_d['followTf'] == MAP == 'map'
+    assert {row_of(t).key for t in three_d['topics']} == {
+        'lidar_2d', 'stack/course_markers', 'stack/trajectory_path'}
+    assert topics.name('stack/course_markers') in three_d['topics']
+    assert topics.name('stack/trajectory_path') in three_d['topics']
+    assert '/sensing/lidar/scan' in three_d['topics']
+    (urdf,) = [layer for layer in three_d['layers'].values()
+               if layer['layerId'] == 'foxglove.Urdf']
+    assert (urdf['sourceType'], urdf['topic']) == ('topic', topics.name('robot_description'))
+    (grid,) = [layer for layer in three_d['layers'].values()
+               if layer['layerId'] == 'foxglove.Grid']
+    assert grid['frameId'] == MAP
+    paths = _paths('Plot', KART_PANELS) + _paths('StateTransitions', KART_PANELS)
+    assert f'{topics.name("kart/control_mode")}.mode' in paths
+    assert f'{topics.name("stack/kinematic_state")}.twist.twist.linear.x' in paths
+
+
+@pytest.mark.parametrize('topic', sorted(kart_topics()))
+def test_every_kart_topic_is_in_the_contract_or_the_sensing_table(topic):
+    row = row_of(topic)
+    assert row is not None, f'{topic} is no topic of the contract nor a kart sensor'
+    if '{id}' in row.name:
+        pattern = re.escape(row.default_name(id='{id}')).replace(r'\{id\}', '([^/]+)')
+        sensor = re.fullmatch(pattern, COMPETITION[topic]).group(1)
+        assert sensor in _scenario_sensor_ids()[row.key.removesuffix('_info')], topic
+
+
+@pytest.mark.parametrize('path', _paths('Plot', KART_PANELS) + _paths('StateTransitions',
+                                                                        KART_PANELS))
+def test_every_kart_message_path_walks_real_fields_to_a_value(path):
+    end = walk(path)
+    assert '/' not in end, f'{path} ends at a message ({end}), not a value'
+
+
+def test_the_readme_tells_how_to_import_the_kart_layout():
+    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    assert 'foxglove/kart_layout.json' in readme

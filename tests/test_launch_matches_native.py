@@ -251,3 +251,53 @@ def test_a_simulator_rate_is_checked_and_needs_the_simulator():
                                                        use_sim_time=True)}
     assert real['udp_bridge']['publish_clock'] is True
     assert real['setpoint_controller']['use_sim_time'] is True
+
+
+@pytest.mark.parametrize('rate', ['1.0', '4'])
+def test_launch_and_native_demo_start_the_same_kart(launch_file, rate):
+    """scenario:=kart and DEMO_SCENARIO=kart start the same kart.
+
+    The kart's interface and reference stack instead of the attitude control, all on game
+    time; a team's domain (no ground truth).
+    """
+    native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
+    pc = native.pc
+    actions = launch_file._setup(_context(launch_file, components=','.join(native.DEMO_COMPONENTS),
+                                          scenario='kart', sim_rate=rate))
+    launched = _as_commands(actions)
+    assert launched == native.command_lines(scenario='kart', sim_rate=float(rate))
+    sim, bridge, interface, *stack, viewer = launched
+    assert [cmd[0] for cmd in (interface, *stack, viewer)] == [
+        'kart_interface', 'kart_localizer', 'trajectory_publisher', 'pure_pursuit',
+        'pylon_viewer']
+    scenario = sim[sim.index('--scenario') + 1]
+    assert pc.is_kart(scenario) and scenario == pc.kart_scenario('kart')
+    lead = ['--lockstep-lead', '0.06'] if rate != '1.0' else []
+    assert sim[len(sim) - len(lead):] == lead, sim
+    assert _fixed(bridge)['publish_clock'] == 'true'
+    assert _fixed(bridge)['disable_ground_truth'] == 'true'
+    remaps = [bridge[i + 1] for i, arg in enumerate(bridge) if arg == '-r'][1:]
+    from pylon_kart import sensing
+    assert tuple(remaps) == tuple(a for a in sensing.bridge_arguments()[1:] if a != '-r')
+    assert '/ksp_vessel/imu/data_raw:=/sensing/imu/imu_raw' in interface
+    for node in (interface, *stack):
+        assert _fixed(node)['use_sim_time'] == 'true', node
+    # the default selection: robot_state_publisher beside, no attitude control, no markers
+    default = [cmd[0] for cmd in _as_commands(launch_file._setup(
+        _context(launch_file, scenario='kart')))]
+    assert default == ['pylon_sim', 'udp_bridge', 'robot_state_publisher',
+                       'description_relay', 'kart_interface', 'kart_localizer',
+                       'trajectory_publisher', 'pure_pursuit']
+    # and the kart's nodes never start with another scenario
+    orbit = [cmd[0] for cmd in _as_commands(launch_file._setup(_context(launch_file)))]
+    assert not {'kart_interface', 'kart_localizer', 'pure_pursuit'} & set(orbit)
+    rviz = _as_commands(launch_file._setup(_context(launch_file, components='rviz',
+                                                    scenario='kart')))
+    assert rviz == [['rviz2', '-d', str(ROOT / 'rviz' / 'kart.rviz'), '--ros-args', '-r',
+                     '__node:=rviz2']]
+
+
+def test_the_kart_refuses_ground_truth():
+    import pylon_components as pc
+    with pytest.raises(ValueError, match='ground truth'):
+        pc.plan('bridge', scenario='kart', disable_ground_truth=False)

@@ -116,3 +116,32 @@ def test_native_demo_slews_every_period(free_udp_port, tmp_path):
     assert summary['lease_losses'] == 0 and summary['processes_exited'] == [], json.dumps(summary)
     assert summary['max_stamp_gap_s']['imu'] > 0.0, summary       # both topics were seen
     assert summary['max_stamp_gap_s']['odometry'] > 0.0, json.dumps(summary)
+
+
+def test_native_demo_drives_the_kart(free_udp_port, tmp_path):
+    """``DEMO_SCENARIO=kart``: the kart engaged AUTONOMOUS once ready, driving, a summary.
+
+    A short run (``DEMO_SECONDS``): the status lines and the summary come from the
+    localizer's estimate; the lap counting itself is tested in pylon_kart's unit tests.
+    """
+    ports = ','.join(str(free_udp_port()) for _ in range(3))
+    env = dict(os.environ, DEMO_SCENARIO='kart', DEMO_SECONDS='12', DEMO_LOG_DIR=str(tmp_path),
+               DEMO_VIEWER_PORT=str(free_udp_port()))
+    result = subprocess.run([sys.executable, str(ROOT / 'launch' / 'native_demo.py'),
+                             '--ports', ports], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    started = [line.split()[2] for line in lines if line.startswith('demo: starting ')]
+    assert started == ['pylon_sim', 'udp_bridge', 'kart_interface', 'kart_localizer',
+                       'trajectory_publisher', 'pure_pursuit', 'pylon_viewer']
+    assert 'layout: import foxglove/kart_layout.json' in result.stdout
+    driving = [float(line.split(' speed ')[1].split()[0]) for line in lines
+               if line.startswith('mode AUTONOMOUS ') and ' speed ' in line]
+    assert driving and max(driving) > 1.0, result.stdout[-2000:]
+    summary = json.loads(next(line for line in lines
+                              if line.startswith('demo summary: '))[len('demo summary: '):])
+    assert summary['mode'] == 'AUTONOMOUS' and summary['processes_exited'] == [], summary
+    assert summary['ready_s'] <= summary['autonomous_s'], summary
+    assert summary['progress_m'] > 5.0 and summary['max_speed_mps'] > 1.0, summary
+    assert summary['estimates'] > 0 and summary['estimates_refused'] == 0, summary

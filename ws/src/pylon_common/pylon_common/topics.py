@@ -358,6 +358,15 @@ STACK_TOPICS: tuple[Topic, ...] = (
           f"{_STACK}; republished every second; {LATE_JOINER} (the competition's Best "
           'Effort depth 1 readers match it too; pure_pursuit reads it SENSOR_READER, so '
           "that another stack's Best Effort publisher reaches it)", (PURE_PURSUIT,)),
+    Topic('stack/trajectory_path', '/planning/scenario_planning/trajectory/path',
+          'nav_msgs/msg/Path', 'LATCHED', TRAJECTORY_PUBLISHER, PUBLISHES, GLOBAL,
+          "the trajectory's poses (map) for viewers: RViz and Foxglove draw a Path, not "
+          f'the Autoware type; published with it; {LATE_JOINER}'),
+    Topic('stack/course_markers', '/planning/course_markers',
+          'visualization_msgs/msg/MarkerArray', 'LATCHED', TRAJECTORY_PUBLISHER, PUBLISHES,
+          GLOBAL,
+          "the track's edges, centreline and start line (map, line strips) for viewers; "
+          f'published with the trajectory; {LATE_JOINER}'),
     Topic('stack/kinematic_state', '/localization/kinematic_state', 'nav_msgs/msg/Odometry',
           'DEFAULT_STREAM', KART_LOCALIZER, PUBLISHES, GLOBAL,
           f"{_STACK}; the EKF's pose (map) and twist (base_link), never ground truth; "

@@ -30,7 +30,7 @@ def test_one_latched_profile_for_every_latched_state():
                        'control/authority/state', 'simulator/state',
                        'simulator/universal_time', 'admin/state', 'admin/mission',
                        'admin/ranking', 'sim/state', 'kart/control_mode', 'kart/gear_status',
-                       'stack/trajectory'}
+                       'stack/trajectory', 'stack/trajectory_path', 'stack/course_markers'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
@@ -59,6 +59,10 @@ def test_the_stack_uses_the_competitions_names_and_types():
     expected = {
         '/planning/scenario_planning/trajectory': (
             'autoware_auto_planning_msgs/msg/Trajectory', topics.TRAJECTORY_PUBLISHER),
+        '/planning/scenario_planning/trajectory/path': ('nav_msgs/msg/Path',
+                                                        topics.TRAJECTORY_PUBLISHER),
+        '/planning/course_markers': ('visualization_msgs/msg/MarkerArray',
+                                     topics.TRAJECTORY_PUBLISHER),
         '/localization/kinematic_state': ('nav_msgs/msg/Odometry', topics.KART_LOCALIZER),
         '/sensing/gnss/nav_sat_fix': ('sensor_msgs/msg/NavSatFix', topics.KART_LOCALIZER),
         '/sensing/imu/imu_raw': ('sensor_msgs/msg/Imu', topics.KART_LOCALIZER),
@@ -73,7 +77,8 @@ def test_the_stack_uses_the_competitions_names_and_types():
         'stack/trajectory', 'stack/kinematic_state'}
     assert set(topics.published_by(topics.PURE_PURSUIT)) == {
         'kart/control_cmd', topics.ROS_DIAGNOSTICS}
-    assert set(topics.published_by(topics.TRAJECTORY_PUBLISHER)) == {'stack/trajectory'}
+    assert set(topics.published_by(topics.TRAJECTORY_PUBLISHER)) == {
+        'stack/trajectory', 'stack/trajectory_path', 'stack/course_markers'}
     reader = qos.SENSOR_READER          # matches Reliable and Best Effort publishers
     assert (reader.reliability, reader.durability) == (qos.BEST_EFFORT, qos.VOLATILE)
 
