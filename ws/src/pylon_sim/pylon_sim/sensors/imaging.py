@@ -205,8 +205,11 @@ def own_ranges(imager: Imager, own: list, position: np.ndarray,
 
 
 def frame(scene: dict, vessel: SimVessel, part: Part, settings: dict,
-          frame_position, frame_rotation) -> bytes:
-    """Render a camera's frame in the scene; return its RGB8 bytes."""
+          frame_position, frame_rotation, reference: bool = False) -> bytes:
+    """Render a camera's frame in the scene; return its RGB8 bytes.
+
+    ``reference`` casts the terrain on every pixel (``render.render``'s reference path).
+    """
     position, rotation = pose(scene, vessel.key, part, frame_position, frame_rotation)
     center, radius, atmosphere = scene['planet']
     sun = scene['sun'] - position
@@ -220,7 +223,7 @@ def frame(scene: dict, vessel: SimVessel, part: Part, settings: dict,
         position, rotation, sun / np.linalg.norm(sun), width=width, height=height,
         vertical_fov_deg=settings['vertical_fov_deg'], primitives=primitives,
         exclude=exclude, planet_center=center, planet_radius=radius,
-        terrain=scene['terrain'], atmosphere_depth=atmosphere)
+        terrain=scene['terrain'], atmosphere_depth=atmosphere, reference=reference)
     return render.to_rgb8_bytes(image)
 
 

@@ -25,7 +25,8 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim.game import raycast
+from pylon_sim.game import raycast, terrain_near
+from pylon_sim.game.terrain import SiteTerrain
 
 DEFAULT_WIDTH = 320
 DEFAULT_HEIGHT = 240
@@ -177,8 +178,14 @@ def _screen(width: int, height: int, vertical_fov_deg: float) -> _Screen:
 
 
 def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: float,
-                 planet_center, planet_radius, terrain) -> raycast.Hits:
-    """Cast the planet's pixels (its bounding sphere's) with ``raycast.cast_full``."""
+                 planet_center, planet_radius, terrain, reference: bool = False,
+                 ) -> raycast.Hits:
+    """Cast the planet's pixels (its bounding sphere's).
+
+    A ``SiteTerrain`` is cast with ``terrain_near.intersect_near``, each crater and
+    boulder only on the pixels its sphere covers (``_Screen.pixels``); anything else, or
+    everything when ``reference``, with ``raycast.cast_full`` on every planet pixel.
+    """
     n = len(screen.directions)
     hits = raycast.Hits(np.full(n, np.inf), np.full(n, -1, dtype=int), np.zeros((n, 3)))
     if not planet_radius or planet_center is None:
@@ -186,12 +193,43 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     center = np.asarray(planet_center, dtype=float).reshape(3)
     reach = float(planet_radius) + (terrain.top_height if terrain is not None else 0.0)
     idx = screen.pixels(rot.T @ (center - o), reach)
-    if idx.size:
+    if idx.size and isinstance(terrain, SiteTerrain) and not reference:
+        sub = _site_hits(screen, idx, o - center, rot, float(planet_radius), terrain,
+                         max_range)
+        hits.ranges[idx], hits.what[idx], hits.normals[idx] = sub
+    elif idx.size:
         sub = raycast.cast_full(o, screen.directions[idx] @ rot.T, max_range, (), center,
                                 planet_radius, terrain)
         hits.ranges[idx], hits.what[idx] = sub.ranges, sub.what
         hits.normals[idx] = sub.normals @ rot          # world -> camera frame
     return hits
+
+
+def _site_hits(screen: _Screen, idx: np.ndarray, rel: np.ndarray, rot: np.ndarray,
+               radius: float, terrain: SiteTerrain, max_range: float,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ranges, what (-2, -1) and camera-frame normals of the pixels ``idx`` on a site.
+
+    ``rel`` is the camera's world position from the planet's centre; the rays are cast in
+    the terrain's frame, a sphere's pixels found in the camera frame.
+    """
+    fixed = terrain.frame_rotation if terrain.frame_rotation is not None else np.eye(3)
+    turn = fixed @ rot                                   # camera -> terrain frame
+    origin = fixed @ rel
+    where = np.full(len(screen.directions), -1)
+    where[idx] = np.arange(idx.size)
+
+    def near(center: np.ndarray, radius: float) -> np.ndarray:
+        pos = where[screen.pixels(turn.T @ (center - origin), radius)]
+        return pos[pos >= 0]
+
+    t, normals = terrain_near.intersect_near(terrain, origin, screen.directions[idx] @ turn.T,
+                                             radius, max_range, near)
+    miss = ~(t <= max_range)
+    t[miss] = np.inf
+    normals = normals @ turn
+    normals[miss] = 0.0
+    return t, np.where(miss, -1, -2), normals
 
 
 FOOTPRINT_TOLERANCE = 1e-6
@@ -249,7 +287,8 @@ def _half_extents(prim: raycast.Primitive) -> np.ndarray:
 
 def _screen_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: float,
                 primitives: Sequence[raycast.Primitive], planet_center, planet_radius,
-                terrain, exclude: Collection[Hashable]) -> raycast.Hits:
+                terrain, exclude: Collection[Hashable], reference: bool = False,
+                ) -> raycast.Hits:
     """Return what each pixel's ray hits first; ranges along it, normals in the camera frame.
 
     The same answer as ``raycast.cast_full`` on every pixel ray, found with the work a
@@ -258,7 +297,8 @@ def _screen_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     and a shape that holds still in that frame not again (``_Screen.footprint``); then
     the nearest hit of each pixel wins.
     """
-    hits = _planet_hits(screen, o, rot, max_range, planet_center, planet_radius, terrain)
+    hits = _planet_hits(screen, o, rot, max_range, planet_center, planet_radius, terrain,
+                        reference)
     best, what, normals = hits.ranges, hits.what, hits.normals
     excluded = set(exclude)
     placed = []
@@ -294,6 +334,7 @@ def pixel_hits(
     planet_radius: float | None = None,
     terrain: raycast.Terrain | None = None,
     max_range: float = 1e12,
+    reference: bool = False,
 ) -> raycast.Hits:
     """Return what the ray of each pixel (row-major from top-left) hits, as ``render`` sees it.
 
@@ -303,7 +344,7 @@ def pixel_hits(
     screen = _screen(int(width), int(height), float(vertical_fov_deg))
     return _screen_hits(screen, np.asarray(camera_position, dtype=float).reshape(3),
                         _rotation(camera_rotation), max_range, primitives, planet_center,
-                        planet_radius, terrain, exclude)
+                        planet_radius, terrain, exclude, reference)
 
 
 def _rotation(rotation: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -428,6 +469,7 @@ def render(
     planet_color: Sequence[float] = PLANET_COLOR,
     sun_angular_radius: float = SUN_ANGULAR_RADIUS,
     max_range: float = 1e12,
+    reference: bool = False,
 ) -> np.ndarray:
     """
     Render one frame; return a C-contiguous uint8 array (height, width, 3), row 0 on top.
@@ -437,7 +479,10 @@ def render(
     frame as the primitives and the planet. ``sun_direction`` points from the camera
     towards the sun (world, any length). ``exclude`` holds owners of primitives to skip
     (the camera's own part). ``atmosphere_depth`` > 0 draws a limb glow. ``terrain``
-    displaces the planet's surface (``raycast.cast_full``).
+    displaces the planet's surface: a ``terrain.SiteTerrain`` is cast per crater and
+    boulder on the pixels each one covers (``terrain_near``); ``reference`` casts every
+    planet pixel with ``raycast.cast_full`` instead (the same surfaces; the tests compare
+    the two).
     """
     width, height = int(width), int(height)
     screen = _screen(width, height, float(vertical_fov_deg))
@@ -446,7 +491,7 @@ def render(
     sun = np.asarray(sun_direction, dtype=float).reshape(3)
     sun = rot.T @ (sun / np.linalg.norm(sun))
     hits = _screen_hits(screen, o, rot, max_range, primitives, planet_center, planet_radius,
-                        terrain, exclude)
+                        terrain, exclude, reference)
     center, sunlit = None, None
     if planet_radius and planet_center is not None:
         world_center = np.asarray(planet_center, dtype=float).reshape(3)
