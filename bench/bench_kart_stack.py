@@ -111,8 +111,9 @@ def interface_stack(session: BenchSession, sim_args) -> dict:
                         bridge_args=('--publish-clock', *sensing.bridge_arguments()),
                         sim_args=sim_args, check_packets=False)
     processes = {p.name: p for p in session.group.processes}
-    processes['kart_interface'] = session.group.start(['kart_interface', *ON_GAME_TIME],
-                                                      name='kart_interface')
+    processes['kart_interface'] = session.group.start(
+        ['kart_interface', *sensing.interface_arguments(), '-p', 'use_sim_time:=true'],
+        name='kart_interface')
     return {'stack': stack, 'processes': processes}
 
 

@@ -1,7 +1,7 @@
 """``DEMO_SCENARIO=kart make demo``: the racing kart natively, from the same plan.
 
 ``native_demo`` starts ``pylon_components.plan`` of its components with the kart scenario:
-the simulator (``kart_scenario``: with a GNSS receiver), the bridge (the kart's sensors at
+the simulator (the kart with its GNSS receiver and AHRS), the bridge (the kart's sensors at
 the competition's names, ``/clock``, no ground truth), ``kart_interface`` and the reference
 stack (``kart_localizer``, ``trajectory_publisher``, ``pure_pursuit``), all on game time, and
 the live view; the launch file's ``scenario:=kart`` starts the same. This module then plays

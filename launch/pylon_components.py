@@ -38,7 +38,6 @@ from dataclasses import dataclass
 import math
 import os
 from pathlib import Path
-import tempfile
 
 from pylon_common import mission, topics
 from pylon_common.parameters import section_node
@@ -74,9 +73,6 @@ KART_LOCKSTEP_LEAD_SEC = round(3 * next(row.default for row in KART_INTERFACE_PA
                                         if row.name == 'control_period_sec'), 6)
 """The kart's ``--lockstep-lead`` faster than real time: three control periods of the
 interface (0.06 s), as the reference stack's lap test runs."""
-GNSS_MODULE = {'kind': 'gnss', 'index': 1, 'sensor_id': sensing.GNSS_ID,
-               'frame_id': 'gnss_link'}
-"""The GNSS receiver the localizer needs, on the kart's chassis (``kart_scenario``)."""
 
 # The live view: foxglove_bridge in the Docker image and pylon_viewer natively speak the
 # Foxglove WebSocket protocol on this machine only (the Docker image uses host networking:
@@ -265,36 +261,9 @@ def is_kart(scenario: str) -> bool:
     return isinstance(data, Mapping) and data.get('scenario') == KART_SCENARIO
 
 
-def kart_scenario(scenario: str = KART_SCENARIO) -> str:
-    """Return the kart scenario to run: ``scenario`` if its kart carries a GNSS receiver.
-
-    Else (the shipped ``kart`` has none yet) a copy with ``GNSS_MODULE`` on the chassis,
-    written to ``<tmp>/pylon_kart_<uid>/<name>_gnss.yaml`` (the same path every time, so
-    that the launch file and the native runner start the same command lines; rewritten
-    atomically); its path is returned.
-    """
-    from pylon_sim.loop.scenario import load_scenario
-    loaded = load_scenario(scenario)
-    data = yaml.safe_load(Path(loaded.path).read_text(encoding='utf-8'))
-    vessel = next(v for v in data['vessels'] if v['key'] == data['active'])
-    modules = [m for part in vessel['parts'] for m in part.get('modules') or ()]
-    if any(m.get('kind') == GNSS_MODULE['kind'] for m in modules):
-        return scenario
-    vessel['parts'][0]['modules'] = [*(vessel['parts'][0].get('modules') or ()), GNSS_MODULE]
-    folder = Path(tempfile.gettempdir()) / f'pylon_kart_{os.getuid()}'
-    folder.mkdir(exist_ok=True)
-    path = folder / f'{Path(loaded.path).stem}_gnss.yaml'
-    partial = folder / f'.{path.name}.{os.getpid()}'
-    partial.write_text(yaml.safe_dump(data), encoding='utf-8')
-    os.replace(partial, path)
-    return str(path)
-
-
 def kart_remappings() -> tuple[tuple[str, str], ...]:
-    """Return the (from, to) pairs of ``pylon_kart.sensing.bridge_arguments()``'s ``-r``."""
-    args = list(sensing.bridge_arguments())
-    pairs = [args[i + 1].split(':=', 1) for i, arg in enumerate(args[:-1]) if arg == '-r']
-    return tuple((src, dst) for src, dst in pairs)
+    """Return the bridge's (from, to) remaps for the kart (``pylon_kart.sensing``)."""
+    return tuple(sensing.remapping().items())
 
 
 def split_list(text: str) -> list[str]:
@@ -469,8 +438,7 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     bridge alike (fixed bridge parameters after its files); None keeps the files' ports.
     ``record_output`` (a path) selects the ``record`` component too, writing there.
     ``sim_rate`` and ``use_sim_time``: game time (module doc); a rate needs the simulator.
-    The kart scenario: see the module doc (``disable_ground_truth=False`` is refused there;
-    the simulator runs ``kart_scenario(scenario)``).
+    The kart scenario: see the module doc (``disable_ground_truth=False`` is refused there).
     """
     if record_output:
         components = (*select(components), RECORD.name)
@@ -495,14 +463,15 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     for name in selected:
         for proc in COMPONENTS[name].processes:
             if not proc.ros_node:
-                arguments = sim_arguments(kart_scenario(scenario) if kart else scenario, ports,
-                                          sim_rate, lead)
+                arguments = sim_arguments(scenario, ports, sim_rate, lead)
                 out.append(Planned(name, proc.package, proc.executable, None,
                                    tuple(arguments), (), (), ()))
                 continue
             fixed = dict(proc.parameters)
             if name == 'bridge':
                 fixed.update(bridge)
+                if kart:
+                    fixed.update(sensing.BRIDGE_PARAMETERS)
             if game_time and (proc.node in GAME_TIME_NODES or name in KART_COMPONENTS):
                 fixed['use_sim_time'] = True
             if name == RECORD.name and record_output:
@@ -523,7 +492,7 @@ def _kart_remappings(component: str) -> tuple[tuple[str, str], ...]:
     if component == BRIDGE.name:
         return kart_remappings()
     if component == KART.name:
-        return tuple(pair for pair in kart_remappings() if pair[0] == topics.name('imu'))
+        return tuple(sensing.interface_remapping().items())
     return ()
 
 

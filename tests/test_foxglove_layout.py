@@ -39,7 +39,7 @@ TITLE = 'foxglovePanelTitle'
 KART_PATH = ROOT / 'foxglove' / 'kart_layout.json'
 KART = json.loads(KART_PATH.read_text(encoding='utf-8'))
 KART_PANELS = KART['configById']
-COMPETITION = {target: source for source, target in sensing.REMAPS}
+COMPETITION = {target: source for source, target in sensing.remapping().items()}
 """The kart's sensors: the competition's name -> the bridge's own."""
 
 

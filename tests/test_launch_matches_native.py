@@ -11,6 +11,7 @@ import sys
 import types
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -271,14 +272,15 @@ def test_launch_and_native_demo_start_the_same_kart(launch_file, rate):
         'kart_interface', 'kart_localizer', 'trajectory_publisher', 'pure_pursuit',
         'pylon_viewer']
     scenario = sim[sim.index('--scenario') + 1]
-    assert pc.is_kart(scenario) and scenario == pc.kart_scenario('kart')
+    assert pc.is_kart(scenario) and scenario == 'kart'
     lead = ['--lockstep-lead', '0.06'] if rate != '1.0' else []
     assert sim[len(sim) - len(lead):] == lead, sim
     assert _fixed(bridge)['publish_clock'] == 'true'
     assert _fixed(bridge)['disable_ground_truth'] == 'true'
     remaps = [bridge[i + 1] for i, arg in enumerate(bridge) if arg == '-r'][1:]
     from pylon_kart import sensing
-    assert tuple(remaps) == tuple(a for a in sensing.bridge_arguments()[1:] if a != '-r')
+    assert tuple(remaps) == tuple(f'{a}:={b}' for a, b in sensing.remapping().items())
+    assert yaml.safe_load(_fixed(bridge)['imu_frame_id']) == sensing.IMU_FRAME
     assert '/ksp_vessel/imu/data_raw:=/sensing/imu/imu_raw' in interface
     for node in (interface, *stack):
         assert _fixed(node)['use_sim_time'] == 'true', node

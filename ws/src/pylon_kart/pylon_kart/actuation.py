@@ -76,3 +76,15 @@ def measure(geometry: Geometry, spin: Mapping[str, float], steering: Mapping[str
     front = [w.steering_sign * steering.get(w.id, 0.0) for w in geometry.front]
     return Measurement(sum(speeds) / len(speeds), -yaw_rate * geometry.rear_axle_x, yaw_rate,
                        geometry.steering_tire_angle(front))
+
+
+def applied_drive(geometry: Geometry, torques: Mapping[str, float], direction: float) -> float:
+    """Return the driven wheels' torque along the gear's direction, a fraction 0..1 of their limit.
+
+    ``torques``: each wheel's applied drive torque (N·m, ``WheelState.drive_torque``) by id;
+    ``direction``: +1 DRIVE, -1 REVERSE, 0 without drive.
+    """
+    driven = [w for w in geometry.driven if w.id in torques]
+    torque = sum(direction * w.rolling_sign * torques[w.id] for w in driven)
+    limit = sum(w.max_drive_torque for w in driven) or 1.0
+    return min(max(torque / limit, 0.0), 1.0)

@@ -38,8 +38,8 @@ from autoware_auto_vehicle_msgs.msg import (
     VelocityReport,
 )
 from autoware_auto_vehicle_msgs.srv import ControlModeCommand
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from pylon_common import node_main, topics
+from diagnostic_msgs.msg import DiagnosticArray
+from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare
 from pylon_interfaces.msg import (
     ControlAuthorityCommand,
@@ -342,12 +342,10 @@ class KartInterfaceNode(Node):
         """Return the motors' applied torque (fraction of their limit) and the brake."""
         if self.applied is None or self.geometry is None:
             return 0.0, 0.0
-        direction = longitudinal.DIRECTION[self.kart.gear]
-        driven = [(self.wheel_msgs[w.id], w) for w in self.geometry.driven
-                  if w.id in self.wheel_msgs]
-        torque = sum(direction * w.rolling_sign * m.drive_torque for m, w in driven)
-        limit = sum(w.max_drive_torque for _, w in driven) or 1.0
-        return min(max(torque / limit, 0.0), 1.0), float(self.applied.drive.brake)
+        torques = {i: m.drive_torque for i, m in self.wheel_msgs.items()}
+        return (actuation.applied_drive(self.geometry, torques,
+                                        longitudinal.DIRECTION[self.kart.gear]),
+                float(self.applied.drive.brake))
 
     def _diagnostics(self) -> None:
         with self.lock:
@@ -363,13 +361,10 @@ class KartInterfaceNode(Node):
                       'max_steering_tire_angle': round(self.geometry.max_steering_tire_angle,
                                                        5) if self.geometry else '',
                       'clock': 'game' if self.game_time else 'steady'}
-        level = DiagnosticStatus.OK if self.ready else DiagnosticStatus.WARN
-        status = DiagnosticStatus(level=level, name=topics.KART_INTERFACE,
-                                  message='ready' if self.ready else 'not ready',
-                                  hardware_id=self.params['controller_id'],
-                                  values=[KeyValue(key=key, value=str(v))
-                                          for key, v in values.items()])
-        array = DiagnosticArray(status=[status])
+        report = diagnostics.Report(diagnostics.OK if self.ready else diagnostics.WARN,
+                                    'ready' if self.ready else 'not ready', values)
+        array = DiagnosticArray(status=[diagnostics.status(
+            topics.KART_INTERFACE, self.params['controller_id'], report)])
         array.header.stamp = self.get_clock().now().to_msg()
         for pub in self.diag_pubs:
             pub.publish(array)

@@ -55,6 +55,28 @@ def remapping(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> dict[str, str]
     return {row.bridge_name(topic_prefix): row.competition for row in REMAPS}
 
 
+BRIDGE_PARAMETERS = {'imu_frame_id': IMU_FRAME}
+"""udp_bridge's parameters for the kart: the IMU in the competition's frame."""
+
+
+def interface_remapping(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> dict[str, str]:
+    """Return kart_interface's remaps beside a bridge started with ``bridge_arguments``.
+
+    The interface measures its yaw rate with the IMU, which the bridge then publishes at the
+    competition's name.
+    """
+    imu = REMAPS[0]
+    return {imu.bridge_name(topic_prefix): imu.competition}
+
+
+def interface_arguments(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> list[str]:
+    """Return kart_interface's ROS arguments beside a remapped bridge (``--ros-args -r ...``)."""
+    args = ['--ros-args']
+    for source, target in interface_remapping(topic_prefix).items():
+        args += ['-r', f'{source}:={target}']
+    return args
+
+
 def bridge_arguments(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> list[str]:
     """Return udp_bridge's ROS arguments: every remap and ``imu_frame_id:=imu_link``.
 
@@ -64,4 +86,5 @@ def bridge_arguments(topic_prefix: str = topics.DEFAULT_TOPIC_PREFIX) -> list[st
     args = ['--ros-args']
     for bridge, competition in remapping(topic_prefix).items():
         args += ['-r', f'{bridge}:={competition}']
-    return [*args, '-p', f'imu_frame_id:={IMU_FRAME}']
+    return [*args, *(arg for key, value in BRIDGE_PARAMETERS.items()
+                     for arg in ('-p', f'{key}:={value}'))]

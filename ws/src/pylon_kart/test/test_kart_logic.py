@@ -190,3 +190,10 @@ def test_wheel_orders_and_what_the_kart_measures():
     assert m.longitudinal_velocity == pytest.approx(4.0)
     assert m.lateral_velocity == pytest.approx(yaw * 0.45)
     assert m.steering_tire_angle == pytest.approx(delta) and m.heading_rate == yaw
+
+
+def test_the_applied_drive_is_the_motors_torque_along_the_gear():
+    torques = {'fl': 0.0, 'fr': 0.0, 'rl': 28.0, 'rr': 14.0}
+    assert actuation.applied_drive(GEOMETRY, torques, 1.0) == pytest.approx(42.0 / 120.0)
+    assert actuation.applied_drive(GEOMETRY, torques, -1.0) == 0.0     # braking in REVERSE
+    assert actuation.applied_drive(GEOMETRY, {'rl': 60.0, 'rr': 70.0}, 1.0) == 1.0

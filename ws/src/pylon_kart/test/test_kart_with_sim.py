@@ -57,7 +57,9 @@ def stack(module_sim_stack, tmp_path_factory):
 @pytest.fixture(scope='module')
 def interface(stack, module_ros_process):
     """Start the module's kart_interface on game time."""
-    return module_ros_process(['kart_interface', '--ros-args', '-p', 'use_sim_time:=true'],
+    # the mod's lease runs on its wall clock: room for a busy machine's stall of a second
+    return module_ros_process(['kart_interface', '--ros-args', '-p', 'use_sim_time:=true',
+                               '-p', f'lease_duration_sec:={1.0 * RATE}'],
                               name='kart_interface')
 
 
