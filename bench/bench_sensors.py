@@ -10,7 +10,13 @@ process subscribes to what the bridge publishes, with the bridge's QoS.
    and the clouds received. Target: under 10 %.
 2. **camera**: a child sends a 640x480 ``rgb8`` frame at 15 Hz, chunked as the mod chunks
    (12 000-byte pieces); images received against frames sent. Target: no drops.
-3. **cloud_throughput**: a child floods the bridge with the same scans as fast as the
+3. **scan_remap**: a child sends the kart's 2D scans (1080 rays over 270°, 40 Hz) for
+   ``REMAP_SECONDS`` through a bridge on its own topic name, then through a bridge started
+   with the kart's remaps (``pylon_kart.sensing``: the scan on ``/sensing/lidar/scan``); the
+   latency from each datagram's send to its LaserScan's arrival here (one monotonic clock,
+   matched by KSP time), p50/p99 for both: remapping renames the bridge's publisher, so
+   the two must not differ beyond noise.
+4. **cloud_throughput**: a child floods the bridge with the same scans as fast as the
    bridge empties its socket queue (``/proc/net/udp``); the bridge's cloud publish rate
    (its diagnostics) against a bare rclpy publisher of the same prebuilt PointCloud2.
 
@@ -28,6 +34,7 @@ import time
 
 import numpy as np
 from pylon_common import topics
+from pylon_kart import sensing
 from pylon_testing import mod_datagrams
 from pylon_testing.bench import (
     BenchError,
@@ -38,6 +45,7 @@ from pylon_testing.bench import (
     drop_counters,
     FLOOD_QUEUE_HIGH_BYTES,
     number,
+    percentile,
     run,
     start_bridge,
     START_TIMEOUT_SEC,
@@ -56,6 +64,9 @@ IMAGE_TOPIC = topics.name('camera', id='camera_bench')
 CLOUD_RATE_KEY = f"rate_hz.{topics.name('lidar_3d', id='<id>')}"       # per key, all sensors
 BASELINE_TOPIC = '/bench/cloud_baseline'
 HEARTBEAT_PERIOD_SEC = 0.1
+KART_SCAN_RAYS, KART_SCAN_FOV_DEG, KART_SCAN_RATE_HZ = 1080, 270.0, 40.0
+SCAN_TOPIC = topics.name('lidar_2d', id=sensing.LIDAR)
+REMAP_SECONDS = 8.0
 
 
 class Traffic:
@@ -70,6 +81,7 @@ class Traffic:
         self.heartbeats = 0
         rng = np.random.default_rng(1)
         self.ranges = [round(float(r), 3) for r in rng.uniform(1.0, 150.0, LIDAR_RAYS)]
+        self.ranges_2d = [round(float(r), 3) for r in rng.uniform(1.0, 30.0, KART_SCAN_RAYS)]
         self.frame = rng.integers(0, 256, CAMERA_WIDTH * CAMERA_HEIGHT * 3,
                                   dtype=np.uint8).tobytes()
 
@@ -91,6 +103,12 @@ class Traffic:
             origin=[0.0, 0.0, 0.0], framePosition=[0.0, 0.0, 0.5],
             frameRotation=[0.0, 0.0, 0.0, 1.0], ranges=self.ranges)
 
+    def scan_2d(self, dt: float) -> bytes:
+        """Return the kart's 2D scan ``dt`` later in UT (sensor ``lidar``, 1080 rays)."""
+        self.ut += dt
+        return self.bd.lidar_2d(ut=self.ut, ranges=self.ranges_2d, fov=KART_SCAN_FOV_DEG,
+                                sensor=sensing.LIDAR)
+
     def camera(self, sequence: int, dt: float) -> list[bytes]:
         """Return the chunks of the next camera frame."""
         self.ut += dt
@@ -105,7 +123,8 @@ def child_paced(port: int, kind: str, seconds: float) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     target = ('127.0.0.1', port)
-    rate = LIDAR_RATE_HZ if kind == 'lidar' else CAMERA_RATE_HZ
+    rate = {'lidar': LIDAR_RATE_HZ, 'lidar2d': KART_SCAN_RATE_HZ}.get(kind, CAMERA_RATE_HZ)
+    sends = []
     sock.sendto(traffic.heartbeat(), target)
     print('ready', flush=True)
     sys.stdin.readline()
@@ -122,12 +141,17 @@ def child_paced(port: int, kind: str, seconds: float) -> None:
             sent += 1
             if kind == 'lidar':
                 sock.sendto(traffic.scan(1.0 / rate), target)
+            elif kind == 'lidar2d':
+                datagram = traffic.scan_2d(1.0 / rate)
+                sends.append((traffic.ut, time.monotonic()))
+                sock.sendto(datagram, target)
             else:
                 for chunk in traffic.camera(sent, 1.0 / rate):
                     sock.sendto(chunk, target)
             next_item += 1.0 / rate
         time.sleep(max(0.0, min(next_item, next_beat) - time.monotonic()))
-    print(json.dumps({'start': start, 'end': time.monotonic(), 'sent': sent}), flush=True)
+    print(json.dumps({'start': start, 'end': time.monotonic(), 'sent': sent, 'sends': sends}),
+          flush=True)
 
 
 def child_flood(port: int, seconds: float) -> None:
@@ -256,6 +280,51 @@ def phase_camera(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor
             'pass': got['received'] >= got['sent']}
 
 
+def scan_latencies(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor,
+                   remapped: bool) -> list[float]:
+    """Send the kart's scans through a fresh bridge; return each scan's latency (ms)."""
+    from sensor_msgs.msg import LaserScan
+    extra = sensing.bridge_arguments() if remapped else ()
+    topic = sensing.remapping()[SCAN_TOPIC] if remapped else SCAN_TOPIC
+    bridge, port = start_bridge(session, bench, monitor, extra)
+    arrivals: list[tuple[float, float]] = []
+    bench.node.create_subscription(
+        LaserScan, topic, lambda m: arrivals.append((
+            time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)),
+        topics.qos('lidar_2d', reader=True))
+    result = run_sender(session, bench, ['paced', str(port), 'lidar2d', str(REMAP_SECONDS)],
+                        bridge.check)
+    bench.spin_for(0.5, bridge.check)
+    session.group.stop(bridge)
+    sends = result['sends']
+    if not arrivals:
+        raise BenchError(f'no scan on {topic}')
+    # the bridge stamps KSP time + one offset per session: of the offsets that would match
+    # the first scan to arrive with one sent, the one whose latencies are all >= 0 and least
+    by_ut = {round(ut, 6): sent_at for ut, sent_at in sends}
+    best: list[float] = []
+    for ut, _ in sends:
+        offset = arrivals[0][1] - ut
+        matched = [(received - by_ut[round(stamp - offset, 6)]) * 1e3
+                   for received, stamp in arrivals if round(stamp - offset, 6) in by_ut]
+        if matched and min(matched) >= 0.0 and (not best or max(matched) < max(best)):
+            best = matched
+    out = best
+    return out
+
+
+def phase_scan_remap(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor) -> dict:
+    """Time the kart's scan on the bridge's own name and on the competition's."""
+    result = {'rays': KART_SCAN_RAYS, 'rate_hz': KART_SCAN_RATE_HZ}
+    for name, remapped in (('own_name', False), ('remapped', True)):
+        latencies = scan_latencies(session, bench, monitor, remapped)
+        result[name] = {'scans': len(latencies),
+                        'p50_ms': round(percentile(latencies, 0.5), 3),
+                        'p99_ms': round(percentile(latencies, 0.99), 3)}
+    result['p50_ratio'] = round(result['remapped']['p50_ms'] / result['own_name']['p50_ms'], 3)
+    return result
+
+
 def phase_cloud_throughput(session: BenchSession, bench: BenchNode,
                            monitor: BridgeMonitor) -> dict:
     """Clouds per second of a flooded bridge against a bare rclpy publisher."""
@@ -295,9 +364,11 @@ def measure(session: BenchSession) -> dict:
         monitor = BridgeMonitor(bench)
         lidar = phase_lidar_cpu(session, bench, monitor)
         camera = phase_camera(session, bench, monitor)
+        scan = phase_scan_remap(session, bench, monitor)
         throughput = phase_cloud_throughput(session, bench, monitor)
     return {'benchmark': 'sensors', 'cpus': os.cpu_count(),
-            'lidar_cpu': lidar, 'camera': camera, 'cloud_throughput': throughput,
+            'lidar_cpu': lidar, 'camera': camera, 'scan_remap': scan,
+            'cloud_throughput': throughput,
             'runtime_seconds': session.runtime_seconds()}
 
 

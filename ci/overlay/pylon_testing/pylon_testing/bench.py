@@ -223,16 +223,17 @@ class BridgeMonitor:
         return [(t, s) for t, s in self.reports if start <= t <= end]
 
 
-def start_bridge(session: BenchSession, bench: BenchNode,
-                 monitor: BridgeMonitor) -> tuple[RosProcess, int]:
+def start_bridge(session: BenchSession, bench: BenchNode, monitor: BridgeMonitor,
+                 extra: Sequence[str] = ()) -> tuple[RosProcess, int]:
     """Start a fresh ``udp_bridge`` on ports of its own; return it and its state port.
 
-    Returns once the bridge published diagnostics (``wait_for_bridge``).
+    ``extra``: arguments after the ports (e.g. ``--ros-args -r ...``). Returns once the
+    bridge published diagnostics (``wait_for_bridge``).
     """
     port, command_port = session.take_port(), session.take_port()
     monitor.reset()
     bridge = session.group.start(['udp_bridge', '--host', '127.0.0.1', '--port', str(port),
-                                  '--command-port', str(command_port)], name='bridge')
+                                  '--command-port', str(command_port), *extra], name='bridge')
     wait_for_bridge(bench, monitor, bridge)
     return bridge, port
 
