@@ -7,7 +7,6 @@ topics and ``imu_frame_id:=imu_link``). The test node reads what a team's stack 
 """
 
 import math
-import time
 
 from pylon_common import topics
 from pylon_kart import sensing
@@ -98,8 +97,6 @@ def test_a_scan_leaves_the_bridge_once_on_the_remapped_name(session, ros_node):
     assert [(p.node_namespace, p.node_name) for p in publishers] == [('/', 'udp_bridge')]
     rec = TopicRecorder(ros_node).add('scan', '/sensing/lidar/scan', LaserScan,
                                       qos_profile_sensor_data)
-    start = time.monotonic()
     scans = rec.wait_count('scan', 81)
     stamps = [stamp_of(m) for m in scans]
     assert (stamps[-1] - stamps[0]) / 80 == pytest.approx(0.025, rel=0.02)
-    assert 80 / (time.monotonic() - start) > 25      # the simulator at real time: ~40 Hz
