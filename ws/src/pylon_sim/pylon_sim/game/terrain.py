@@ -344,9 +344,12 @@ class SiteTerrain(raycast.Terrain):
         patch radius / body radius of the local ones).
         """
         p = np.asarray(points, dtype=float).reshape(-1, 3)
-        r = np.linalg.norm(p, axis=1)
+        return self._normal(p, np.linalg.norm(p, axis=1), self.field(self.local(p)[0])[1])
+
+    def _normal(self, p: np.ndarray, r: np.ndarray, grad: np.ndarray) -> np.ndarray:
+        """Return ``field_normal`` of points ``p`` at radii ``r`` from the field's gradient."""
         up = p / np.where(r > 0.0, r, 1.0)[:, None]
-        normal = up - self.field(self.local(p)[0])[1] @ self.enu[:2]
+        normal = up - grad @ self.enu[:2]
         return normal / np.linalg.norm(normal, axis=1, keepdims=True)
 
     # -- the interface of wheels and ground truth ------------------------------------
@@ -360,8 +363,9 @@ class SiteTerrain(raycast.Terrain):
         """
         p = np.asarray(points_fixed, dtype=float).reshape(-1, 3)
         r = np.linalg.norm(p, axis=1)
-        clearance = r - self.body_radius - self.height(p)
-        normal = self.field_normal(p)
+        height, grad = self.field(self.local(p)[0])        # one evaluation for both
+        clearance = r - self.body_radius - height
+        normal = self._normal(p, r, grad)
         if len(self.boulders):
             rel = p[:, None, :] - self.boulder_centers[None, :, :]
             dist = np.linalg.norm(rel, axis=2) - self._b_radius[None, :]
