@@ -102,14 +102,21 @@ MIN_COS_TILT = 0.2              # the ground must face the suspension within ~78
 UP = np.array([0.0, 0.0, 1.0])
 
 
+_NEXT = np.array([1, 2, 0])         # cross: the components after each one, cyclically
+_AFTER = np.array([2, 0, 1])
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return ``a × b`` over the last axis (broadcasting; np.cross is slow on small arrays)."""
+    """Return ``a × b`` over the last axis (broadcasting; np.cross is slow on small arrays).
+
+    Each component is ``a_j b_k - a_k b_j`` as ``np.cross`` computes it (the same rounding);
+    two 3-vectors go through Python floats, the cheapest for one vector.
+    """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
+    if a.shape == b.shape == (3,):
+        (ax, ay, az), (bx, by, bz) = a.tolist(), b.tolist()
+        return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
+    return a[..., _NEXT] * b[..., _AFTER] - a[..., _AFTER] * b[..., _NEXT]
 
 
 class Ground(Protocol):
