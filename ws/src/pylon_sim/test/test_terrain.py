@@ -95,6 +95,18 @@ def test_boulder_rests_partly_buried_and_ground_reports_clearance_to_the_union()
     assert n[0] @ east == pytest.approx(-slope / np.hypot(1, slope), abs=1e-3)
 
 
+def test_one_point_asked_again_gets_the_same_answer_and_its_own_arrays():
+    t = site()
+    top, floor = point(t, BOULDER.east, BOULDER.north, 1.8), point(t, CRATER.east, 0.0, -0.4)
+    fresh = {id(p): site().ground(p[None, :]) for p in (top, floor)}   # nothing kept yet
+    first = t.ground(top[None, :])
+    first[0][0], first[1][0] = 99.0, 0.0             # the caller's to change
+    for p in (top, floor, top):                       # kept, replaced, computed again
+        clearance, normal = t.ground(p[None, :])
+        assert clearance[0] == fresh[id(p)][0][0]
+        assert np.array_equal(normal[0], fresh[id(p)][1][0])
+
+
 def test_vertical_rays_hit_the_analytic_surface():
     t = site()
     east = np.linspace(CRATER.east - 11.0, CRATER.east + 11.0, 45)

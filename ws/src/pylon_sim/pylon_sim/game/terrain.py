@@ -239,6 +239,7 @@ class SiteTerrain(raycast.Terrain):
         self.boulder_reach = float(reach.max()) if len(reach) else 0.0
         tops = np.linalg.norm(self.boulder_centers, axis=1) + self._b_radius - self.body_radius
         self._top = max(self.max_height, float(tops.max()) if len(tops) else 0.0)
+        self._last_point: tuple[bytes, tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def top_height(self) -> float:
@@ -360,8 +361,21 @@ class SiteTerrain(raycast.Terrain):
         the smaller of the height above the field (along the radius) and the distance to
         the nearest boulder's sphere; the normal (unit, body-fixed) is that of the nearer
         one: the field's ``up - dh/de E - dh/dn N`` or the boulder's radial direction.
+
+        The answer for one point is kept until another point is asked: a wheeled vessel's
+        step and its flight state ask for its centre of mass at the same instant.
         """
         p = np.asarray(points_fixed, dtype=float).reshape(-1, 3)
+        if len(p) != 1:
+            return self._ground(p)
+        key = p.tobytes()
+        if self._last_point is None or self._last_point[0] != key:
+            self._last_point = (key, self._ground(p))
+        clearance, normal = self._last_point[1]
+        return clearance.copy(), normal.copy()
+
+    def _ground(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``ground`` of points (N, 3), body-fixed."""
         r = np.linalg.norm(p, axis=1)
         height, grad = self.field(self.local(p)[0])        # one evaluation for both
         clearance = r - self.body_radius - height
