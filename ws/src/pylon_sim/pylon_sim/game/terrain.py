@@ -432,8 +432,11 @@ class SiteTerrain(raycast.Terrain):
         live = np.flatnonzero(first < last)
         if live.size == 0:
             return bare, marched
-        ray, crater, start, stop = _sphere_pairs(
-            o[live] - self.site, d[live], self._k_centers - self.site, self._k_reach)
+        rel, centers = o[live] - self.site, self._k_centers - self.site
+        index = raycast.spheres_in_reach(rel, centers, self._k_reach, max_range)
+        ray, crater, start, stop = raycast.sphere_pairs(rel, d[live], centers[index],
+                                                        self._k_reach[index])
+        crater = index[crater]
         start = np.maximum(start, first[live[ray]])
         stop = np.minimum(stop, last[live[ray]])
         keep = start < stop
@@ -472,11 +475,13 @@ class SiteTerrain(raycast.Terrain):
             rel = o - self.site          # about the site: small numbers, no cancellation
             lo, _ = raycast.sphere_interval(rel, d, self.boulder_reach)
             near = np.flatnonzero(np.maximum(lo, 0.0) < np.minimum(t, max_range))
-            first, nearest = _sphere_hits(rel[near], d[near],
-                                          self.boulder_centers - self.site, self._b_radius)
+            centers = self.boulder_centers - self.site
+            index = raycast.spheres_in_reach(rel[near], centers, self._b_radius, max_range)
+            first, nearest = raycast.sphere_hits(rel[near], d[near], centers[index],
+                                          self._b_radius[index])
             take = first < t[near]
             t[near[take]] = first[take]
-            which[near[take]] = nearest[take]
+            which[near[take]] = index[nearest[take]]
         return t, which
 
     def _normals(self, o: np.ndarray, d: np.ndarray, t: np.ndarray, which: np.ndarray,
@@ -503,6 +508,9 @@ class SiteTerrain(raycast.Terrain):
         """Return the boulders as (centre, radius) in another frame (``to_frame`` @ fixed)."""
         centers = self.boulder_centers @ np.asarray(to_frame, dtype=float).T + center
         return [(c, float(r)) for c, r in zip(centers, self._b_radius)]
+
+
+_sphere_hits = raycast.sphere_hits       # its name here before it moved to raycast
 
 
 def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
@@ -544,46 +552,3 @@ def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
         a, b = np.where(below, a, mid), np.where(below, mid, b)
     found[idx] = b
     return found
-
-
-def _sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``ray, sphere, lo, hi``: the intervals of unit rays inside K spheres.
-
-    Only the (ray, sphere) pairs whose lines meet the sphere are returned. Keep ``o`` and
-    ``centers`` small (about a nearby point): the squares are subtracted. Rays sharing one
-    origin (a sensor's) take one product per pair to be sorted out.
-    """
-    if len(o) and np.all(o == o[0]):
-        rel = centers - o[0]
-        along = d @ rel.T                                            # -(o - c) . d
-        reach = np.einsum('ij,ij->i', rel, rel) - radii ** 2
-        ray, sphere = np.nonzero(along * along >= reach[None, :])
-        b = -along[ray, sphere]
-        disc = b * b - reach[sphere]
-    else:
-        b_all = np.einsum('ij,ij->i', o, d)[:, None] - d @ centers.T     # (o - c) . d
-        c_all = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
-                 + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
-        ray, sphere = np.nonzero(b_all * b_all >= c_all)
-        b = b_all[ray, sphere]
-        disc = b * b - c_all[ray, sphere]
-    root = np.sqrt(np.maximum(disc, 0.0))
-    return ray, sphere, -b - root, -b + root
-
-
-def _sphere_hits(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return each unit ray's first positive hit on K spheres (inf: none) and which one.
-
-    A ray starting inside a sphere gets its exit, as ``raycast`` does for primitives.
-    """
-    ray, sphere, lo, hi = _sphere_pairs(o, d, centers, radii)
-    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
-    first = np.full(len(o), np.inf)
-    which = np.full(len(o), -1)
-    order = np.lexsort((t, ray))                   # by ray, nearest first
-    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]] if ray.size else order
-    keep = keep[np.isfinite(t[keep])]
-    first[ray[keep]], which[ray[keep]] = t[keep], sphere[keep]
-    return first, which
