@@ -205,6 +205,13 @@ def _smoothstep(x: np.ndarray) -> np.ndarray:
     return x * x * (3.0 - 2.0 * x)
 
 
+def _normal(enu: np.ndarray, p: np.ndarray, r: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Return the field's unit normals at points ``p`` (radii ``r``) from its gradient."""
+    up = p / np.where(r > 0.0, r, 1.0)[:, None]
+    normal = up - grad @ enu[:2]
+    return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+
+
 class SiteTerrain(raycast.Terrain):
     """Craters and boulders on a patch of a body's sphere, in the body-fixed frame."""
 
@@ -345,13 +352,8 @@ class SiteTerrain(raycast.Terrain):
         patch radius / body radius of the local ones).
         """
         p = np.asarray(points, dtype=float).reshape(-1, 3)
-        return self._normal(p, np.linalg.norm(p, axis=1), self.field(self.local(p)[0])[1])
-
-    def _normal(self, p: np.ndarray, r: np.ndarray, grad: np.ndarray) -> np.ndarray:
-        """Return ``field_normal`` of points ``p`` at radii ``r`` from the field's gradient."""
-        up = p / np.where(r > 0.0, r, 1.0)[:, None]
-        normal = up - grad @ self.enu[:2]
-        return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+        return _normal(self.enu, p, np.linalg.norm(p, axis=1),
+                       self.field(self.local(p)[0])[1])
 
     # -- the interface of wheels and ground truth ------------------------------------
     def ground(self, points_fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -379,7 +381,7 @@ class SiteTerrain(raycast.Terrain):
         r = np.linalg.norm(p, axis=1)
         height, grad = self.field(self.local(p)[0])        # one evaluation for both
         clearance = r - self.body_radius - height
-        normal = self._normal(p, r, grad)
+        normal = _normal(self.enu, p, r, grad)
         if len(self.boulders):
             rel = p[:, None, :] - self.boulder_centers[None, :, :]
             dist = np.linalg.norm(rel, axis=2) - self._b_radius[None, :]
