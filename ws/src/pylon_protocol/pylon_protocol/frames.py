@@ -83,6 +83,9 @@ def _items(value: object, field: str) -> tuple:
 
 
 def _vector(value: object, size: int, field: str) -> tuple[float, ...]:
+    if type(value) is tuple and len(value) == size and all(
+            type(item) is float and math.isfinite(item) for item in value):
+        return value        # finite Python floats already (the common case): as they are
     items = _items(value, field)
     if len(items) != size:
         raise ProtocolError('bad_field', f'expected {size} numbers, got {len(items)}', field)

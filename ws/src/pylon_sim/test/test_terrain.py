@@ -95,6 +95,44 @@ def test_boulder_rests_partly_buried_and_ground_reports_clearance_to_the_union()
     assert n[0] @ east == pytest.approx(-slope / np.hypot(1, slope), abs=1e-3)
 
 
+def test_one_point_asked_again_gets_the_same_answer_and_its_own_arrays():
+    t = site()
+    top, floor = point(t, BOULDER.east, BOULDER.north, 1.8), point(t, CRATER.east, 0.0, -0.4)
+    fresh = {id(p): site().ground(p[None, :]) for p in (top, floor)}   # nothing kept yet
+    first = t.ground(top[None, :])
+    first[0][0], first[1][0] = 99.0, 0.0             # the caller's to change
+    for p in (top, floor, top):                       # kept, replaced, computed again
+        clearance, normal = t.ground(p[None, :])
+        assert clearance[0] == fresh[id(p)][0][0]
+        assert np.array_equal(normal[0], fresh[id(p)][1][0])
+
+
+def test_a_sensor_leaves_out_spheres_beyond_its_range_and_sees_the_same(monkeypatch):
+    t = load_scenario('kart').terrain                 # 14 craters and 60 boulders
+    o = np.repeat(t.up_of([[30.0, 20.0]])[0][None, :] * (R + t.field([[30.0, 20.0]])[0][0]
+                                                          + 0.5), 2160, axis=0)
+    yaw = np.linspace(-math.pi, math.pi, 720, endpoint=False)
+    tilt = np.repeat(np.radians([-6.0, -1.5, 0.5]), 720)
+    local = np.column_stack([np.tile(np.cos(yaw), 3) * np.cos(tilt),
+                             np.tile(np.sin(yaw), 3) * np.cos(tilt), np.sin(tilt)])
+    d = local @ t.enu
+    rel = o - t.site
+    culled, _ = t.intersect(o, d, R, 12.0, want_normals=False)
+    monkeypatch.setattr(raycast, 'spheres_in_reach', lambda o, c, r, m: np.arange(len(c)))
+    every, _ = t.intersect(o, d, R, 12.0, want_normals=False)
+    monkeypatch.undo()
+    within = every <= 12.0
+    assert 500 < within.sum() < 2000
+    # the same to rounding (the ray-sphere products of fewer spheres may round apart)
+    np.testing.assert_allclose(culled[within], every[within], rtol=0.0, atol=1e-12)
+    assert np.all(culled[~within] > 12.0)               # dropped as beyond the range
+    # it left spheres out: most boulders are farther than 12 m
+    kept = raycast.spheres_in_reach(rel, t.boulder_centers - t.site, t._b_radius, 12.0)
+    assert 0 < kept.size < 20
+    assert raycast.spheres_in_reach(rel + np.arange(2160)[:, None] * 1e-3,   # apart: all
+                                    t.boulder_centers - t.site, t._b_radius, 12.0).size == 60
+
+
 def test_vertical_rays_hit_the_analytic_surface():
     t = site()
     east = np.linspace(CRATER.east - 11.0, CRATER.east + 11.0, 45)

@@ -23,6 +23,7 @@ from pylon_protocol import rotations
 
 from pylon_sim.game.bodies import Body, body_fixed_rotation
 from pylon_sim.game.physics import altitude
+from pylon_sim.game.wheels import cross
 from pylon_sim.game.world import SimVessel
 
 
@@ -68,7 +69,7 @@ def observe(vessel: SimVessel, ut: float) -> KspView:
     rate = state.body_rate - (body_to_inertial.T @ spin if rotating else 0.0)
     # vessel.angularVelocity: base_link (x, y, z) = (-v.y, v.x, v.z)
     local = (float(rate[1]), -float(rate[0]), float(rate[2]))
-    srf = state.velocity - np.cross(spin, state.position)
+    srf = state.velocity - cross(spin, state.position)
     return KspView(
         rotating=rotating, world_from_inertial=world,
         up=to_unity(axes[:, 0]), right=to_unity(-axes[:, 1]), forward=to_unity(-axes[:, 2]),

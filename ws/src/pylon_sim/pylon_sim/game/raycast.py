@@ -23,7 +23,9 @@ the body radius, which is what the tests check analytically; see ``heightfield``
 
 Every sensor casts through ``cast``/``cast_full``: the LiDARs (``lidar_scan``), the
 cameras (``render``), the star tracker's occlusion test (``star_tracker``) and the
-environment's sunlight test.
+environment's sunlight test. Rays against many spheres at once (``sphere_pairs``,
+``sphere_hits``; ``spheres_in_reach`` leaves out those a sensor cannot reach within its
+range) are the terrain's boulders and craters (``terrain``).
 """
 
 from __future__ import annotations
@@ -201,3 +203,60 @@ def cast(
     """
     return cast_full(origins, directions, max_range, primitives, sphere_center,
                      sphere_radius, terrain, exclude, want_normals=False).ranges
+
+
+def spheres_in_reach(o: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                     max_range: float) -> np.ndarray:
+    """Return the indices of the K spheres rays from ``o`` (N, 3) may meet within range.
+
+    Rays sharing one origin (a sensor's) cannot meet a sphere whose nearest point is
+    farther than ``max_range``: their hits there would be dropped as beyond the range.
+    Rays from several origins keep every sphere.
+    """
+    if not len(o) or not np.all(o == o[0]):
+        return np.arange(len(centers))
+    gap = centers - o[0]
+    return np.flatnonzero(np.sqrt((gap * gap).sum(axis=1)) - radii <= max_range)
+
+
+def sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``ray, sphere, lo, hi``: the intervals of unit rays inside K spheres.
+
+    Only the (ray, sphere) pairs whose lines meet the sphere are returned. Keep ``o`` and
+    ``centers`` small (about a nearby point): the squares are subtracted. Rays sharing one
+    origin (a sensor's) take one product per pair to be sorted out.
+    """
+    if len(o) and np.all(o == o[0]):
+        rel = centers - o[0]
+        along = d @ rel.T                                            # -(o - c) . d
+        reach = np.einsum('ij,ij->i', rel, rel) - radii ** 2
+        ray, sphere = np.nonzero(along * along >= reach[None, :])
+        b = -along[ray, sphere]
+        disc = b * b - reach[sphere]
+    else:
+        b_all = np.einsum('ij,ij->i', o, d)[:, None] - d @ centers.T     # (o - c) . d
+        c_all = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
+                 + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
+        ray, sphere = np.nonzero(b_all * b_all >= c_all)
+        b = b_all[ray, sphere]
+        disc = b * b - c_all[ray, sphere]
+    root = np.sqrt(np.maximum(disc, 0.0))
+    return ray, sphere, -b - root, -b + root
+
+
+def sphere_hits(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Return each unit ray's first positive hit on K spheres (inf: none) and which one.
+
+    A ray starting inside a sphere gets its exit, as ``raycast`` does for primitives.
+    """
+    ray, sphere, lo, hi = sphere_pairs(o, d, centers, radii)
+    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
+    first = np.full(len(o), np.inf)
+    which = np.full(len(o), -1)
+    order = np.lexsort((t, ray))                   # by ray, nearest first
+    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]] if ray.size else order
+    keep = keep[np.isfinite(t[keep])]
+    first[ray[keep]], which[ray[keep]] = t[keep], sphere[keep]
+    return first, which

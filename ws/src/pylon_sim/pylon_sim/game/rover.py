@@ -55,14 +55,20 @@ def near_ground(state: RigidState, body: Body) -> bool:
 
 def kinematics(state: RigidState, body: Body, ut: float) -> wheels.Kinematics:
     """Return the vessel's motion relative to the ground in the body-fixed frame at ``ut``."""
+    return _kinematics(state.position, state.velocity, rotations.to_matrix(state.attitude),
+                       state.body_rate, body, ut)
+
+
+def _kinematics(position: np.ndarray, velocity: np.ndarray, attitude: np.ndarray,
+                body_rate: np.ndarray, body: Body, ut: float) -> wheels.Kinematics:
+    """Return ``kinematics`` of an inertial pose and motion (``attitude``: base_link -> KCI)."""
     to_fixed = body_fixed_rotation(body, ut)
-    attitude = rotations.to_matrix(state.attitude)
     spin = body.spin_vector()
-    relative_rate = state.body_rate - attitude.T @ spin
+    relative_rate = body_rate - attitude.T @ spin
     rotation = to_fixed @ attitude
     return wheels.Kinematics(
-        position=to_fixed @ state.position,
-        velocity=to_fixed @ (state.velocity - wheels.cross(spin, state.position)),
+        position=to_fixed @ position,
+        velocity=to_fixed @ (velocity - wheels.cross(spin, position)),
         rotation=rotation, rate=rotation @ relative_rate)
 
 
@@ -79,10 +85,8 @@ def step(state: RigidState, wheel_state: wheels.State, inputs: physics.Inputs,
     attitude, rate = state.attitude, state.body_rate
     felt = np.zeros(3)
     for i in range(substeps):
-        ut = state.ut + i * h
-        now = replace(state, ut=ut, position=position, velocity=velocity,
-                      attitude=attitude, body_rate=rate)
-        motion = kinematics(now, body, ut)
+        rot = rotations.to_matrix(attitude)
+        motion = _kinematics(position, velocity, rot, rate, body, state.ut + i * h)
         if i == 0:
             planes = wheels.TangentPlanes.under(ground, wheels.probe_points(params, motion))
         wheel_state = wheels.step(wheel_state, wheels.Inputs(params, commands, motion, planes),
@@ -90,7 +94,6 @@ def step(state: RigidState, wheel_state: wheels.State, inputs: physics.Inputs,
         to_body = motion.rotation.T
         wheel_force = to_body @ wheel_state.force.sum(axis=0)
         wheel_torque = to_body @ wheels.cross(wheel_state.arm, wheel_state.force).sum(axis=0)
-        rot = rotations.to_matrix(attitude)
         contact = force_body + wheel_force
         felt += contact / inputs.mass
         velocity = velocity + h * (physics.gravity(body, position) + rot @ contact / inputs.mass)

@@ -205,6 +205,13 @@ def _smoothstep(x: np.ndarray) -> np.ndarray:
     return x * x * (3.0 - 2.0 * x)
 
 
+def _normal(enu: np.ndarray, p: np.ndarray, r: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Return the field's unit normals at points ``p`` (radii ``r``) from its gradient."""
+    up = p / np.where(r > 0.0, r, 1.0)[:, None]
+    normal = up - grad @ enu[:2]
+    return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+
+
 class SiteTerrain(raycast.Terrain):
     """Craters and boulders on a patch of a body's sphere, in the body-fixed frame."""
 
@@ -239,6 +246,7 @@ class SiteTerrain(raycast.Terrain):
         self.boulder_reach = float(reach.max()) if len(reach) else 0.0
         tops = np.linalg.norm(self.boulder_centers, axis=1) + self._b_radius - self.body_radius
         self._top = max(self.max_height, float(tops.max()) if len(tops) else 0.0)
+        self._last_point: tuple[bytes, tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def top_height(self) -> float:
@@ -344,10 +352,8 @@ class SiteTerrain(raycast.Terrain):
         patch radius / body radius of the local ones).
         """
         p = np.asarray(points, dtype=float).reshape(-1, 3)
-        r = np.linalg.norm(p, axis=1)
-        up = p / np.where(r > 0.0, r, 1.0)[:, None]
-        normal = up - self.field(self.local(p)[0])[1] @ self.enu[:2]
-        return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+        return _normal(self.enu, p, np.linalg.norm(p, axis=1),
+                       self.field(self.local(p)[0])[1])
 
     # -- the interface of wheels and ground truth ------------------------------------
     def ground(self, points_fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -357,11 +363,25 @@ class SiteTerrain(raycast.Terrain):
         the smaller of the height above the field (along the radius) and the distance to
         the nearest boulder's sphere; the normal (unit, body-fixed) is that of the nearer
         one: the field's ``up - dh/de E - dh/dn N`` or the boulder's radial direction.
+
+        The answer for one point is kept until another point is asked: a wheeled vessel's
+        step and its flight state ask for its centre of mass at the same instant.
         """
         p = np.asarray(points_fixed, dtype=float).reshape(-1, 3)
+        if len(p) != 1:
+            return self._ground(p)
+        key = p.tobytes()
+        if self._last_point is None or self._last_point[0] != key:
+            self._last_point = (key, self._ground(p))
+        clearance, normal = self._last_point[1]
+        return clearance.copy(), normal.copy()
+
+    def _ground(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``ground`` of points (N, 3), body-fixed."""
         r = np.linalg.norm(p, axis=1)
-        clearance = r - self.body_radius - self.height(p)
-        normal = self.field_normal(p)
+        height, grad = self.field(self.local(p)[0])        # one evaluation for both
+        clearance = r - self.body_radius - height
+        normal = _normal(self.enu, p, r, grad)
         if len(self.boulders):
             rel = p[:, None, :] - self.boulder_centers[None, :, :]
             dist = np.linalg.norm(rel, axis=2) - self._b_radius[None, :]
@@ -414,8 +434,11 @@ class SiteTerrain(raycast.Terrain):
         live = np.flatnonzero(first < last)
         if live.size == 0:
             return bare, marched
-        ray, crater, start, stop = _sphere_pairs(
-            o[live] - self.site, d[live], self._k_centers - self.site, self._k_reach)
+        rel, centers = o[live] - self.site, self._k_centers - self.site
+        index = raycast.spheres_in_reach(rel, centers, self._k_reach, max_range)
+        ray, crater, start, stop = raycast.sphere_pairs(rel, d[live], centers[index],
+                                                        self._k_reach[index])
+        crater = index[crater]
         start = np.maximum(start, first[live[ray]])
         stop = np.minimum(stop, last[live[ray]])
         keep = start < stop
@@ -454,11 +477,13 @@ class SiteTerrain(raycast.Terrain):
             rel = o - self.site          # about the site: small numbers, no cancellation
             lo, _ = raycast.sphere_interval(rel, d, self.boulder_reach)
             near = np.flatnonzero(np.maximum(lo, 0.0) < np.minimum(t, max_range))
-            first, nearest = _sphere_hits(rel[near], d[near],
-                                          self.boulder_centers - self.site, self._b_radius)
+            centers = self.boulder_centers - self.site
+            index = raycast.spheres_in_reach(rel[near], centers, self._b_radius, max_range)
+            first, nearest = raycast.sphere_hits(rel[near], d[near], centers[index],
+                                          self._b_radius[index])
             take = first < t[near]
             t[near[take]] = first[take]
-            which[near[take]] = nearest[take]
+            which[near[take]] = index[nearest[take]]
         return t, which
 
     def _normals(self, o: np.ndarray, d: np.ndarray, t: np.ndarray, which: np.ndarray,
@@ -485,6 +510,9 @@ class SiteTerrain(raycast.Terrain):
         """Return the boulders as (centre, radius) in another frame (``to_frame`` @ fixed)."""
         centers = self.boulder_centers @ np.asarray(to_frame, dtype=float).T + center
         return [(c, float(r)) for c, r in zip(centers, self._b_radius)]
+
+
+_sphere_hits = raycast.sphere_hits       # its name here before it moved to raycast
 
 
 def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
@@ -526,46 +554,3 @@ def march_relief(gap, start: np.ndarray, stop: np.ndarray, slope: np.ndarray,
         a, b = np.where(below, a, mid), np.where(below, mid, b)
     found[idx] = b
     return found
-
-
-def _sphere_pairs(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``ray, sphere, lo, hi``: the intervals of unit rays inside K spheres.
-
-    Only the (ray, sphere) pairs whose lines meet the sphere are returned. Keep ``o`` and
-    ``centers`` small (about a nearby point): the squares are subtracted. Rays sharing one
-    origin (a sensor's) take one product per pair to be sorted out.
-    """
-    if len(o) and np.all(o == o[0]):
-        rel = centers - o[0]
-        along = d @ rel.T                                            # -(o - c) . d
-        reach = np.einsum('ij,ij->i', rel, rel) - radii ** 2
-        ray, sphere = np.nonzero(along * along >= reach[None, :])
-        b = -along[ray, sphere]
-        disc = b * b - reach[sphere]
-    else:
-        b_all = np.einsum('ij,ij->i', o, d)[:, None] - d @ centers.T     # (o - c) . d
-        c_all = (np.einsum('ij,ij->i', o, o)[:, None] - 2.0 * (o @ centers.T)
-                 + (np.einsum('ij,ij->i', centers, centers) - radii ** 2)[None, :])
-        ray, sphere = np.nonzero(b_all * b_all >= c_all)
-        b = b_all[ray, sphere]
-        disc = b * b - c_all[ray, sphere]
-    root = np.sqrt(np.maximum(disc, 0.0))
-    return ray, sphere, -b - root, -b + root
-
-
-def _sphere_hits(o: np.ndarray, d: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return each unit ray's first positive hit on K spheres (inf: none) and which one.
-
-    A ray starting inside a sphere gets its exit, as ``raycast`` does for primitives.
-    """
-    ray, sphere, lo, hi = _sphere_pairs(o, d, centers, radii)
-    t = np.where(lo > 0.0, lo, np.where(hi > 0.0, hi, np.inf))
-    first = np.full(len(o), np.inf)
-    which = np.full(len(o), -1)
-    order = np.lexsort((t, ray))                   # by ray, nearest first
-    keep = order[np.r_[True, ray[order][1:] != ray[order][:-1]]] if ray.size else order
-    keep = keep[np.isfinite(t[keep])]
-    first[ray[keep]], which[ray[keep]] = t[keep], sphere[keep]
-    return first, which

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 import math
 from typing import Protocol
 
@@ -102,14 +103,21 @@ MIN_COS_TILT = 0.2              # the ground must face the suspension within ~78
 UP = np.array([0.0, 0.0, 1.0])
 
 
+_NEXT = np.array([1, 2, 0])         # cross: the components after each one, cyclically
+_AFTER = np.array([2, 0, 1])
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return ``a × b`` over the last axis (broadcasting; np.cross is slow on small arrays)."""
+    """Return ``a × b`` over the last axis (broadcasting; np.cross is slow on small arrays).
+
+    Each component is ``a_j b_k - a_k b_j`` as ``np.cross`` computes it (the same rounding);
+    two 3-vectors go through Python floats, the cheapest for one vector.
+    """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
+    if a.shape == b.shape == (3,):
+        (ax, ay, az), (bx, by, bz) = a.tolist(), b.tolist()
+        return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
+    return a[..., _NEXT] * b[..., _AFTER] - a[..., _AFTER] * b[..., _NEXT]
 
 
 class Ground(Protocol):
@@ -178,6 +186,21 @@ class Params:
     def count(self) -> int:
         """Return the number of wheels."""
         return len(self.names)
+
+    @cached_property
+    def probe_offsets(self) -> np.ndarray:
+        """Return the hubs at full extension (N,3) m, base_link (``probe_points``)."""
+        return self.hub - self.extension[:, None] * UP
+
+    @cached_property
+    def bump_stiffness(self) -> np.ndarray:
+        """Return the bump stops' stiffness (N/m)."""
+        return BUMP_STIFFNESS * self.stiffness
+
+    @cached_property
+    def max_load(self) -> np.ndarray:
+        """Return the suspension force limit (N)."""
+        return MAX_LOAD * self.stiffness * self.extension
 
 
 def _value(module: Module, key: str) -> float:
@@ -249,6 +272,12 @@ class Commands:
     steering: np.ndarray       # rad, within the steering range
     max_torque: np.ndarray     # N·m, commanded torque limit
     brake: np.ndarray          # 0..1
+
+    @cached_property
+    def heading(self) -> np.ndarray:
+        """Return each wheel's heading (N,3) in base_link: its steering about the up axis."""
+        return np.column_stack([np.cos(self.steering), np.sin(self.steering),
+                                np.zeros_like(self.steering)])
 
     @classmethod
     def idle(cls, count: int) -> Commands:
@@ -331,7 +360,7 @@ class Inputs:
 
 def probe_points(p: Params, k: Kinematics) -> np.ndarray:
     """Return the hubs at full extension (body-fixed): the points asked of the ground."""
-    return k.position + (p.hub - p.extension[:, None] * UP) @ k.rotation.T
+    return k.position + p.probe_offsets @ k.rotation.T
 
 
 def _suspension(p: Params, k: Kinematics, ground: Ground):
@@ -354,27 +383,34 @@ def _load(p: Params, compression: np.ndarray, rate: np.ndarray) -> np.ndarray:
     """Return the suspension force along the vessel's up axis (never pulling, capped)."""
     inside = np.minimum(compression, p.travel)
     bump = np.maximum(compression - p.travel, 0.0)
-    force = p.stiffness * inside + BUMP_STIFFNESS * p.stiffness * bump + p.damping * rate
-    limit = MAX_LOAD * p.stiffness * p.extension
-    return np.where(compression > 0.0, np.clip(force, 0.0, limit), 0.0)
+    force = p.stiffness * inside + p.bump_stiffness * bump + p.damping * rate
+    return np.where(compression > 0.0, _clip(force, 0.0, p.max_load), 0.0)
 
 
-def _axes(p: Params, steering: np.ndarray, rotation: np.ndarray, normal: np.ndarray):
+def _axes(c: Commands, rotation: np.ndarray, normal: np.ndarray):
     """Return each wheel's heading and left axes in the ground plane (body-fixed)."""
-    heading_body = np.column_stack([np.cos(steering), np.sin(steering),
-                                    np.zeros_like(steering)])
-    heading = heading_body @ rotation.T
+    heading = c.heading @ rotation.T
     along = heading - (heading * normal).sum(axis=1)[:, None] * normal
-    along /= np.maximum(np.linalg.norm(along, axis=1), 1e-9)[:, None]
+    along /= np.maximum(_norm(along), 1e-9)[:, None]
     return along, cross(normal, along)
+
+
+def _norm(rows: np.ndarray) -> np.ndarray:
+    """Return the length of each row (``np.linalg.norm(rows, axis=1)``'s sum, without its cost)."""
+    return np.sqrt((rows * rows).sum(axis=1))
+
+
+def _clip(values: np.ndarray, low, high) -> np.ndarray:
+    """Return ``np.clip(values, low, high)`` (the same numbers, without its dispatch cost)."""
+    return np.minimum(np.maximum(values, low), high)
 
 
 def _motor(p: Params, c: Commands, omega: np.ndarray, dt: float) -> np.ndarray:
     """Return the drive torque: toward the target spin within the torque curve."""
     limit = np.minimum(np.where(c.max_torque > 0.0, c.max_torque, p.max_torque), p.max_torque)
     band = np.maximum(DRIVE_BAND, limit * dt / p.inertia)     # stable for a light wheel
-    demand = np.clip((c.target - omega) / band, -1.0, 1.0)
-    curve = np.clip(1.0 - np.abs(omega) * p.radius / p.max_speed, 0.0, 1.0)
+    demand = _clip((c.target - omega) / band, -1.0, 1.0)
+    curve = _clip(1.0 - np.abs(omega) * p.radius / p.max_speed, 0.0, 1.0)
     with_spin = demand * omega > 0.0
     torque = limit * demand * np.where(with_spin, curve, 1.0)
     return np.where(c.drive, torque, 0.0)
@@ -402,19 +438,19 @@ def step(state: State, inputs: Inputs, dt: float) -> State:
     suspension = _load(p, compression, rate)
     grounded = suspension > 0.0
     load = suspension * cos
-    along, left = _axes(p, c.steering, k.rotation, normal)
+    along, left = _axes(c, k.rotation, normal)
     vx = (velocity * along).sum(axis=1)
     vy = (velocity * left).sum(axis=1)
     slip = np.column_stack([vx - state.omega * p.radius, vy])
     peak = PEAK_SLIP * RELAXATION_LENGTH
     deflection = (state.deflection + dt * slip) / (1.0 + dt * np.abs(vx) / RELAXATION_LENGTH
                                                    )[:, None]
-    size = np.linalg.norm(deflection, axis=1)
+    size = _norm(deflection)
     deflection *= np.minimum(1.0, peak / np.maximum(size, 1e-12))[:, None]
     deflection[~grounded] = 0.0
     limit = p.friction * load
     tyre = -(limit / peak)[:, None] * (deflection + TYRE_DAMPING_TIME * slip)
-    magnitude = np.linalg.norm(tyre, axis=1)
+    magnitude = _norm(tyre)
     tyre *= np.minimum(1.0, limit / np.maximum(magnitude, 1e-12))[:, None]
     drive = _motor(p, c, state.omega, dt)
     brake = c.brake * p.brake_torque
@@ -430,5 +466,5 @@ def step(state: State, inputs: Inputs, dt: float) -> State:
         deflection=deflection, grounded=grounded, steering=c.steering, drive_torque=drive,
         brake_torque=np.where(total > 0.0, used * brake / np.where(total > 0.0, total, 1.0),
                               0.0),
-        slip=np.where(grounded, np.linalg.norm(slip, axis=1) / speed, 0.0), load=load,
+        slip=np.where(grounded, _norm(slip) / speed, 0.0), load=load,
         force=force, arm=arm)

@@ -307,7 +307,8 @@ class World:
         """Return the gravity a vessel at rest on the ground feels (less the centrifugal)."""
         position = vessel.state.position
         spin = vessel.body.spin_vector()
-        felt = np.cross(spin, np.cross(spin, position)) - physics.gravity(vessel.body, position)
+        gravity = physics.gravity(vessel.body, position)
+        felt = wheels.cross(spin, wheels.cross(spin, position)) - gravity
         return float(np.linalg.norm(felt))
 
     def _advance(self, vessel: SimVessel, dt: float,

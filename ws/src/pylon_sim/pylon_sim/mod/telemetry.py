@@ -24,6 +24,7 @@ from pylon_sim.game.bodies import (
 )
 from pylon_sim.game.ksp_view import KspView
 from pylon_sim.game.vessel import LOADED_RANGE_M
+from pylon_sim.game.wheels import cross
 from pylon_sim.game.world import SimVessel, World
 
 NEARBY_RANGE_M = LOADED_RANGE_M
@@ -154,7 +155,7 @@ def nearby_vessels(world: World, anchor: GroundTruthAnchor, view: KspView,
     ut = world.ut
     enu = enu_axes_unity(anchor, view, observer, ut)
     spin = observer.body.spin_vector()
-    obs_srf = observer.state.velocity - np.cross(spin, observer.state.position)
+    obs_srf = observer.state.velocity - cross(spin, observer.state.position)
     candidates = []
     for other in world.vessels.values():
         if other is observer or other.body is not observer.body or world.is_packed(other):
@@ -163,7 +164,7 @@ def nearby_vessels(world: World, anchor: GroundTruthAnchor, view: KspView,
         distance = float(np.linalg.norm(offset))
         if distance > loaded_range:
             continue
-        srf = other.state.velocity - np.cross(spin, other.state.position)
+        srf = other.state.velocity - cross(spin, other.state.position)
         offset_u = view.world_unity(offset)
         dv_u = view.world_unity(srf - obs_srf)
         candidates.append((distance, {
