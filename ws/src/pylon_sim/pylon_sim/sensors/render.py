@@ -210,24 +210,23 @@ def _site_hits(screen: _Screen, idx: np.ndarray, rel: np.ndarray, rot: np.ndarra
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ranges, what (-2, -1) and camera-frame normals of the pixels ``idx`` on a site.
 
-    ``rel`` is the camera's world position from the planet's centre; the rays are cast in
-    the terrain's frame, a sphere's pixels found in the camera frame.
+    ``rel`` is the camera's world position from the planet's centre. The rays are cast in
+    the camera frame, where the pixel directions are constant: the terrain's features and
+    axes are turned into it (``terrain_near``), not the rays.
     """
     fixed = terrain.frame_rotation if terrain.frame_rotation is not None else np.eye(3)
-    turn = fixed @ rot                                   # camera -> terrain frame
-    origin = fixed @ rel
+    origin = rot.T @ rel                                 # camera from the centre, camera frame
     where = np.full(len(screen.directions), -1)
     where[idx] = np.arange(idx.size)
 
-    def near(center: np.ndarray, radius: float) -> np.ndarray:
-        pos = where[screen.pixels(turn.T @ (center - origin), radius)]
+    def near(center: np.ndarray, reach: float) -> np.ndarray:
+        pos = where[screen.pixels(center - origin, reach)]
         return pos[pos >= 0]
 
-    t, normals = terrain_near.intersect_near(terrain, origin, screen.directions[idx] @ turn.T,
-                                             radius, max_range, near)
+    t, normals = terrain_near.intersect_near(terrain, origin, screen.directions[idx], radius,
+                                             max_range, near, to_fixed=fixed @ rot)
     miss = ~(t <= max_range)
     t[miss] = np.inf
-    normals = normals @ turn
     normals[miss] = 0.0
     return t, np.where(miss, -1, -2), normals
 
