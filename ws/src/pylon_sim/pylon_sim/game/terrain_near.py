@@ -162,21 +162,44 @@ def _field_normals(terrain: SiteTerrain, view: _View, p: np.ndarray,
 
 
 def _normals(terrain: SiteTerrain, view: _View, o: np.ndarray, d: np.ndarray,
-             t: np.ndarray, which: np.ndarray, field: np.ndarray) -> np.ndarray:
-    """Return the unit normals at the hits: a boulder's, the field's, else the sphere's."""
-    normals = np.zeros((len(d), 3))
-    hit = np.flatnonzero(np.isfinite(t))
-    p = o + t[hit, None] * d[hit]
-    on_boulder = which[hit] >= 0
-    on_field = (field[hit] >= 0) & ~on_boulder
-    bare = ~(on_boulder | on_field)
-    normals[hit[bare]] = p[bare] / np.linalg.norm(p[bare], axis=1, keepdims=True)
-    out = p[on_boulder] - view.boulders[which[hit[on_boulder]]]
-    normals[hit[on_boulder]] = out / np.linalg.norm(out, axis=1, keepdims=True)
-    if on_field.any():
-        normals[hit[on_field]] = _field_normals(terrain, view, p[on_field],
-                                                field[hit[on_field]])
+             t: np.ndarray, which: np.ndarray, field: np.ndarray, radius: float,
+             ) -> np.ndarray:
+    """Return the unit normals at the hits: a boulder's, the field's, else the sphere's.
+
+    A bare-sphere hit ``p`` (``|p| = radius``) has the normal ``p / radius``; misses get 0.
+    """
+    hit = np.isfinite(t)
+    normals = np.where(hit, t, 0.0)[:, None] * d
+    normals += o
+    normals *= 1.0 / radius
+    normals[~hit] = 0.0
+    on_boulder = np.flatnonzero(which >= 0)
+    if on_boulder.size:
+        out = o + t[on_boulder, None] * d[on_boulder] - view.boulders[which[on_boulder]]
+        normals[on_boulder] = out / np.linalg.norm(out, axis=1, keepdims=True)
+    on_field = np.flatnonzero((field >= 0) & (which < 0) & hit)
+    if on_field.size:
+        p = o + t[on_field, None] * d[on_field]
+        normals[on_field] = _field_normals(terrain, view, p, field[on_field])
     return normals
+
+
+def _sphere_hits(o: np.ndarray, d: np.ndarray, radius: float) -> np.ndarray:
+    """Return the first hits of unit rays from one point on the body's sphere (inf: none).
+
+    ``raycast.sphere_first_hit`` for an origin outside the sphere: the near root
+    ``c / (-b + sqrt(b^2 - c))`` of rays heading towards it (``b = o . d < 0``).
+    """
+    r0 = float(np.linalg.norm(o))
+    if r0 <= radius:
+        return raycast.sphere_first_hit(o, d, radius)
+    c = (r0 - radius) * (r0 + radius)
+    b = d @ o
+    disc = b * b - c
+    ok = np.flatnonzero((disc >= 0.0) & (b < 0.0))
+    t = np.full(len(d), np.inf)
+    t[ok] = c / (np.sqrt(disc[ok]) - b[ok])
+    return t
 
 
 def intersect_near(terrain: SiteTerrain, o: np.ndarray, d: np.ndarray, radius: float,
@@ -195,10 +218,10 @@ def intersect_near(terrain: SiteTerrain, o: np.ndarray, d: np.ndarray, radius: f
     o = np.asarray(o, dtype=float).reshape(3)
     view = _View.of(terrain, to_fixed)
     limit = float(max_range) if max_range is not None else math.inf
-    t = raycast.sphere_first_hit(o, d, radius)
+    t = _sphere_hits(o, d, radius)
     t, field = _relief(terrain, view, o, d, t, radius, limit, near)
     t, which = _boulders(terrain, view, o, d, t, limit, near)
     if not want_normals:
         return t, None
-    return t, _normals(terrain, view, o, d, t, which, field)
+    return t, _normals(terrain, view, o, d, t, which, field, radius)
 
