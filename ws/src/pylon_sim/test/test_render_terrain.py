@@ -120,3 +120,43 @@ def test_the_sampled_march_stops_at_a_dip_a_step_would_pass_over():
     sampled = terrain_march.march_samples(gap, *args)
     assert reference[0] == pytest.approx(6.98, abs=0.02)
     assert sampled[0] == pytest.approx(reference[0], abs=1e-6)
+
+
+def test_the_crater_rays_gap_is_the_terrains_in_a_turned_frame():
+    """``CraterRays.gap`` from a camera frame: ``SiteTerrain._gap`` in the terrain's."""
+    from pylon_protocol import rotations
+    scene, position, _ = kart_scene()
+    terrain = scene['terrain']
+    rng = np.random.default_rng(3)
+    origin = terrain.site + terrain.enu[2] * 0.6             # 0.6 m above the site
+    ray, crater = np.arange(300), rng.integers(0, len(terrain.craters), 300)
+    toward = terrain._k_centers[crater] - origin + rng.normal(0.0, 3.0, (300, 3))
+    d = toward / np.linalg.norm(toward, axis=1, keepdims=True)
+    t = rng.uniform(0.0, 1.2, (300, 4)) * np.linalg.norm(toward, axis=1)[:, None]
+    turn = rotations.to_matrix(np.array([0.3, -0.5, 0.2, 0.78]) / np.linalg.norm(
+        [0.3, -0.5, 0.2, 0.78]))                             # rays' frame -> terrain's
+    rays = terrain_march.CraterRays(terrain, turn.T @ origin, d @ turn, crater,
+                                    terrain.enu @ turn)
+    gap, climb = rays.gap(ray, t)
+    for k in range(t.shape[1]):
+        expected, expected_climb = terrain._gap(np.broadcast_to(origin, d.shape), d, t[:, k],
+                                                terrain._k_groups[crater])
+        assert np.abs(gap[:, k] - expected).max() < 1e-8
+        assert np.abs(climb[:, k] - expected_climb).max() < 1e-12
+
+
+def test_a_craters_shell_bounds_the_field_in_its_sphere():
+    from pylon_sim.game.terrain_near import _crater_bounds
+    scene, _, _ = kart_scene()
+    terrain = scene['terrain']
+    low, high = _crater_bounds(terrain)
+    assert high.max() < terrain.max_height + 0.01 and low.min() > terrain.min_height - 0.01
+    assert high.min() < terrain.max_height - 0.1              # tighter than the terrain's
+    rng = np.random.default_rng(5)
+    for k, crater in enumerate(terrain.craters):
+        angle = rng.uniform(0.0, 2 * np.pi, 4000)
+        rho = terrain._k_reach[k] * np.sqrt(rng.uniform(0.0, 1.0, 4000))
+        en = np.column_stack([crater.east + rho * np.cos(angle),
+                              crater.north + rho * np.sin(angle)])
+        h = terrain.field(en)[0]
+        assert low[k] <= h.min() and h.max() <= high[k]

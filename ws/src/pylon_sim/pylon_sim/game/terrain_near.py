@@ -53,12 +53,31 @@ class _View:
                    terrain.enu @ turn)
 
 
+SHELL_MARGIN = 1e-3
+"""m added to a crater's bounds of the field (``_crater_bounds``): the bare sphere's hits
+lie strictly inside its shell."""
+
+
+def _crater_bounds(terrain: SiteTerrain) -> tuple[np.ndarray, np.ndarray]:
+    """Return bounds (m) of the field inside each crater's bounding sphere: lowest, highest.
+
+    There the field is the sum of its neighbours' profiles (``_k_groups``), each between
+    ``-depth`` and ``rim``: a ray above ``R + sum(rim)`` over a small crater far from the
+    others' rims is not marched there (the terrain's ``max_h`` bounds every crater's).
+    """
+    groups = terrain._k_groups
+    low = np.maximum(-terrain._p_depth[groups].sum(axis=1), terrain.min_height)
+    high = np.minimum(terrain._p_rim[groups].sum(axis=1), terrain.max_height)
+    return low - SHELL_MARGIN, high + SHELL_MARGIN
+
+
 def _pairs(terrain: SiteTerrain, view: _View, o: np.ndarray, d: np.ndarray, radius: float,
            max_range: float, near: Near) -> tuple[np.ndarray, ...]:
     """Return the (ray, crater) pairs to march: rays, craters, start, stop, floor.
 
     As ``SiteTerrain._relief_hits``: each ray's stretch inside a crater's bounding sphere,
-    the relief's shell ``R + min_h .. R + max_h`` and ``max_range``.
+    the relief's shell there (``_crater_bounds``, within the terrain's ``R + min_h .. R +
+    max_h``) and ``max_range``.
     """
     rays, craters, starts, stops = [], [], [], []
     for k, center in enumerate(view.craters):
@@ -76,8 +95,9 @@ def _pairs(terrain: SiteTerrain, view: _View, o: np.ndarray, d: np.ndarray, radi
         return (np.zeros(0, dtype=int),) * 2 + (np.zeros(0),) * 3
     ray, crater = np.concatenate(rays), np.concatenate(craters)
     start, stop = np.concatenate(starts), np.concatenate(stops)
-    shell_lo, shell_hi = raycast.sphere_interval(o, d[ray], radius + terrain.max_height)
-    inner_lo, _ = raycast.sphere_interval(o, d[ray], radius + terrain.min_height)
+    low, high = _crater_bounds(terrain)
+    shell_lo, shell_hi = raycast.sphere_interval(o, d[ray], radius + high[crater])
+    inner_lo, _ = raycast.sphere_interval(o, d[ray], radius + low[crater])
     inner = np.where(inner_lo > 0.0, inner_lo, np.inf)
     start = np.maximum(start, np.maximum(shell_lo, 0.0))
     stop = np.minimum(np.minimum(stop, np.minimum(shell_hi, max_range)), inner)
