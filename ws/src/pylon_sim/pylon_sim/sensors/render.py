@@ -182,22 +182,21 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
                  ) -> raycast.Hits:
     """Cast the planet's pixels (its bounding sphere's).
 
-    A ``SiteTerrain`` is cast with ``terrain_near.intersect_near``, each crater and
-    boulder only on the pixels its sphere covers (``_Screen.pixels``); anything else, or
-    everything when ``reference``, with ``raycast.cast_full`` on every planet pixel.
+    A ``SiteTerrain`` is cast with ``terrain_near.intersect_near`` on the whole screen in
+    the camera frame, each crater and boulder only on the pixels its sphere covers
+    (``_Screen.pixels``); anything else, or everything when ``reference``, with
+    ``raycast.cast_full`` on every pixel of the planet's disc.
     """
     n = len(screen.directions)
-    hits = raycast.Hits(np.full(n, np.inf), np.full(n, -1, dtype=int), np.zeros((n, 3)))
     if not planet_radius or planet_center is None:
-        return hits
+        return raycast.Hits(np.full(n, np.inf), np.full(n, -1, dtype=int), np.zeros((n, 3)))
     center = np.asarray(planet_center, dtype=float).reshape(3)
+    if isinstance(terrain, SiteTerrain) and not reference:
+        return _site_hits(screen, o - center, rot, float(planet_radius), terrain, max_range)
+    hits = raycast.Hits(np.full(n, np.inf), np.full(n, -1, dtype=int), np.zeros((n, 3)))
     reach = float(planet_radius) + (terrain.top_height if terrain is not None else 0.0)
     idx = screen.pixels(rot.T @ (center - o), reach)
-    if idx.size and isinstance(terrain, SiteTerrain) and not reference:
-        sub = _site_hits(screen, idx, o - center, rot, float(planet_radius), terrain,
-                         max_range)
-        hits.ranges[idx], hits.what[idx], hits.normals[idx] = sub
-    elif idx.size:
+    if idx.size:
         sub = raycast.cast_full(o, screen.directions[idx] @ rot.T, max_range, (), center,
                                 planet_radius, terrain)
         hits.ranges[idx], hits.what[idx] = sub.ranges, sub.what
@@ -205,31 +204,27 @@ def _planet_hits(screen: _Screen, o: np.ndarray, rot: np.ndarray, max_range: flo
     return hits
 
 
-def _site_hits(screen: _Screen, idx: np.ndarray, rel: np.ndarray, rot: np.ndarray,
-               radius: float, terrain: SiteTerrain, max_range: float,
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ranges, what (-2, -1) and camera-frame normals of the pixels ``idx`` on a site.
+def _site_hits(screen: _Screen, rel: np.ndarray, rot: np.ndarray, radius: float,
+               terrain: SiteTerrain, max_range: float) -> raycast.Hits:
+    """Return what each pixel hits of a site's planet: ranges, what (-2, -1), normals.
 
-    ``rel`` is the camera's world position from the planet's centre; the rays are cast in
-    the terrain's frame, a sphere's pixels found in the camera frame.
+    ``rel`` is the camera's world position from the planet's centre. The rays are cast in
+    the camera frame, where the pixel directions are constant: the terrain's features and
+    axes are turned into it (``terrain_near``), not the rays; normals in that frame.
     """
     fixed = terrain.frame_rotation if terrain.frame_rotation is not None else np.eye(3)
-    turn = fixed @ rot                                   # camera -> terrain frame
-    origin = fixed @ rel
-    where = np.full(len(screen.directions), -1)
-    where[idx] = np.arange(idx.size)
+    origin = rot.T @ rel                                 # camera from the centre, camera frame
 
-    def near(center: np.ndarray, radius: float) -> np.ndarray:
-        pos = where[screen.pixels(turn.T @ (center - origin), radius)]
-        return pos[pos >= 0]
+    def near(center: np.ndarray, reach: float) -> np.ndarray:
+        return screen.pixels(center - origin, reach)
 
-    t, normals = terrain_near.intersect_near(terrain, origin, screen.directions[idx] @ turn.T,
-                                             radius, max_range, near)
+    t, normals = terrain_near.intersect_near(terrain, origin, screen.directions, radius,
+                                             max_range, near, to_fixed=fixed @ rot)
     miss = ~(t <= max_range)
     t[miss] = np.inf
-    normals = normals @ turn
-    normals[miss] = 0.0
-    return t, np.where(miss, -1, -2), normals
+    if max_range < np.inf:
+        normals[miss] = 0.0
+    return raycast.Hits(t, np.where(miss, -1, -2), normals)
 
 
 FOOTPRINT_TOLERANCE = 1e-6
@@ -430,11 +425,16 @@ def shade(hits: raycast.Hits, directions: np.ndarray, sun_direction: np.ndarray,
         return np.arange(len(directions)) if near is None else near(center, radius)
 
     rgb = np.empty((len(directions), 3), dtype=np.float32)   # 8-bit output: float32 is exact
-    rgb[:] = SKY_COLOR
-    planet = np.flatnonzero(hits.what == -2)
-    lit = np.clip(hits.normals[planet] @ sun_direction, 0.0, 1.0)
-    rgb[planet] = np.asarray(planet_color, dtype=float) * (AMBIENT + (1 - AMBIENT)
-                                                            * lit[:, None])
+    planet = hits.what == -2
+    level = hits.normals @ sun_direction                       # one pass over every pixel
+    np.clip(level, 0.0, 1.0, out=level)
+    level *= 1 - AMBIENT
+    level += AMBIENT
+    level[~planet] = 0.0
+    np.multiply(level[:, None], np.asarray(planet_color, dtype=float), out=rgb,
+                casting='same_kind')
+    if any(SKY_COLOR):
+        rgb[~planet] = SKY_COLOR
     idx = np.flatnonzero(hits.what >= 0)
     if idx.size:
         rgb[idx] = _vessel_colors(hits, idx, directions, sun_direction, colors,
