@@ -11,9 +11,10 @@ Reference speed
     gear's direction, never negative: a gear does not drive the other way), kept within
     ``band`` of the measured speed ``u`` (the integrator's anti-windup: a command beyond
     what the tyres and motors can give leaves the motors at full torque, not a reference
-    running away). A positive command starts from the measured speed if the reference is
-    behind it, a negative one if it is ahead (a stop never waits for a reference that ran
-    ahead). The motors servo the rear wheels to ``u_ref`` at full torque: the
+    running away). When the command's sign turns, a positive command starts from the
+    measured speed if the reference is behind it, a negative one if it is ahead (a stop
+    never waits for a reference that ran ahead). The motors servo the rear wheels to
+    ``u_ref`` at full torque: the
     kart then accelerates at the commanded rate as long as the motors can give it, and an
     acceleration of 0 holds the speed (the motors make up for rolling resistance).
 
@@ -73,11 +74,13 @@ def _clip(value: float, low: float, high: float) -> float:
 
 
 def step(u_ref: float, acceleration: float, speed: float, gear: str, params: Params,
-         dt: float) -> tuple[float, Drive]:
+         dt: float, turned: bool = False) -> tuple[float, Drive]:
     """Return the new reference speed and the drive for one step of ``dt`` (s).
 
     ``speed``: the measured longitudinal speed (m/s, + forward); ``acceleration`` the
-    command (m/s², along the gear's direction).
+    command (m/s², along the gear's direction); ``turned``: the command's sign differs from
+    the previous step's (the reference then starts from the speed if it lags a raise or
+    leads a stop; only then: a measured speed's noise must not ratchet it every step).
     """
     direction = DIRECTION[gear]
     if gear == PARK:
@@ -85,9 +88,9 @@ def step(u_ref: float, acceleration: float, speed: float, gear: str, params: Par
     if gear == NEUTRAL:
         return 0.0, Drive(brake=_clip(-acceleration / params.full_brake_deceleration, 0.0, 1.0))
     u = direction * speed
-    if acceleration > 0.0:          # the reference never lags the speed it is to raise,
+    if turned and acceleration > 0.0:      # a raise does not wait for a reference behind,
         u_ref = max(u_ref, u)
-    elif acceleration < 0.0:        # nor runs ahead of the speed it is to lower
+    elif turned and acceleration < 0.0:    # nor a stop for one that ran ahead
         u_ref = min(u_ref, u)
     u_ref = _clip(u_ref + acceleration * dt, max(0.0, u - params.band),
                   min(params.max_speed, max(0.0, u + params.band)))

@@ -102,6 +102,7 @@ class KartInterface:
         self.requested = MANUAL
         self.command: Command | None = None
         self.u_ref = 0.0
+        self.sign = 0                     # the sign of the last step's acceleration
         self.refusals: Counter[str] = Counter()
         self.last_refusal = ''
 
@@ -180,16 +181,21 @@ class KartInterface:
         command = self.command
         if self.timed_out(now):
             steering = command.steering if command is not None else 0.0
-            self.u_ref, drive = longitudinal.step(self.u_ref, -self.limits.stop_deceleration,
-                                                  speed, self.gear, self.params, dt)
+            self.u_ref, drive = self._longitudinal(-self.limits.stop_deceleration, speed, dt)
             return Output(steering, drive, 'timeout')
         if command.accel is not None:
             self.u_ref = max(0.0, longitudinal.DIRECTION[self.gear] * speed)
             return Output(command.steering, longitudinal.actuation(
                 command.accel, command.brake, self.gear, self.params), 'actuation')
-        self.u_ref, drive = longitudinal.step(self.u_ref, command.acceleration, speed,
-                                              self.gear, self.params, dt)
+        self.u_ref, drive = self._longitudinal(command.acceleration, speed, dt)
         return Output(command.steering, drive, 'control')
+
+    def _longitudinal(self, acceleration: float, speed: float, dt: float):
+        """Step the longitudinal model, telling it when the command's sign turned."""
+        sign = (acceleration > 0.0) - (acceleration < 0.0)
+        turned, self.sign = sign != self.sign, sign
+        return longitudinal.step(self.u_ref, acceleration, speed, self.gear, self.params, dt,
+                                 turned)
 
     def engage(self, speed: float) -> None:
         """Start an engagement from the measured speed (the reference follows the kart)."""

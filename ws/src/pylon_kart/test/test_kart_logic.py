@@ -71,8 +71,12 @@ def test_longitudinal_integrates_the_acceleration_within_the_band():
         u_ref, drive = longitudinal.step(u_ref, 2.0, 2.0, longitudinal.DRIVE, PARAMS, 0.02)
     assert u_ref == pytest.approx(2.0 + PARAMS.band)
     # a deceleration starts from the speed, not from a reference that ran ahead
-    u_ref, drive = longitudinal.step(u_ref, -3.0, 2.0, longitudinal.DRIVE, PARAMS, 0.02)
+    u_ref, drive = longitudinal.step(u_ref, -3.0, 2.0, longitudinal.DRIVE, PARAMS, 0.02,
+                                     turned=True)
     assert u_ref == pytest.approx(2.0 - 0.06)
+    # while it keeps its sign, the measured speed's noise does not ratchet the reference
+    u_ref, drive = longitudinal.step(1.5, 2.0, 1.8, longitudinal.DRIVE, PARAMS, 0.02)
+    assert u_ref == pytest.approx(1.54)
     # an acceleration of 0 holds the speed
     u_ref, drive = longitudinal.step(5.0, 0.0, 5.0, longitudinal.DRIVE, PARAMS, 0.02)
     assert drive.speed == 5.0 and drive.brake == 0.0

@@ -30,10 +30,10 @@ RATE = 4
 LEAD = 0.06
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
-ROOM = ('-p', f'lease_duration_sec:={1.0 * RATE}')
-"""Lease room: the mod's lease runs on its wall clock; a busy machine that stalls the
-interface for a second must not cost it the lease (setpoint_controller's tests give the same
-room)."""
+ROOM = ('-p', f'lease_duration_sec:={1.0 * RATE}', '-p', f'command_timeout_sec:={0.5 * RATE}')
+"""Room for a busy machine: the mod's lease runs on its wall clock (a stall of a second must
+not cost the interface its lease: setpoint_controller's tests give the same room) and the
+command timeout on game time, RATE x the wall's."""
 LAPS = 2
 
 
