@@ -68,6 +68,20 @@ MIN_REACTION_SEC = 0.005
 """s of wall time between two control steps run at once on a control_cmd."""
 
 
+def wheel_command(client: lease.LeaseClient, order: actuation.WheelOrder, stamp,
+                  timeout: float) -> WheelCommand:
+    """Return the WheelCommand of one wheel's order under the client's lease (next sequence)."""
+    msg = WheelCommand(
+        vessel_id=client.vessel_id, controller_id=client.controller_id,
+        lease_id=client.lease_id, sequence=client.next_sequence(), id=order.id,
+        enabled=order.enabled, target_angular_velocity=float(order.target_angular_velocity),
+        steering_angle=float(order.steering_angle),
+        max_drive_torque=float(order.max_drive_torque), timeout_sec=timeout,
+        brake=float(order.brake))
+    msg.header.stamp = stamp
+    return msg
+
+
 def _wheel(msg: WheelState) -> Wheel:
     return Wheel(msg.id, msg.position.x, msg.position.y, msg.radius,
                  msg.steering_enabled, msg.max_steering_angle, msg.max_drive_torque,
@@ -160,8 +174,10 @@ class KartInterfaceNode(Node):
 
     def _on_lifecycle(self, msg: VesselLifecycle) -> None:
         with self.lock:
-            if self.lifecycle and self.lifecycle[1] != msg.vessel_id:
-                self.wheel_msgs, self.geometry = {}, None
+            if self.lifecycle and self.lifecycle[1:] != (msg.vessel_id, msg.generation):
+                self.wheel_msgs = {}          # a new session: no old wheel state counts
+                if self.lifecycle[1] != msg.vessel_id:
+                    self.geometry = None
             self.lifecycle = (msg.state, msg.vessel_id, msg.generation)
             if self.lease is not None:
                 self._send_lease(self.lease.on_lifecycle(*self.lifecycle, self.now()))
@@ -309,15 +325,8 @@ class KartInterfaceNode(Node):
     def _send_wheels(self, orders: list[actuation.WheelOrder]) -> None:
         stamp = self.get_clock().now().to_msg()
         for o in orders:
-            msg = WheelCommand(
-                vessel_id=self.lease.vessel_id, controller_id=self.lease.controller_id,
-                lease_id=self.lease.lease_id, sequence=self.lease.next_sequence(), id=o.id,
-                enabled=o.enabled, target_angular_velocity=float(o.target_angular_velocity),
-                steering_angle=float(o.steering_angle),
-                max_drive_torque=float(o.max_drive_torque),
-                timeout_sec=self.params['wheel_command_timeout_sec'], brake=float(o.brake))
-            msg.header.stamp = stamp
-            self.wheel_pub.publish(msg)
+            self.wheel_pub.publish(wheel_command(self.lease, o, stamp,
+                                                 self.params['wheel_command_timeout_sec']))
         self.counts['wheel_commands_sent'] += len(orders)
 
     def _publish_status(self) -> None:

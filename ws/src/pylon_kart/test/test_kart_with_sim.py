@@ -207,9 +207,13 @@ def test_acceleration_braking_and_the_timeout_stop(team):
     stamps, values = speeds(team, since, 1.0, 3.5)
     assert slope(stamps, values) == pytest.approx(2.0, rel=0.1)       # the velocity follows
     # what the kart measures against the simulator's truth at the same instants
-    truth = {stamp_of(m): m.twist.linear.x for m in rec.messages('truth', since)}
-    pairs = [(m.longitudinal_velocity, truth[stamp_of(m)])
-             for m in rec.messages('velocity', since) if stamp_of(m) in truth]
+    # (the truth is Best Effort: on a busy machine some samples drop, so it is interpolated)
+    truth = rec.messages('truth', since)
+    t_truth = np.array([stamp_of(m) for m in truth])
+    v_truth = np.array([m.twist.linear.x for m in truth])
+    pairs = [(m.longitudinal_velocity, float(np.interp(stamp_of(m), t_truth, v_truth)))
+             for m in rec.messages('velocity', since)
+             if t_truth[0] <= stamp_of(m) <= t_truth[-1]]
     assert len(pairs) > 20
     errors = [abs(a - b) for a, b in pairs]    # the rear tyres' slip under drive is in it
     assert np.mean(errors) < 0.08 and max(errors) < 0.25
