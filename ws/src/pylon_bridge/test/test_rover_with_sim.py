@@ -135,8 +135,9 @@ def test_gnss_fixes_at_the_rate_in_gnss_link_around_the_standing_antenna(session
     stamps = np.array([stamp_of(f) for f in fixes])
     assert (len(stamps) - 1) / (stamps[-1] - stamps[0]) == pytest.approx(10.0, rel=0.01)
     assert np.all(np.abs(np.diff(stamps) - 0.1) <= 0.021), np.diff(stamps)
-    pose_stamps = [stamp_of(p) for p in poses]
-    assert min(pose_stamps) <= stamps[0] and stamps[-1] - 1.0 <= max(pose_stamps)
+    # the truth over the fixes' 5 s (Best Effort: a busy machine may drop the first poses)
+    within = [p for p in poses if stamps[0] <= stamp_of(p) <= stamps[-1]]
+    assert len(within) > 50 and stamp_of(within[-1]) >= stamps[-1] - 1.0
     # the truth: the antenna (the root part's origin, 0 in the vessel frame) relative to the
     # centre of mass, turned by the ground-truth attitude, from the ground-truth position
     # (ENU at STAND); the rover stands still, so the mean over the fixes' time
