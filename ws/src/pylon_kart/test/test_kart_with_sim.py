@@ -297,6 +297,8 @@ def test_bad_commands_are_refused_and_manual_commands_act_not_at_all(team):
     quiet = rec.wait_stamp_span('velocity', 1.0, since)
     assert max(abs(m.longitudinal_velocity) for m in quiet) < 0.02
     assert not rec.messages('wheels', since)     # not a single wheel command
+    team.command = None                          # (no valid command may follow the switch)
+    rec.wait_count('velocity', 5, rec.mark())
     team.autonomous()
     values = {}
 
