@@ -21,6 +21,8 @@ import threading
 from typing import Any
 
 SPIN_PERIOD_SEC = 0.1
+RELEASE_GRACE_SEC = 0.3
+"""s a node spins after ``release()`` on exit, so that its last messages go out."""
 """Longest time between a stop request and the end of the spin."""
 EXECUTOR_ENV = 'PYLON_EXECUTOR'
 """``single``: spin in rclpy's SingleThreadedExecutor instead of its EventsExecutor."""
@@ -83,6 +85,22 @@ def run(make_node: Callable[[], Any], on_exit: Callable[[Any], None] | None = No
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def release_on_exit(node: Any) -> None:
+    """Call ``node.release()``, then spin ``RELEASE_GRACE_SEC`` (an ``on_exit`` for ``run``).
+
+    For a node that holds a lease: its release (a ControlAuthorityCommand) goes out before
+    the node is destroyed.
+    """
+    import time
+
+    import rclpy
+    if rclpy.ok():
+        node.release()
+        end = time.monotonic() + RELEASE_GRACE_SEC
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.05)
 
 
 def make_executor() -> Any:

@@ -51,7 +51,6 @@ from pylon_interfaces.msg import (
 from pylon_protocol import frames
 from pylon_vehicle_control import lease
 from pylon_vehicle_control.mass_properties import mass_properties
-import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -63,7 +62,6 @@ from pylon_kart import actuation, interface_params, longitudinal, vehicle
 from pylon_kart.geometry import Geometry, geometry_of, Wheel
 
 DIAGNOSTICS_PERIOD_SEC = 1.0
-RELEASE_GRACE_SEC = 0.3
 MIN_REACTION_SEC = 0.005
 """s of wall time between two control steps run at once on a control_cmd."""
 
@@ -156,12 +154,8 @@ class KartInterfaceNode(Node):
 
     # -- the bridge's inputs -----------------------------------------------------------------
     def _send_lease(self, update: lease.LeaseUpdate) -> None:
-        for c in update.commands:
-            self.authority_pub.publish(ControlAuthorityCommand(
-                action=c.action, vessel_id=c.vessel_id, controller_id=c.controller_id,
-                lease_id=c.lease_id, priority=c.priority,
-                lease_duration_sec=c.lease_duration_sec, suppress_sas=c.suppress_sas,
-                sequence=c.sequence))
+        for command in update.commands:
+            self.authority_pub.publish(command.message())
         for event in update.events:
             if event == 'acquired':
                 self.kart.engage(self.measured.longitudinal_velocity)
@@ -431,14 +425,6 @@ class ModeService:
         self.node.destroy_node()
 
 
-def _release(node: KartInterfaceNode) -> None:
-    if rclpy.ok():
-        node.release()
-        end = time.monotonic() + RELEASE_GRACE_SEC       # let the release go out
-        while time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
-
-
 def main() -> int:
     """Entry point of ``kart_interface``; SIGINT or SIGTERM release the lease first."""
-    return node_main.run(KartInterfaceNode, _release)
+    return node_main.run(KartInterfaceNode, node_main.release_on_exit)

@@ -56,7 +56,6 @@ from pylon_interfaces.msg import (
     WrenchFeedback,
 )
 from pylon_protocol import frames, rotations
-import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import Imu
@@ -67,7 +66,6 @@ from pylon_vehicle_control.mass_properties import mass_properties
 
 INERTIAL_FRAMES = ('', frames.KERBOL_INERTIAL)
 DIAGNOSTICS_PERIOD_SEC = 1.0
-RELEASE_GRACE_SEC = 0.3
 MAX_GAME_STEP_SEC = 1.0      # the longest game-time step the law takes (a stalled controller)
 
 
@@ -146,11 +144,7 @@ class ControllerNode(Node):
     # -- inputs ------------------------------------------------------------------------
     def _send_lease(self, update: lease.LeaseUpdate) -> None:
         for command in update.commands:
-            self.authority_pub.publish(ControlAuthorityCommand(
-                action=command.action, vessel_id=command.vessel_id,
-                controller_id=command.controller_id, lease_id=command.lease_id,
-                priority=command.priority, lease_duration_sec=command.lease_duration_sec,
-                suppress_sas=command.suppress_sas, sequence=command.sequence))
+            self.authority_pub.publish(command.message())
         for event in update.events:
             if event.startswith('lost:'):
                 self.counts['leases_lost'] += 1
@@ -327,14 +321,6 @@ class ControllerNode(Node):
         self._send_lease(self.lease.shutdown(self.now()))
 
 
-def _release(node: ControllerNode) -> None:
-    if rclpy.ok():
-        node.release()
-        end = time.monotonic() + RELEASE_GRACE_SEC       # let the release go out
-        while time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
-
-
 def main() -> int:
     """Entry point of ``setpoint_controller``; SIGINT or SIGTERM release the lease first."""
-    return node_main.run(ControllerNode, _release)
+    return node_main.run(ControllerNode, node_main.release_on_exit)

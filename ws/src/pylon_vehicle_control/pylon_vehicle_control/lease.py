@@ -88,6 +88,14 @@ class LeaseCommand:
     suppress_sas: bool
     sequence: int
 
+    def message(self) -> ControlAuthorityCommand:
+        """Return the ControlAuthorityCommand to publish."""
+        return ControlAuthorityCommand(
+            action=self.action, vessel_id=self.vessel_id, controller_id=self.controller_id,
+            lease_id=self.lease_id, priority=self.priority,
+            lease_duration_sec=self.lease_duration_sec, suppress_sas=self.suppress_sas,
+            sequence=self.sequence)
+
 
 @dataclass
 class LeaseUpdate:
