@@ -17,9 +17,8 @@ import time
 import numpy as np
 
 from pylon_sim.game.vessel import Part
-from pylon_sim.game.world import World
 from pylon_sim.sensors import ahrs
-from pylon_sim.sensors.sensor_stats import SensorStats
+from pylon_sim.sensors.sensor_loop import SensorLoop
 
 
 @dataclass
@@ -39,45 +38,19 @@ class Unit:
     enabled: bool = True
 
 
-class AhrsLoop:
-    """The AHRS sensors of the world's vessels."""
-
-    def __init__(self, world: World, stats: SensorStats) -> None:
-        """Sample the vessels of ``world``; count the cost in ``stats``."""
-        self.world = world
-        self.stats = stats
-        self.units: list[Unit] = []
-
-    def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
-        """Switch the sensors called ``sensor_id`` on or off; say if there is one."""
-        found = False
-        for unit in self.units:
-            if unit.sensor_id == sensor_id:
-                unit.enabled, found = enabled, True
-        return found
-
-    def follow(self, holders: dict) -> None:
-        """Re-home every sensor to the vessel holding its part (see ``Sensing``)."""
-        for unit in self.units:
-            vessel, part = holders[unit.part.persistent_id or unit.part.flight_id]
-            unit.vessel_key, unit.part = vessel.key, part
+class AhrsLoop(SensorLoop):
+    """The AHRS sensors of the world's vessels (``units``: ``Unit``)."""
 
     def samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_ahrs`` payloads due at ``clock`` (simulator seconds).
 
         Only the active vessel's sensors that are switched on sample, each at its
-        ``rate_hz`` on the simulator clock (one that fell behind starts again from now, no
-        burst); the drift's step covers the clock since the sensor's previous sample.
+        ``rate_hz`` on the simulator clock (``sensor_loop.next_sample``); the drift's step
+        covers the clock since the sensor's previous sample.
         """
         active = self.world.active
         out: list[dict] = []
-        for unit in self.units:
-            if unit.vessel_key != active.key or not unit.enabled or clock + 1e-9 < unit.next:
-                continue
-            period = 1.0 / unit.settings.rate_hz
-            unit.next += period
-            if unit.next <= clock:
-                unit.next = clock + period
+        for unit in self.due(clock):
             start = time.process_time()
             dt = 0.0 if unit.last is None else clock - unit.last
             sample = ahrs.measure(ahrs.attitude_truth(active, ut), unit.drift, dt, unit.noise,

@@ -17,9 +17,8 @@ import zlib
 import numpy as np
 
 from pylon_sim.game.vessel import Part
-from pylon_sim.game.world import World
 from pylon_sim.sensors import gnss
-from pylon_sim.sensors.sensor_stats import SensorStats
+from pylon_sim.sensors.sensor_loop import SensorLoop
 
 
 def noise_for(seed: int, sensor_id: str) -> np.random.Generator:
@@ -42,46 +41,19 @@ class Receiver:
     enabled: bool = True
 
 
-class GnssLoop:
-    """The GNSS receivers of the world's vessels."""
-
-    def __init__(self, world: World, stats: SensorStats) -> None:
-        self.world = world
-        self.stats = stats
-        self.receivers: list[Receiver] = []
-
-    def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
-        """Switch the receivers called ``sensor_id`` on or off; say if there is one."""
-        found = False
-        for receiver in self.receivers:
-            if receiver.sensor_id == sensor_id:
-                receiver.enabled, found = enabled, True
-        return found
-
-    def follow(self, holders: dict) -> None:
-        """Re-home every receiver to the vessel holding its part (see ``Sensing``)."""
-        for receiver in self.receivers:
-            vessel, part = holders[receiver.part.persistent_id or receiver.part.flight_id]
-            receiver.vessel_key, receiver.part = vessel.key, part
+class GnssLoop(SensorLoop):
+    """The GNSS receivers of the world's vessels (``units``: ``Receiver``)."""
 
     def samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_gnss`` payloads due at ``clock`` (simulator seconds).
 
         Only the active vessel's receivers that are switched on sample, each at its
-        ``rate_hz`` on the simulator clock (one that fell behind starts again from now, no
-        burst). The runtime calls this only while the vessel is available and the game
-        not paused.
+        ``rate_hz`` on the simulator clock (``sensor_loop.next_sample``). The runtime
+        calls this only while the vessel is available and the game not paused.
         """
         active = self.world.active
         out: list[dict] = []
-        for receiver in self.receivers:
-            if receiver.vessel_key != active.key or not receiver.enabled \
-                    or clock + 1e-9 < receiver.next:
-                continue
-            period = 1.0 / receiver.settings.rate_hz
-            receiver.next += period
-            if receiver.next <= clock:
-                receiver.next = clock + period
+        for receiver in self.due(clock):
             start = time.process_time()
             truth = gnss.antenna_truth(active, receiver.part, ut)
             receiver.sequence += 1

@@ -16,6 +16,7 @@ from pylon_sim.game.power import draw_electric_charge, electric_charge, EMPTY
 from pylon_sim.game.vessel import Part
 from pylon_sim.game.world import SimVessel, World
 from pylon_sim.sensors import relative_nav
+from pylon_sim.sensors.sensor_loop import SensorLoop
 from pylon_sim.sensors.sensor_stats import SensorStats
 
 #: s of UT: a gap between two samples of a relative-navigation sensor longer than this (the
@@ -48,28 +49,13 @@ def nav_powered(vessel: SimVessel, rate: float, seconds: float) -> bool:
     return available >= need * (1.0 - 1e-9) and (available > EMPTY or rate == 0.0)
 
 
-class NavLoop:
-    """The relative-navigation sensors of the world's vessels."""
+class NavLoop(SensorLoop):
+    """The relative-navigation sensors of the world's vessels (``units``: ``Navigator``)."""
 
     def __init__(self, world: World, stats: SensorStats, noise: np.random.Generator) -> None:
-        self.world = world
-        self.stats = stats
+        """Sample the vessels of ``world`` with ``noise``; count the cost in ``stats``."""
+        super().__init__(world, stats)
         self.noise = noise
-        self.navigators: list[Navigator] = []
-
-    def set_enabled(self, sensor_id: str, enabled: bool) -> bool:
-        """Switch the sensors called ``sensor_id`` on or off; say if there is one."""
-        found = False
-        for navigator in self.navigators:
-            if navigator.sensor_id == sensor_id:
-                navigator.enabled, found = enabled, True
-        return found
-
-    def follow(self, holders: dict) -> None:
-        """Re-home every sensor to the vessel holding its part (see ``Sensing``)."""
-        for navigator in self.navigators:
-            vessel, part = holders[navigator.part.persistent_id or navigator.part.flight_id]
-            navigator.vessel_key, navigator.part = vessel.key, part
 
     def samples(self, clock: float, ut: float) -> list[dict]:
         """Return the ``pylon_relative_nav`` payloads due at ``clock`` (simulator seconds).
@@ -83,15 +69,10 @@ class NavLoop:
         """
         active = self.world.active
         out: list[dict] = []
-        for nav in self.navigators:
+        for nav in self.units:
             if nav.vessel_key != active.key or not nav.enabled:
                 nav.last_ut = None               # not running: nothing to draw for it
-                continue
-            if clock + 1e-9 < nav.next:
-                continue
-            nav.next += 1.0 / nav.settings.rate_hz
-            if nav.next <= clock:           # fell behind (or was off): on from now, no burst
-                nav.next = clock + 1.0 / nav.settings.rate_hz
+        for nav in self.due(clock):
             start = time.process_time()
             gap = 0.0 if nav.last_ut is None else ut - nav.last_ut
             nav.last_ut = ut

@@ -52,7 +52,7 @@ class Sensing:
         self.navigation = NavLoop(world, self.stats, self.noise)
         self.gnss = GnssLoop(world, self.stats)
         self.ahrs = AhrsLoop(world, self.stats)
-        imagers, navigators = [], self.navigation.navigators
+        imagers, navigators = [], self.navigation.units
         for vessel in world.vessels.values():
             for part in vessel.spec.parts:
                 for module in part.modules_of(st.KIND):
@@ -68,7 +68,7 @@ class Sensing:
                         vessel.key, part, relative_nav.Settings.from_module(module.settings)))
                 for module in part.modules_of(gnss.KIND):
                     sensor = names.sensor_id(module.get('sensor_id'), gnss.KIND, self.ids)
-                    self.gnss.receivers.append(Receiver(
+                    self.gnss.units.append(Receiver(
                         sensor, vessel.key, part, gnss.Settings.from_module(module.settings),
                         names.new_guid_hex(self.ids), noise_for(seed, sensor)))
                 for module in part.modules_of(ahrs.KIND):
