@@ -38,11 +38,11 @@ import numpy as np
 from pylon_common import topics
 from pylon_interfaces.msg import WheelCommand
 from pylon_kart import sensing
-from pylon_kart.geometry import Geometry, geometry_of, Wheel
 from pylon_kart.trajectory import ProfileLimits, speed_profile
 from pylon_sim.game import drive_limits
 from pylon_sim.loop.scenario import load_scenario
 from pylon_testing.bench import BenchError, BenchNode, BenchSession, cpu_seconds, percentile, run
+from pylon_testing.kart_response import kart_geometry
 from pylon_testing.pilot import COMMAND, LATCHED, STREAM
 from pylon_testing.recorder import stamp_of
 from pylon_testing.scenarios import write_scenario
@@ -60,16 +60,7 @@ TRACK = load_track('kart')
 RIG = drive_limits.Rig(load_scenario('kart'))
 
 
-def kart_geometry() -> Geometry:
-    """Return the kart's geometry as kart_interface builds it (from the scenario's wheels)."""
-    p = RIG.params
-    return geometry_of([Wheel(name, float(hub[0]), float(hub[1]), float(r), bool(steer > 0),
-                              float(steer), float(torque))
-                        for name, hub, r, steer, torque in zip(p.names, p.hub, p.radius,
-                                                               p.steer_max, p.max_torque)])
-
-
-KART = kart_geometry()
+KART = kart_geometry(RIG)
 FRONT_LEFT = KART.front[0].id
 
 

@@ -212,10 +212,8 @@ class KartInterfaceNode(Node):
         if g is None or not self.mass:
             self.kart.params = None
             return
-        force = sum(w.max_drive_torque / w.radius for w in g.driven)
-        self.kart.params = longitudinal.Params(force / self.mass,
-                                               self.params['full_brake_deceleration'],
-                                               self.params['max_speed'])
+        self.kart.params = vehicle.longitudinal_params(
+            g, self.mass, self.params['full_brake_deceleration'], self.params['max_speed'])
 
     @property
     def ready(self) -> bool:
@@ -306,9 +304,8 @@ class KartInterfaceNode(Node):
         self.last_step = now
         self.applied = None
         if self.engaged_now(now) and g is not None and self.kart.params is not None:
-            self.applied = self.kart.step(now, self.measured.longitudinal_velocity, dt)
-            self._send_wheels(actuation.wheel_orders(g, self.applied.steering,
-                                                     self.applied.drive))
+            self.applied, orders = self.kart.control(now, g, self.measured, dt)
+            self._send_wheels(orders)
         self._publish_status()
 
     def engaged_now(self, now: float) -> bool:

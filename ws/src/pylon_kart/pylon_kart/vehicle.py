@@ -25,7 +25,7 @@ import math
 
 from autoware_auto_vehicle_msgs.msg import ControlModeReport, GearCommand
 
-from pylon_kart import longitudinal
+from pylon_kart import actuation, longitudinal
 from pylon_kart.geometry import Geometry
 
 GEARS = {GearCommand.NEUTRAL: longitudinal.NEUTRAL, GearCommand.DRIVE: longitudinal.DRIVE,
@@ -56,6 +56,17 @@ def shift(current: str, requested: int, speed: float, park_speed: float) -> tupl
             abs(speed) >= park_speed:
         return current, f'park_while_moving:{speed:.2f}m/s'
     return target, ''
+
+
+def longitudinal_params(geometry: Geometry, mass: float, full_brake_deceleration: float,
+                        max_speed: float) -> longitudinal.Params:
+    """Return the longitudinal model of a kart of ``mass`` (kg) on its wheels.
+
+    The motors' deceleration is their full torque at the rim over the mass:
+    ``Σ T_i / r_i / m`` over the driven wheels (what they give against the spin).
+    """
+    force = sum(w.max_drive_torque / w.radius for w in geometry.driven)
+    return longitudinal.Params(force / mass, full_brake_deceleration, max_speed)
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,12 @@ class KartInterface:
                 command.accel, command.brake, self.gear, self.params), 'actuation')
         self.u_ref, drive = self._longitudinal(command.acceleration, speed, dt)
         return Output(command.steering, drive, 'control')
+
+    def control(self, now: float, geometry: Geometry, measured: actuation.Measurement,
+                dt: float) -> tuple[Output, list[actuation.WheelOrder]]:
+        """Return a control step (``step`` at the measured speed) and every wheel's order."""
+        output = self.step(now, measured.longitudinal_velocity, dt)
+        return output, actuation.wheel_orders(geometry, output.steering, output.drive)
 
     def _longitudinal(self, acceleration: float, speed: float, dt: float):
         """Step the longitudinal model, telling it when the command's sign turned."""

@@ -405,12 +405,17 @@ def _clip(values: np.ndarray, low, high) -> np.ndarray:
     return np.minimum(np.maximum(values, low), high)
 
 
+def torque_curve(p: Params, omega: np.ndarray) -> np.ndarray:
+    """Return the share of its torque a motor gives with the spin: ``1 − |ω| r / max_speed``."""
+    return _clip(1.0 - np.abs(omega) * p.radius / p.max_speed, 0.0, 1.0)
+
+
 def _motor(p: Params, c: Commands, omega: np.ndarray, dt: float) -> np.ndarray:
     """Return the drive torque: toward the target spin within the torque curve."""
     limit = np.minimum(np.where(c.max_torque > 0.0, c.max_torque, p.max_torque), p.max_torque)
     band = np.maximum(DRIVE_BAND, limit * dt / p.inertia)     # stable for a light wheel
     demand = _clip((c.target - omega) / band, -1.0, 1.0)
-    curve = _clip(1.0 - np.abs(omega) * p.radius / p.max_speed, 0.0, 1.0)
+    curve = torque_curve(p, omega)
     with_spin = demand * omega > 0.0
     torque = limit * demand * np.where(with_spin, curve, 1.0)
     return np.where(c.drive, torque, 0.0)
