@@ -20,6 +20,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'kart_driver = pylon_testing.kart_driver:main',
             'latched_publisher = pylon_testing.latched_publisher:main',
             'wrench_client = pylon_testing.wrench_client:main',
         ],
