@@ -170,6 +170,10 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
            'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
     _truth('ground_truth/acceleration', 'ground_truth/acceleration',
            'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/kinematic_state', 'ground_truth/kinematic_state',
+           'nav_msgs/msg/Odometry', 'GROUND_TRUTH',
+           f'{NEWEST}; pose (world frame) and body twist (base_link) of one sample in one '
+           'message, as the AI Challenge carries its ground truth'),
     _truth('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
            'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
            readers=(ATTITUDE_EVALUATOR,)),
