@@ -175,7 +175,7 @@ def test_the_mission_uses_the_interfaces_names_and_types():
     assert {name: rows[name] for name in interface} == interface
     # ours, beside the interface's, under its prefix: the description and the ranking
     assert {'/admin/awsim/mission', '/admin/awsim/ranking'} < set(rows)
-    assert not [name for name in rows if name.startswith(('/pylon/', '/admin/pylon'))]
+    assert all(name.startswith(('/admin/awsim/', '/awsim/', '/d{id}/awsim/')) for name in rows)
     # vehicle k's in the management domain: one prefix, /d<k>
     assert topics.name('admin/vehicle_state', id='3') == '/d3/awsim/state'
     assert topics.name('admin/vehicle_status', id='3') == '/d3/awsim/status'
