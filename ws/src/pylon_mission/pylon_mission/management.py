@@ -21,7 +21,8 @@ mission description the referee reads, and the requests to send to the simulator
   vehicle is Ready and either every vehicle's stack took control (its lease is owned) or
   ``control_timeout_sec`` of game time passed since they all were Ready (then without
   the ones that did not); once per run. If the vehicles are not all Ready within
-  ``ready_timeout_sec`` (wall) of the simulator's first answer, count gives up: Terminate.
+  ``ready_timeout_sec`` (wall) of the run's beginning (the simulator's first answer, or a
+  reset), count gives up: Terminate.
 - While it runs: **LapComplete** once a first scored vehicle completed its task while
   others have not (the mission goes on); **FinishAll** when every scored vehicle
   completed; **Finish** when the task's time limit passes first (FinishAll if they all
@@ -101,6 +102,7 @@ class Management:
         self.start_sent = False
         self.counted = False                  # count mode started this run
         self.all_ready_ut: float | None = None     # UT every vehicle was Ready since
+        self.run_since: float | None = None        # wall time this run began (ready timeout)
 
     # -- requests from the management topics ----------------------------------------------------
     def start(self) -> bool:
@@ -206,9 +208,11 @@ class Management:
                 self.start_sent = True
                 report.requests.append({'cmd': 'start'})
             return mission.WAIT_START
+        if self.run_since is None:
+            self.run_since = wall
         if not all(self.ready):
             self.all_ready_ut = None
-            if self.start_mode == COUNT and wall - self.first_heard >= self.ready_timeout_sec:
+            if self.start_mode == COUNT and wall - self.run_since >= self.ready_timeout_sec:
                 report.log.append(f'vehicle(s) {", ".join(self._not_ready())} not Ready after '
                                   f'{self.ready_timeout_sec:g} s: terminate')
                 return mission.TERMINATE

@@ -62,6 +62,10 @@ def test_a_start_in_ready_counts_down_game_time_then_starts():
     report = m.step(status(ut=102.9), None, 0.1, BOTH)
     assert report.state == mission.WAIT_START and report.requests == []
     assert report.vehicle_states == [mission.VEHICLE_READY] * 2   # nothing acts yet
+    # a bridge gone during the countdown: the accepted start goes on
+    report = m.step(status(ut=102.95), None, 0.15, [SESSIONS[0], None])
+    assert report.state == mission.WAIT_START
+    assert report.vehicle_states == [mission.VEHICLE_READY, mission.GROUNDED]
     report = m.step(status(ut=103.0), None, 0.2, BOTH)
     assert report.state == mission.WAIT_START and report.requests == [{'cmd': 'start'}]
     assert m.step(status(ut=103.1), None, 0.3, BOTH).requests == []    # sent once
@@ -190,6 +194,13 @@ def test_count_gives_up_on_vehicles_never_ready():
     report = late.step(status(), None, 10.0, [SESSIONS[0], None])
     assert report.state == mission.TERMINATE and 'vehicle(s) 2 not Ready' in report.log[0]
     assert late.step(status(), None, 11.0, BOTH).state == mission.TERMINATE
+    # the timeout counts from the run's beginning: a reset long after starts it again
+    m = Management(start_mode=COUNT, ready_timeout_sec=10.0, countdown_sec=0.0)
+    m.step(status(owned=(True, True)), None, 0.0, BOTH)
+    m.step(status('running', (True, True), 200.0, 100.0, 100.0), None, 100.0, BOTH)
+    m.reset()
+    assert m.step(status(ut=100.0), None, 100.1, NONE).state == mission.PLAY_START
+    assert m.step(status(ut=100.1), None, 110.1, NONE).state == mission.TERMINATE
     # sync waits as long as it takes
     patient = Management(ready_timeout_sec=10.0)
     patient.step(status(), None, 0.0, NONE)
