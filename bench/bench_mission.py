@@ -2,7 +2,7 @@
 
 Each phase starts what ``pylon_components.mission_plan`` plans (the launch file's
 ``vehicles:=N`` and ``DEMO_VEHICLES=N make demo`` start the same): ``pylon_sim --rate 1``
-serving N vehicles, ``sim_manager`` (autostart) and ``referee`` in a management domain,
+serving N vehicles, ``sim_manager`` (start mode count) and ``referee`` in a management domain,
 and each vehicle's ``udp_bridge``, ``attitude_estimator``, ``setpoint_controller`` and,
 for a chaser, ``rendezvous_chaser`` in a domain of its own; the chasers fly. Once the
 mission has started and ``WARMUP_SECONDS`` passed, it measures over ``WINDOW_SECONDS`` of
@@ -92,7 +92,7 @@ def start(session: BenchSession, vehicles: int) -> tuple[list, int, int]:
     manager_port = session.take_port()
     planned = pc.mission_plan(vehicles, scenario=scenario_for(vehicles, session.log_dir),
                               domain_base=base, ports=(*ports, 0),
-                              management_port=manager_port, autostart=True)
+                              management_port=manager_port, start_mode='count')
     started = []
     for proc in planned:
         name = proc.executable if proc.vehicle is None else f'{proc.executable}_{proc.vehicle}'

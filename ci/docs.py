@@ -99,10 +99,21 @@ def _node_parameters(module: str) -> Callable[[], str]:
 def mission_status() -> str:
     """Return the index table of a vehicle's status array (``pylon_common.mission``)."""
     from pylon_common import mission
-    lines = ['| Index | Field | Meaning |', '|---|---|---|']
-    for index, (name, meaning) in enumerate(mission.STATUS_FIELDS):
-        lines.append(f'| {index} | `{name}` | {_md(meaning)} |')
+    lines = ['| Index | Field | Meaning | In the rendezvous |', '|---|---|---|---|']
+    for index, (name, meaning, rendezvous) in enumerate(mission.STATUS_FIELDS):
+        lines.append(f'| {index} | `{name}` | {_md(meaning)} | {_md(rendezvous)} |')
     return '\n'.join(lines)
+
+
+def _states(table_name: str) -> Callable[[], str]:
+    def generate() -> str:
+        from pylon_common import mission
+        lines = ['| State | Meaning |', '|---|---|']
+        for name, meaning in getattr(mission, table_name):
+            lines.append(f'| `{name}` | {_md(meaning)} |')
+        return '\n'.join(lines)
+    generate.__doc__ = f'The states of pylon_common.mission.{table_name}, in order.'
+    return generate
 
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -122,6 +133,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     'referee-parameters': ('ws/src/pylon_mission/README.md',
                            _node_parameters('pylon_mission.referee_node')),
     'mission-status': ('ws/src/pylon_mission/README.md', mission_status),
+    'mission-admin-states': ('ws/src/pylon_mission/README.md', _states('ADMIN_STATES')),
+    'mission-vehicle-states': ('ws/src/pylon_mission/README.md', _states('VEHICLE_STATES')),
     'kart-localizer-parameters': ('ws/src/pylon_kart/README.md',
                                   _node_parameters('pylon_kart.localizer_node')),
     'trajectory-publisher-parameters': ('ws/src/pylon_kart/README.md',

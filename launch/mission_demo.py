@@ -4,7 +4,8 @@ Starts ``pylon_components.mission_plan`` (the launch file's ``vehicles:=N`` star
 the simulator serving every vehicle, ``sim_manager`` and ``referee`` in the management
 domain ``DEMO_DOMAIN_BASE`` (default 0), and each vehicle's stack (bridge, estimator,
 controller and, for a chaser, ``rendezvous_chaser``) in domain base + k. The management
-starts the mission once every vehicle is Ready (autostart); the referee scores it and,
+starts the mission by itself (start mode ``count``: every vehicle Ready and its controller
+holding the lease, then a 3 s countdown of game time); the referee scores it and,
 when the mission ends (every chaser completed, or time is up), writes ``results.json``
 into the log directory and stops: the demo then stops everything and prints the result.
 With ``DEMO_SECONDS=S`` it stops after S seconds at the latest and prints the ranking so
@@ -34,7 +35,7 @@ STATUS_PERIOD_SEC = 1.0
 def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
          domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None,
          record: str = '', sim_rate: float = 1.0, use_sim_time: bool | None = None) -> list:
-    """Return the demo's processes: the mission plan with autostart and an end.
+    """Return the demo's processes: the mission plan in count mode, with an end.
 
     ``ports``: the first vehicle's state, command and admin ports, and optionally the
     management port. ``record`` (``DEMO_RECORD``): a recorder in every domain, each with a
@@ -44,7 +45,7 @@ def plan(vehicles: int, overlays=(), scenario: str = '', ports=None,
     extra = {} if ports is None or len(ports) < 4 else {'management_port': ports[3]}
     return pc.mission_plan(vehicles, scenario=scenario, overlays=overlays,
                            domain_base=domain_base,
-                           ports=None if ports is None else ports[:3], autostart=True,
+                           ports=None if ports is None else ports[:3], start_mode='count',
                            exit_on_finish=True,
                            results_path=str(log_dir / RESULTS) if log_dir else '',
                            record_output=record, sim_rate=sim_rate,

@@ -87,7 +87,9 @@ ARGUMENTS = (
      + ', '.join(f'{n}: {s}' for n, s in pc.MISSION_SCENARIOS.items())
      + ' (components, overlays apply; use_real_ksp does not)'),
     ('domain_base', '0', 'with vehicles: the management domain; vehicle k uses domain_base + k'),
-    ('autostart', 'true', 'with vehicles: start the mission once every vehicle is Ready'),
+    ('start_mode', 'count',
+     'with vehicles: count starts the mission by itself once every vehicle is Ready and in '
+     'control; sync waits for /admin/awsim/start (std_msgs/Bool true) in Ready'),
     ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
     ('exit_on_finish', 'true', 'with vehicles: end launch once the mission ended'),
     ('sim_rate', '1.0',
@@ -142,7 +144,7 @@ def _mission(arg) -> list:
     planned = pc.mission_plan(
         vehicles, scenario=scenario,
         overlays=pc.split_list(arg('overlays')), domain_base=int(arg('domain_base')),
-        autostart=bool(pc.parse_bool(arg('autostart'))),
+        start_mode=arg('start_mode'),
         exit_on_finish=bool(pc.parse_bool(arg('exit_on_finish'))),
         results_path=arg('results_path'), record_output=arg('record'),
         sim_rate=pc.sim_rate_of(arg('sim_rate')), use_sim_time=pc.parse_bool(arg('use_sim_time')))

@@ -569,12 +569,11 @@ def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
         return {**_vehicle_parameters(component, k, facts, base, ports, target),
                 'use_sim_time': True}
     if component == 'bridge':
-        prefix = mission.vehicle_prefix(k)
         return {'port': management.vehicle_port(ports[0], k),
                 'command_port': management.vehicle_port(ports[1], k),
                 'ground_truth_domain': base,
-                'ground_truth_prefix': topics.name('ground_truth/pose', prefix).rsplit('/', 1)[0],
-                'control_snapshot_topic': topics.name('control/snapshot', prefix),
+                'ground_truth_prefix': mission.ground_truth_prefix(k),
+                'control_snapshot_topic': mission.ground_truth_topic(k, 'control/snapshot'),
                 'publish_proxy_static_tf': True,
                 **({'publish_clock': True} if game_time else {})}
     if component == 'estimator' and facts.star_tracker:
@@ -589,7 +588,7 @@ def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
 def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] = (),
                  domain_base: int = mission.DEFAULT_DOMAIN_BASE,
                  ports: Sequence[int] | None = None,
-                 management_port: int = management.MANAGEMENT_PORT, autostart: bool = True,
+                 management_port: int = management.MANAGEMENT_PORT, start_mode: str = 'count',
                  exit_on_finish: bool = False, results_path: str = '',
                  vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS),
                  record_output: str = '', sim_rate: float = 1.0,
@@ -600,7 +599,9 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     ``management.PORT_STRIDE`` x (k - 1)), then ``sim_manager`` and ``referee`` in the
     management domain ``domain_base``, then each vehicle's stack in domain
     ``domain_base + k``: its bridge (ground truth into the management domain under
-    ``/vehicle_k``), estimator, controller and, for a vehicle with a task, the chaser.
+    ``/d<k>/awsim/ground_truth``, ``pylon_common.mission``), estimator, controller and, for
+    a vehicle with a task, the chaser. ``start_mode``: the manager's (``count`` starts by
+    itself, ``sync`` waits for ``/admin/awsim/start``).
     ``scenario`` '' picks ``MISSION_SCENARIOS[vehicles]``. ``record_output`` (a path) adds a
     recorder to every domain, each writing its own file (``mission_record_path``).
     ``sim_rate``/``use_sim_time``: game time as in ``plan``; each vehicle's bridge publishes
@@ -621,7 +622,7 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
                    str(management_port)),
                   (), (), (), None)
     fixed = {'manager': {'management_port': management_port, 'vehicles': vehicles,
-                         'domain_base': domain_base, 'autostart': autostart,
+                         'domain_base': domain_base, 'start_mode': start_mode,
                          'exit_on_finish': exit_on_finish},
              'referee': {'results_path': results_path, 'exit_on_finish': exit_on_finish}}
     out = [sim, *(_planned(name, MISSION_COMPONENTS[name], overlays, fixed[name],
@@ -632,8 +633,9 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
                 continue
             params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target,
                                          game_time)
+            remappings = mission.ground_truth_remappings(k) if name == BRIDGE.name else ()
             out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params,
-                                mission.vehicle_domain(domain_base, k), k))
+                                mission.vehicle_domain(domain_base, k), k, remappings))
     if record_output:
         out += [_planned(RECORD.name, RECORD, overlays,
                          {'output': mission_record_path(record_output, k)},
@@ -654,14 +656,15 @@ def mission_record_path(output: str, vehicle: int | None) -> str:
 
 
 def _planned(name: str, component: Component, overlays: Sequence[str], fixed: dict,
-             domain: int, vehicle: int | None) -> Planned:
-    """Return the one ROS process of a mission component, resolved."""
+             domain: int, vehicle: int | None,
+             remappings: tuple[tuple[str, str], ...] = ()) -> Planned:
+    """Return the one ROS process of a mission component, resolved (``remappings`` added)."""
     (proc,) = component.processes
     files = parameter_files(component, overlays, proc)
     return Planned(name, proc.package, proc.executable, proc.node, tuple(proc.arguments),
                    tuple(str(f) for f in files), tuple({**dict(proc.parameters),
                                                         **fixed}.items()),
-                   tuple(proc.remappings), domain, vehicle)
+                   (*proc.remappings, *remappings), domain, vehicle)
 
 
 def _ros_value(value: object) -> str:

@@ -1,12 +1,14 @@
 """A mission stack for the integration tests: the launch plan's processes, in their domains.
 
-``mission_stack(vehicles, scenario, components=('bridge',), rate=1.0, **options)`` starts
+``mission_stack(vehicles, scenario, components=('bridge',), rate=1.0, deferred=(),
+**options)`` starts
 what ``pylon_components.mission_plan`` plans (the launch file and ``make demo`` start the
 same), on UDP ports and ROS domains of the test session's own: the simulator (checking its
 packets, at ``rate`` x real time), ``sim_manager`` and ``referee`` in the management
 domain, and each vehicle's chosen components in its domain. It returns a ``MissionStack``
 with the domains and the processes by name (``udp_bridge_2``: vehicle 2's bridge);
-``revive()`` starts again those a test ended.
+``revive()`` starts again those a test ended. The processes named in ``deferred`` are
+planned but not started: a test starts each with ``start(name)``.
 """
 
 from __future__ import annotations
@@ -56,11 +58,11 @@ class MissionStack:
 @pytest.fixture(scope='module')
 def mission_stack(module_ros_process, free_udp_port, free_udp_port_series,
                   ros_domain_block) -> Callable[..., MissionStack]:
-    """Return ``start(vehicles, scenario, components, rate, **plan options) -> MissionStack``."""
+    """Return ``start(vehicles, scenario, components, rate, deferred, **plan options)``."""
     pc = load_components(ROOT)
 
     def start(vehicles: int, scenario: str, components=('bridge',), rate: float = 1.0,
-              **options) -> MissionStack:
+              deferred=(), **options) -> MissionStack:
         base = ros_domain_block(vehicles + 1)
         state = free_udp_port_series(vehicles, management.PORT_STRIDE)
         command = free_udp_port_series(vehicles, management.PORT_STRIDE)
@@ -76,6 +78,7 @@ def mission_stack(module_ros_process, free_udp_port, free_udp_port_series,
                 f'{proc.executable}_{proc.vehicle}'
             stack.commands[name] = (cmd, None if proc.domain is None else
                                     {'ROS_DOMAIN_ID': str(proc.domain)})
-            stack.start(name)
+            if name not in deferred:
+                stack.start(name)
         return stack
     return start

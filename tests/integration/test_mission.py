@@ -1,14 +1,14 @@
 """Two vehicles in one world, each in its own ROS domain: isolation, the start, reset, faults.
 
 One mission for the module (the launch plan's processes, ``conftest.mission_stack``): the
-simulator serving the rendezvous scenario's chaser and target, ``sim_manager`` and the
-referee in the management domain, each vehicle's ``udp_bridge`` in its own domain. Test
-nodes play the vehicles' controllers (``Pilot``: a lease and wrenches) in their domains and
-look at the management domain. No controller is in the loop, so the simulator runs at
-``RATE`` x real time. Each test brings the shared mission where it needs it (``held``:
-waiting for the start, no vehicle Ready; ``started``: running) and may leave it anywhere:
-the ``stack`` fixture starts again a vehicle stack a test killed, so the tests pass alone
-and in any order.
+simulator serving the rendezvous scenario's chaser and target, ``sim_manager`` (start mode
+``sync``) and the referee in the management domain, each vehicle's ``udp_bridge`` in its
+own domain. Test nodes play the vehicles' controllers (``Pilot``: a lease and wrenches) in
+their domains and look at the management domain. No controller is in the loop, so the
+simulator runs at ``RATE`` x real time. Each test brings the shared mission where it needs
+it (``held``: every vehicle Ready, not started; ``started``: running) and may leave it
+anywhere: the ``stack`` fixture starts again a vehicle stack a test ended, so the tests
+pass alone and in any order.
 """
 
 import itertools
@@ -16,6 +16,7 @@ import json
 import signal
 
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from nav_msgs.msg import Odometry
 from pylon_common import mission, topics
 from pylon_interfaces.msg import ControlAuthorityCommand as A
 from pylon_interfaces.msg import VesselLifecycle
@@ -34,6 +35,7 @@ TARGET = '7d2b3c4d5e6f708192a3b4c5d6e7f809'
 VESSELS = (CHASER, TARGET)
 LEASES = itertools.count(1)
 RATE = 3.0                      # the simulator's --rate: game seconds per wall second
+COUNTDOWN_SEC = 3.0             # the manager's countdown_sec (its default)
 WINDOW_SEC = 1.0                # the status's time scale is measured over the last second
 # how far a status message's publication stamp may lie from the manager's clock reading
 # for that status, on a busy machine (the same callback reads the clock, then publishes)
@@ -44,27 +46,28 @@ STATUS_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 @pytest.fixture(scope='module')
 def mission_stack_of_module(mission_stack):
-    return mission_stack(2, 'rendezvous', autostart=False, rate=RATE)
+    return mission_stack(2, 'rendezvous', start_mode='sync', rate=RATE)
 
 
 @pytest.fixture
 def stack(mission_stack_of_module):
-    """Return the module's mission, every process running (a test may have killed one)."""
+    """Return the module's mission, every process running (a test may have ended one)."""
     mission_stack_of_module.revive()
     return mission_stack_of_module
 
 
 def management_view(node) -> TopicRecorder:
-    """Record the management domain: the state, the ranking, both vehicles' ground truth."""
+    """Record the management domain: the states, the ranking, both vehicles' ground truth."""
     view = TopicRecorder(node)
     for key in ('admin/state', 'admin/ranking', 'admin/mission'):
         view.add(key, topics.name(key), String, topics.qos(key, reader=True))
     for k in (1, 2):
-        prefix = mission.vehicle_prefix(k)
-        view.add(f'pose_{k}', topics.name('ground_truth/pose', prefix), PoseStamped,
+        view.add(f'pose_{k}', mission.ground_truth_topic(k, 'ground_truth/pose'), PoseStamped,
                  qos_profile_sensor_data)
-        view.add(f'twist_{k}', topics.name('ground_truth/twist_body', prefix), TwistStamped,
-                 qos_profile_sensor_data)
+        view.add(f'twist_{k}', mission.ground_truth_topic(k, 'ground_truth/twist_body'),
+                 TwistStamped, qos_profile_sensor_data)
+        view.add(f'state_{k}', topics.name('admin/vehicle_state', id=str(k)), String,
+                 topics.qos('admin/vehicle_state', reader=True))
     view.start = node.create_publisher(Bool, topics.name('admin/start'),
                                        topics.qos('admin/start'))
     view.reset = node.create_publisher(Empty, topics.name('admin/reset'),
@@ -82,8 +85,9 @@ def vehicle_view(node) -> Pilot:
     # a fresh lease (its sequence starts at 1) of a higher priority: it takes over the last
     pilot.priority = next(LEASES)
     pilot.lease_id = f'lease-{pilot.priority}'
-    pilot.add('state', topics.name('sim/state'), String, topics.qos('sim/state', reader=True))
-    pilot.add('status', topics.name('sim/status'), Float32MultiArray, STATUS_QOS)
+    pilot.add('state', topics.name('awsim/state'), String,
+              topics.qos('awsim/state', reader=True))
+    pilot.add('status', topics.name('awsim/status'), Float32MultiArray, STATUS_QOS)
     pilot.add('imu', topics.name('imu'), Imu, qos_profile_sensor_data)
     return pilot
 
@@ -116,36 +120,35 @@ def state_is(view, key: str, value: str, since=None) -> None:
     view.wait_for(key, lambda m: m.data == value, since, f'{key} {value}')
 
 
-def held(stack, ros_node_in, view: TopicRecorder) -> None:
-    """Bring the mission to WaitStart, every vehicle Spawned (a reset if not there).
+def description(view) -> dict:
+    return json.loads(view.last('admin/mission').data)
+
+
+def held(stack, view: TopicRecorder) -> None:
+    """Bring the mission to Ready, not started (a reset if it is anywhere else).
 
     ``view`` (``management_view``) reads the mission description: the management state and
-    each vehicle's.
+    each vehicle's. No lease is needed: the vehicles' bridges make them Ready.
     """
-    def spawned(m) -> bool:
-        description = json.loads(m.data)
-        return description['state'] == mission.WAIT_START and description[
-            'started_ut'] is None and all(v['state'] == mission.SPAWNED
-                                          for v in description['vehicles'])
+    def waiting(m) -> bool:
+        d = json.loads(m.data)
+        return d['state'] == mission.READY and d['started_ut'] is None and all(
+            v['state'] == mission.VEHICLE_READY for v in d['vehicles'])
     view.wait_for('admin/mission', what='the mission description')
-    if not spawned(view.last('admin/mission')):
+    if not waiting(view.last('admin/mission')):
         since = view.mark()
-        view.reset.publish(Empty())
-        view.wait_for('admin/mission', spawned, since, 'the mission held, no vehicle Ready')
+        if description(view)['state'] != mission.PLAY_START:
+            view.reset.publish(Empty())
+        view.wait_for('admin/mission', waiting, since, 'the mission Ready, not started')
 
 
-def started(stack, ros_node_in, view: TopicRecorder) -> None:
-    """Bring the mission to Start (both vehicles Ready, then the start) unless it is there."""
+def started(stack, view: TopicRecorder) -> None:
+    """Bring the mission to Start (Ready, then the start) unless it is there."""
     view.wait_for('admin/state', what='the management state')
     if view.last('admin/state').data == mission.START:
         return
-    held(stack, ros_node_in, view)
+    held(stack, view)
     since = view.mark()
-    for k, vessel in enumerate(VESSELS, start=1):
-        pilot = vehicle_view(ros_node_in(stack.domain(k)))
-        pilot.ready()
-        hold_lease(pilot, vessel)
-    state_is(view, 'admin/state', mission.READY, since)
     view.start.publish(Bool(data=True))
     state_is(view, 'admin/state', mission.START, since)
 
@@ -194,93 +197,131 @@ def time_scale_misfits(stream: list[tuple[float, float, float]],
 
 def test_each_domain_carries_its_own_topics_and_no_other(stack, ros_node_in):
     chaser = names_in(ros_node_in(stack.domain(1)), {
-        '/ksp_vessel/imu/data_raw', '/ksp_vessel/lifecycle', '/pylon/sim/state',
-        '/pylon/sim/status'})
-    assert not [n for n in chaser if 'ground_truth' in n or n.startswith(
-        ('/vehicle_', '/admin'))], chaser
-    assert '/ksp_vessel/control/snapshot' not in chaser      # ground truth too
+        '/ksp_vessel/imu/data_raw', '/ksp_vessel/lifecycle', '/awsim/state', '/awsim/status'})
+    target = names_in(ros_node_in(stack.domain(2)), {
+        '/ksp_vessel/imu/data_raw', '/awsim/state', '/awsim/status'})
+    for names in (chaser, target):           # no ground truth, nothing of the management
+        assert not [n for n in names if 'ground_truth' in n or n.startswith(
+            ('/d1/', '/d2/', '/admin'))], names
+        assert '/ksp_vessel/control/snapshot' not in names     # ground truth too
+    # the management domain: the interface's names, each vehicle's ground truth under its
+    # prefix, its state and status mirrored
     management = names_in(ros_node_in(stack.base), {
-        '/admin/pylon/state', '/admin/pylon/mission', '/admin/pylon/ranking',
-        '/vehicle_1/ground_truth/pose', '/vehicle_2/ground_truth/pose',
-        '/vehicle_1/ground_truth/nearby_vessels', '/vehicle_2/ground_truth/flight',
-        '/vehicle_1/control/snapshot'})
-    assert not [n for n in management if n.startswith(('/ksp_vessel', '/pylon/'))], management
-    target = names_in(ros_node_in(stack.domain(2)), {'/ksp_vessel/imu/data_raw'})
-    assert not [n for n in target if 'ground_truth' in n or '/vehicle_' in n], target
+        '/admin/awsim/state', '/admin/awsim/mission', '/admin/awsim/ranking',
+        '/d1/awsim/ground_truth/vehicle/pose', '/d2/awsim/ground_truth/vehicle/pose',
+        '/d1/awsim/ground_truth/localization/kinematic_state',
+        '/d2/awsim/ground_truth/localization/kinematic_state',
+        '/d1/awsim/ground_truth/nearby_vessels', '/d2/awsim/ground_truth/flight',
+        '/d1/awsim/ground_truth/control/snapshot',
+        '/d1/awsim/state', '/d1/awsim/status', '/d2/awsim/state', '/d2/awsim/status'})
+    assert not [n for n in management if n.startswith(('/ksp_vessel', '/pylon/', '/awsim/'))
+                or n.endswith('ground_truth/pose')], management
+    # the odometry is the vehicle's truth: the pose in the world frame, the twist in the body
+    view = TopicRecorder(ros_node_in(stack.base))
+    view.add('odom', mission.ground_truth_topic(1, 'ground_truth/kinematic_state'), Odometry,
+             qos_profile_sensor_data)
+    odom = view.wait_for('odom', what="vehicle 1's kinematic state")
+    assert odom.child_frame_id == 'base_link' and odom.header.frame_id
 
 
-def test_commands_act_only_after_the_start_of_every_ready_vehicle(stack, ros_node_in):
+def test_start_only_in_ready_a_countdown_then_commands_act(stack, ros_node_in):
     view = management_view(ros_node_in(stack.base))
-    held(stack, ros_node_in, view)
-    ready = view.mark()                     # what came before may hold an older Ready
+    held(stack, view)
     chaser, target = (vehicle_view(ros_node_in(stack.domain(k))) for k in (1, 2))
-    state_is(view, 'admin/state', mission.WAIT_START)
-    state_is(chaser, 'state', mission.SPAWNED)
+    state_is(chaser, 'state', mission.VEHICLE_READY)
+    # vehicle 2's bridge goes away: it is not Ready (Grounded), the mission PlayStart
+    stack.processes['udp_bridge_2'].stop()
+    gone = view.mark()
+    state_is(view, 'admin/state', mission.PLAY_START, gone)
+    state_is(target, 'state', mission.GROUNDED)
+    state_is(view, 'state_2', mission.GROUNDED)            # mirrored in the management domain
+    # a wrench before the start does nothing and says why
     chaser.ready()
     hold_lease(chaser, CHASER)
-    state_is(chaser, 'state', mission.VEHICLE_READY)
-    # a wrench before the start does nothing and says why
     since = chaser.mark()
     chaser.wrench(torque_z=2000.0, vessel=CHASER, lease=chaser.lease_id)
     refused = chaser.wait_for('feedback', since=since, what='the wrench answered')
     assert not refused.accepted and refused.reason == packets.SIMULATION_HELD
     twists = view.wait_stamp_span('twist_1', 1.0, view.mark())
     assert max(abs(t.twist.angular.z) for t in twists) < 1e-9
-    # start before every vehicle is Ready: refused, logged, nothing changes
+    # a start before every vehicle is Ready: refused, logged and counted; nothing changes
     view.start.publish(Bool(data=True))
-    stack.processes['sim_manager'].wait_for_output('start refused: vehicle\\(s\\) 2 not Ready')
-    assert view.last('admin/state').data == mission.WAIT_START
-    target.ready()
-    hold_lease(target, TARGET)
-    hold_lease(chaser, CHASER)              # both leases in force at once
+    stack.processes['sim_manager'].wait_for_output(
+        'start refused \\(\\d+ so far\\): vehicle\\(s\\) 2 not Ready')
+    assert view.last('admin/state').data == mission.PLAY_START
+    assert description(view)['countdown_from_ut'] is None
+    # its bridge back: Ready again, without any lease of the target's
+    ready = view.mark()
+    stack.revive('udp_bridge_2')
     state_is(view, 'admin/state', mission.READY, ready)
+    assert not [v for v in description(view)['vehicles'] if v['key'] == 'target'][0][
+        'lease_owned']
+    hold_lease(chaser, CHASER)              # fresh: the countdown takes 1 s of wall time
     view.start.publish(Bool(data=True))
+    state_is(view, 'admin/state', mission.WAIT_START, ready)
     state_is(view, 'admin/state', mission.START, ready)
     state_is(chaser, 'state', mission.VEHICLE_START)
     state_is(target, 'state', mission.VEHICLE_START)
-    since, started = chaser.mark(), view.mark()
+    # the countdown was COUNTDOWN_SEC of game time: from the accepted request to the start
+    # the simulator says (it starts at the first status of the manager after it, 0.1 s of
+    # wall time apart, RATE x that of game time, more on a busy machine)
+    run = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
+        'started_ut'] is not None, ready, 'the start in the description').data)
+    assert COUNTDOWN_SEC <= run['started_ut'] - run['countdown_from_ut'] < COUNTDOWN_SEC + 3.0
+    since, begun = chaser.mark(), view.mark()
     for _ in range(3):
         chaser.wrench(torque_z=2000.0, vessel=CHASER, lease=chaser.lease_id, timeout=1.0)
     accepted = chaser.wait_for('feedback', lambda m: m.accepted, since, 'an accepted wrench')
     assert accepted.reason in ('accepted', 'slew_rate_limit')
-    view.wait_for('twist_1', lambda t: t.twist.angular.z > 1e-4, started,
-                  'the chaser turning')
+    view.wait_for('twist_1', lambda t: t.twist.angular.z > 1e-4, begun, 'the chaser turning')
     # the target did not: every sample of it since the start, up to three after that
     view.wait_count('twist_2', 3, view.mark())
-    assert max(abs(t.twist.angular.z) for t in view.messages('twist_2', started)) < 1e-9
+    assert max(abs(t.twist.angular.z) for t in view.messages('twist_2', begun)) < 1e-9
 
 
 def test_each_vehicle_gets_its_status_by_the_index_table(stack, ros_node_in):
-    started(stack, ros_node_in, management_view(ros_node_in(stack.base)))
+    started(stack, management_view(ros_node_in(stack.base)))
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
     index = mission.STATUS_INDEX
+    elapsed = index['elapsed_sec']
     first = chaser.wait_for('status', what='a status array')
-    later = chaser.wait_for('status', lambda m: m.data[1] >= first.data[1] + 2.0,
+    later = chaser.wait_for('status', lambda m: m.data[elapsed] >= first.data[elapsed] + 2.0,
                             what='2 s more of elapsed time')
     values = list(later.data)
     assert len(values) == len(mission.STATUS_FIELDS)
-    assert values[index['time_left_sec']] == pytest.approx(900.0 - values[index['elapsed_sec']],
-                                                           abs=1e-3)
+    # the interface's seven: the session counts down; the rendezvous's documented values
+    assert values[index['sessionTime']] == pytest.approx(900.0 - values[elapsed], abs=1e-3)
+    assert values[index['thisLapTime']] == pytest.approx(values[elapsed], abs=1e-3)
+    assert [values[index[name]] for name in ('lapCount', 'section', 'boostRemaining',
+                                             'isBoosting')] == [0.0] * 4
     # the time scale is the game time that passed over the manager's last wall second
     # (about RATE while the simulator keeps up; it swings while a stalled simulator catches
     # up): each is checked against the elapsed times and publication stamps of its window
     def judge() -> tuple[int, list[str]]:
-        return time_scale_misfits([(t, m.data[index['elapsed_sec']], m.data[index['time_scale']])
+        return time_scale_misfits([(t, m.data[elapsed], m.data[index['timeScale']])
                                    for t, m in zip(chaser.sent['status'], chaser.got['status'])])
     chaser.until(lambda: judge()[0] >= 20, '20 time scales to judge')
     judged, misfits = judge()
     assert len(misfits) <= judged // 4, misfits
     assert values[index['propellant_left_kg']] > 200.0 and values[index['completed']] == 0.0
     assert values[index['task_progress']] == 0.0         # 200 m away: no hold
+    # the management domain mirrors it
+    mirror = TopicRecorder(ros_node_in(stack.base))
+    mirror.add('status', topics.name('admin/vehicle_status', id='1'), Float32MultiArray,
+               STATUS_QOS)
+    mirrored = mirror.wait_for('status', lambda m: m.data[elapsed] > values[elapsed],
+                               what='the mirrored status')
+    assert len(mirrored.data) == len(mission.STATUS_FIELDS)
 
 
 def test_a_vehicle_stack_killed_leaves_the_other_flying(stack, ros_node_in):
     view = management_view(ros_node_in(stack.base))
-    started(stack, ros_node_in, view)
+    started(stack, view)
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
     stack.processes['udp_bridge_2'].popen.send_signal(signal.SIGKILL)
     since = chaser.mark()
     chaser.wait_stamp_span('imu', 2.0, since)                # vehicle 1 goes on
+    chaser.ready()
     hold_lease(chaser, CHASER)
     spin = view.wait_for('twist_1', since=view.mark()).twist.angular.z
     chaser.wrench(torque_z=-2000.0, vessel=CHASER, lease=chaser.lease_id,
@@ -292,22 +333,30 @@ def test_a_vehicle_stack_killed_leaves_the_other_flying(stack, ros_node_in):
 
 def test_reset_returns_the_vessels_and_drops_the_leases(stack, ros_node_in):
     view = management_view(ros_node_in(stack.base))
-    started(stack, ros_node_in, view)
+    started(stack, view)
     chaser = vehicle_view(ros_node_in(stack.domain(1)))
-    description = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
+    before_reset = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
         'started_ut'] is not None, what='the mission started').data)
-    # a fresh lease just before the reset: the one the start took (10 s, 3.3 s of wall time
-    # at RATE) may have run out since, and what ends it must be the reset
+    # a fresh lease just before the reset: an older one (10 s, 3.3 s of wall time at RATE)
+    # may have run out since, and what ends it must be the reset
     chaser.ready()
     hold_lease(chaser, CHASER)
     since, before = chaser.mark(), view.mark()
     view.reset.publish(Empty())
-    state_is(view, 'admin/state', mission.WAIT_START, before)
-    state_is(chaser, 'state', mission.SPAWNED)
+    # back through the vehicle's states, in order, to Ready: its bridge follows the new
+    # session by itself
+    chaser.wait_for('state', lambda m: m.data == mission.VEHICLE_READY, since,
+                    'the chaser Ready again')
+    said = [m.data for m in chaser.messages('state', since)]
+    # (the state before the reset may come first: latched, or said again every second)
+    assert mission.SPAWNED in said, said
+    back = said.index(mission.SPAWNED)
+    assert said[back:back + 3] == [mission.SPAWNED, mission.GROUNDED, mission.VEHICLE_READY]
     chaser.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE, since,
                     'a new session')
     gone = chaser.wait_for('authority', lambda m: m.state == 0, since, 'the lease gone')
     assert gone.reason in ('runtime_session_changed', 'unowned')
     reset = json.loads(view.wait_for('admin/mission', lambda m: json.loads(m.data)[
         'started_ut'] is None, before, 'the mission held again').data)
-    assert reset['elapsed'] == 0.0 and reset['ut'] < description['ut']
+    assert reset['elapsed'] == 0.0 and reset['ut'] < before_reset['ut']
+    state_is(view, 'admin/state', mission.READY, before)

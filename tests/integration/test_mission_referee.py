@@ -5,9 +5,11 @@ A three-vehicle mission from the launch plan (``conftest.mission_stack``) on a c
 10 m zone and moving with the target, so it completes after the hold without a command:
 the script is to do nothing) and one 60 m behind (never in range). The hold is 10 s and the
 limit 20 s of game time instead of the scenario's 30 s and 900 s: the rules are the same,
-the simulation a third as long. Test nodes hold each vehicle's lease (Ready), the management
-starts by itself, and the mission ends at the time limit: Finish, not FinishAll. No
-controller is in the loop: the simulator runs at ``RATE`` x real time (the limit takes 7 s).
+the simulation a third as long. Test nodes hold each vehicle's lease (its stack in control),
+the management starts by itself (start mode ``count``), says LapComplete when chaser 1
+completed while chaser 2 tries on, and the mission ends at the time limit: Finish, not
+FinishAll. No controller is in the loop: the simulator runs at ``RATE`` x real time (the
+limit takes 7 s).
 """
 
 import json
@@ -53,13 +55,13 @@ def scripted(folder: Path) -> str:
 def run(mission_stack, tmp_path_factory):
     folder = tmp_path_factory.mktemp('referee')
     results = folder / 'results.json'
-    stack = mission_stack(3, scripted(folder), rate=RATE, autostart=True,
+    stack = mission_stack(3, scripted(folder), rate=RATE, start_mode='count',
                           exit_on_finish=True, results_path=str(results))
     return stack, results
 
 
 def hold_lease(pilot: Pilot, vessel: str) -> None:
-    """Take a 10 s lease of the vessel (the vehicle is then Ready); wait until owned."""
+    """Take a 10 s lease of the vessel (its stack is in control); wait until owned."""
     since = pilot.mark()
     pilot.authority_pub.publish(A(
         action=A.ACTION_ACQUIRE, vessel_id=vessel, controller_id='script', lease_id='l',
@@ -77,19 +79,20 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
     vehicles = []
     for k in range(1, len(VESSELS) + 1):
         pilot = Pilot(ros_node_in(stack.domain(k)))
-        pilot.add('state', topics.name('sim/state'), String,
-                  topics.qos('sim/state', reader=True))
-        pilot.add('status', topics.name('sim/status'), Float32MultiArray, STATUS_QOS)
+        pilot.add('state', topics.name('awsim/state'), String,
+                  topics.qos('awsim/state', reader=True))
+        pilot.add('status', topics.name('awsim/status'), Float32MultiArray, STATUS_QOS)
         pilot.ready()
         vehicles.append(pilot)
-    # the leases make the vehicles Ready and the management starts: first the referee must
-    # hear each scored vehicle's ground truth, or the samples before it did are not scored
+    # the vehicles are Ready (their bridges are up) and the management starts once every
+    # stack is in control (the leases): first the referee must hear each scored vehicle's
+    # ground truth, or the samples before it did are not scored
     node_status(ros_node_in(stack.base), topics.REFEREE,
                 lambda values: values.get('sampled') == '2',
                 what="the referee's ground truth of both chasers")
     for pilot, vessel in zip(vehicles, VESSELS.values()):
         hold_lease(pilot, vessel)
-    view.wait_for('admin/state', lambda m: m.data == mission.START, what='the autostart')
+    view.wait_for('admin/state', lambda m: m.data == mission.START, what='the start (count)')
     near, far, _ = vehicles
     near.wait_for('state', lambda m: m.data == mission.VEHICLE_FINISH, what='chaser 1 done',
                   timeout=120.0)
@@ -101,6 +104,10 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
     end = view.wait_for('admin/state', lambda m: m.data in mission.FINAL_STATES,
                         what='the end of the mission', timeout=120.0)
     assert end.data == mission.FINISH                  # time up, chaser 2 never completed
+    states = [m.data for m in view.messages('admin/state')]
+    run = states[states.index(mission.READY):]
+    assert run == [mission.READY, mission.WAIT_START, mission.START, mission.LAP_COMPLETE,
+                   mission.FINISH], states
     over = far.wait_for('state', lambda m: m.data == mission.VEHICLE_FINISH,
                         what='chaser 2 over')
     # chaser 2 tried on after chaser 1 was done: its state turned Finish only at the time

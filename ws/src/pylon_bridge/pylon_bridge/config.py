@@ -146,7 +146,7 @@ OPTIONS: tuple[Parameter, ...] = (
                   'vessel identity and frame lifecycle (latched)'),
     _derived('ground_truth_prefix', 'topic_prefix', 'ground_truth',
              'prefix of the ground truth topics (pose, twist, twist_body, acceleration, '
-             'frame_angular_velocity, nearby_vessels, flight)'),
+             'kinematic_state, frame_angular_velocity, nearby_vessels, flight)'),
     _topic_option('control_snapshot_topic', 'control/snapshot',
                   "control snapshots: one frame's flight state, engines and separators "
                   '(ground truth)'),

@@ -21,6 +21,7 @@ from geometry_msgs.msg import (
     TwistStamped,
     Vector3Stamped,
 )
+from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_common.stamps import to_nanoseconds, to_time
 from pylon_interfaces.msg import (
@@ -171,6 +172,7 @@ class GroundTruth:
     twist_body: TwistStamped
     accel: AccelStamped
     frame_angular_velocity: Vector3Stamped | None
+    kinematic_state: Odometry
 
 
 def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
@@ -191,7 +193,12 @@ def body_velocities(packet: Mapping) -> tuple[frames.Vec3, frames.Vec3]:
 
 def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND_TRUTH_ENU,
                  body_frame: str = frames.BASE_LINK) -> GroundTruth:
-    """Return pose, twist (ENU), twist_body (base_link), acceleration and frame rate."""
+    """Return pose, twist (ENU), twist_body (base_link), acceleration, frame rate, odometry.
+
+    The odometry (``kinematic_state``) is the pose and the body twist in one message: pose
+    in ``world_frame``, twist in ``child_frame_id`` ``body_frame``, as ROS's Odometry has
+    them; its covariances stay zero (the truth).
+    """
     pose = header(PoseStamped(), stamp, world_frame)
     _xyz(pose.pose.position, packet['position'])
     _xyzw(pose.pose.orientation, rotations.normalize(packet['rotation']))
@@ -209,7 +216,11 @@ def ground_truth(packet: Mapping, stamp: float, world_frame: str = frames.GROUND
     if packet.get('frameAngularVelocity') is not None:
         frame_rate = header(Vector3Stamped(), stamp, world_frame)
         _xyz(frame_rate.vector, packet['frameAngularVelocity'])
-    return GroundTruth(pose, twist, twist_body, accel, frame_rate)
+    odometry = header(Odometry(), stamp, world_frame)
+    odometry.child_frame_id = body_frame
+    odometry.pose.pose = pose.pose
+    odometry.twist.twist = twist_body.twist
+    return GroundTruth(pose, twist, twist_body, accel, frame_rate, odometry)
 
 
 def extrapolate_pose(packet: Mapping, dt: float) -> tuple[frames.Vec3, np.ndarray]:

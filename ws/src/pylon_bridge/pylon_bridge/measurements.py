@@ -96,7 +96,8 @@ class Measurements:
         out += [s.topics.publish('ground_truth/pose', gt.pose, now),
                 s.topics.publish('ground_truth/twist', gt.twist, now),
                 s.topics.publish('ground_truth/twist_body', gt.twist_body, now),
-                s.topics.publish('ground_truth/acceleration', gt.accel, now)]
+                s.topics.publish('ground_truth/acceleration', gt.accel, now),
+                s.topics.publish('ground_truth/kinematic_state', gt.kinematic_state, now)]
         if gt.frame_angular_velocity is not None:
             out.append(s.topics.publish('ground_truth/frame_angular_velocity',
                                         gt.frame_angular_velocity, now))

@@ -175,7 +175,7 @@ def test_seed_qos():
         assert latched.reliability == ReliabilityPolicy.RELIABLE, key
         assert latched.durability == DurabilityPolicy.TRANSIENT_LOCAL, key
     for key in ('ground_truth/pose', 'ground_truth/twist', 'ground_truth/twist_body',
-                'ground_truth/acceleration'):
+                'ground_truth/acceleration', 'ground_truth/kinematic_state'):
         assert qos.qos_for(key).reliability == ReliabilityPolicy.BEST_EFFORT, key
     tracker = qos.qos_for('star_tracker/state')
     assert (tracker.reliability, tracker.durability, tracker.depth) == (

@@ -110,6 +110,13 @@ def test_ground_truth_topics_and_frames():
         'pylon_ground_truth_enu'
     rate = driver.published('ground_truth/frame_angular_velocity', actions)[0]
     assert rate.vector.y == pytest.approx(2.9e-4)
+    # the odometry: the same pose, the body twist, each in its frame
+    odometry = driver.published('ground_truth/kinematic_state', actions)[0]
+    assert (odometry.header.frame_id, odometry.child_frame_id) == (
+        'pylon_ground_truth_enu', 'base_link')
+    assert odometry.header.stamp == pose.header.stamp and odometry.pose.pose == pose.pose
+    assert odometry.twist.twist == driver.published('ground_truth/twist_body',
+                                                    actions)[0].twist
     [tf] = driver.published('tf', actions)
     [world] = tf.transforms
     assert (world.header.frame_id, world.child_frame_id) == ('pylon_ground_truth_enu',

@@ -51,8 +51,8 @@ TRUTH = {   # the truth domain's topics: name, type, the QoS a subscriber of the
     'flight': (f'{PREFIX}/ground_truth/flight', FlightState, BEST_EFFORT),
     'snapshot': (f'{PREFIX}/control/snapshot', ControlSnapshot, RELIABLE),
 }
-GROUND_TRUTH_NAMES = ('pose', 'twist', 'twist_body', 'acceleration', 'frame_angular_velocity',
-                      'nearby_vessels', 'flight')
+GROUND_TRUTH_NAMES = ('pose', 'twist', 'twist_body', 'acceleration', 'kinematic_state',
+                      'frame_angular_velocity', 'nearby_vessels', 'flight')
 
 
 @pytest.fixture(scope='module')

@@ -1,12 +1,14 @@
 """A mission of several vehicles on the ROS side: domains, states and the status table.
 
-Modelled on a simulator interface for several teams (one ROS domain per vehicle, the
-simulator's management in its own domain): the management node (``pylon_mission``'s
-``sim_manager``) and the referee run in the management domain, vehicle k's stack (its
-``udp_bridge``, estimator, controller and the user's nodes) in domain ``base + k``. Ground
-truth of every vehicle exists in the management domain only, under ``vehicle_prefix(k)``.
-The topics are rows of the topic contract (``topics.MISSION_TOPICS``); this module holds
-the values they carry. Plain data: nothing here imports rclpy.
+The names, layouts and states are those of the AI Challenge's simulator interface (one
+ROS domain per vehicle, the simulator's management in domain 0): the management node
+(``pylon_mission``'s ``sim_manager``) and the referee run in the management domain,
+vehicle k's stack (its ``udp_bridge``, estimator, controller and the user's nodes) in
+domain ``base + k``. What concerns vehicle k in the management domain lives under
+``vehicle_prefix(k)`` (``/d<k>``): its ground truth (``/d<k>/awsim/ground_truth/...``) and
+the mirrors of its state and status (``/d<k>/awsim/state``, ``/d<k>/awsim/status``). The
+topics are rows of the topic contract (``topics.MISSION_TOPICS``); this module holds the
+values they carry. Plain data: nothing here imports rclpy.
 """
 
 from __future__ import annotations
@@ -24,39 +26,161 @@ def vehicle_domain(base: int, vehicle: int) -> int:
     return domain
 
 
-def vehicle_prefix(vehicle: int) -> str:
-    """Return the namespace of vehicle ``vehicle``'s ground truth in the management domain."""
-    return f'/vehicle_{vehicle}'
+def vehicle_prefix(vehicle: int | str) -> str:
+    """Return the namespace of vehicle ``vehicle``'s topics in the management domain.
+
+    ``vehicle`` may be the topic contract's placeholder ``'{id}'``.
+    """
+    return f'/d{vehicle}'
 
 
-# -- the management domain's state (/admin/pylon/state) ----------------------------------------
-WAIT_START = 'WaitStart'     # the simulator is up; not every vehicle is Ready yet
-READY = 'Ready'              # every vehicle is Ready: start is accepted
-START = 'Start'              # running: the vehicles' commands act, the clock counts
-FINISH = 'Finish'            # over: the time limit passed before every vehicle completed
-FINISH_ALL = 'FinishAll'     # over: every scored vehicle completed its task
-TERMINATE = 'Terminate'      # the management is shutting down (or lost the simulator)
-ADMIN_STATES = (WAIT_START, READY, START, FINISH, FINISH_ALL, TERMINATE)
+def in_management(vehicle: int | str, name: str) -> str:
+    """Return the management domain's name of vehicle ``vehicle``'s topic ``name``.
+
+    ``/awsim/state`` of vehicle 2 is ``/d2/awsim/state`` there.
+    """
+    return vehicle_prefix(vehicle) + name
+
+
+GROUND_TRUTH = '/awsim/ground_truth'
+"""Where a vehicle's ground truth goes, under its prefix (``in_management``)."""
+GROUND_TRUTH_NAMES = {
+    'ground_truth/pose': 'vehicle/pose',
+    'ground_truth/kinematic_state': 'localization/kinematic_state',
+}
+"""The bridge's ground-truth topics (contract keys) that take the interface's names under
+``GROUND_TRUTH``; the bridge's other ground-truth topics keep theirs there."""
+
+
+def ground_truth_prefix(vehicle: int) -> str:
+    """Return the prefix of vehicle ``vehicle``'s ground truth in the management domain."""
+    return in_management(vehicle, GROUND_TRUTH)
+
+
+def _below(key: str) -> str:
+    """Return a ground-truth key's name below the ground-truth prefix (pose, control/...)."""
+    return key.split('/', 1)[1] if key.startswith('ground_truth/') else key
+
+
+def ground_truth_topic(vehicle: int, key: str) -> str:
+    """Return the management domain's name of vehicle ``vehicle``'s ground-truth topic ``key``.
+
+    ``key`` is a bridge ground-truth key of the topic contract (``ground_truth/pose``,
+    ``control/snapshot``): ``/d1/awsim/ground_truth/vehicle/pose``,
+    ``/d1/awsim/ground_truth/control/snapshot``.
+    """
+    return f'{ground_truth_prefix(vehicle)}/{GROUND_TRUTH_NAMES.get(key, _below(key))}'
+
+
+def ground_truth_remappings(vehicle: int) -> tuple[tuple[str, str], ...]:
+    """Return the ROS remappings that give vehicle ``vehicle``'s bridge the interface's names.
+
+    Its bridge publishes its ground truth under ``ground_truth_prefix(vehicle)``; these
+    move the topics of ``GROUND_TRUTH_NAMES`` to their names there.
+    """
+    return tuple((f'{ground_truth_prefix(vehicle)}/{_below(key)}',
+                  ground_truth_topic(vehicle, key)) for key in GROUND_TRUTH_NAMES)
+
+
+# -- the management domain's state (/admin/awsim/state) ----------------------------------------
+SELECT_MODE = 'SelectMode'
+PLAY_START = 'PlayStart'
+READY = 'Ready'
+WAIT_START = 'WaitStart'
+START = 'Start'
+FINISH = 'Finish'
+LAP_COMPLETE = 'LapComplete'
+FINISH_ALL = 'FinishAll'
+TERMINATE = 'Terminate'
+ADMIN_STATES = (
+    (SELECT_MODE, 'the management is up; no mission loaded yet (the simulator has not '
+                  'answered)'),
+    (PLAY_START, 'the mission is loaded, its vehicles spawn: not every vehicle is Ready yet'),
+    (READY, 'every vehicle is Ready: a start is accepted (only here)'),
+    (WAIT_START, 'the countdown after the start request (countdown_sec of game time); '
+                 'commands do not act yet'),
+    (START, "the mission runs: the vehicles' commands act, the session time counts down"),
+    (FINISH, 'over: the session time ran out before every scored vehicle completed'),
+    (LAP_COMPLETE, 'a first scored vehicle completed (reached the lap target) while the '
+                   'others go on: the mission still runs'),
+    (FINISH_ALL, 'over: every scored vehicle completed (before or at the time limit)'),
+    (TERMINATE, 'the management ended: it shut down, lost the simulator, or gave up '
+                'waiting for the vehicles (final)'),
+)
+"""The management states, in the interface's order, with what each means here."""
+ADMIN_STATE_NAMES = tuple(name for name, _ in ADMIN_STATES)
+RUNNING_STATES = (START, LAP_COMPLETE)
 FINAL_STATES = (FINISH, FINISH_ALL, TERMINATE)
 
-# -- each vehicle's state (/pylon/sim/state in its own domain) ----------------------------------
-SPAWNED = 'Spawned'          # its vessel flies (held); no controller holds its lease yet
-VEHICLE_READY = 'Ready'      # a controller holds its lease: the stack is up
-VEHICLE_START = 'Start'      # the mission runs; its commands act
-VEHICLE_FINISH = 'Finish'    # it completed its task, or the mission is over
-VEHICLE_STATES = (SPAWNED, VEHICLE_READY, VEHICLE_START, VEHICLE_FINISH)
-
-# -- each vehicle's status (/pylon/sim/status, std_msgs/Float32MultiArray) ---------------------
-STATUS_FIELDS = (
-    ('time_left_sec', 's of the time limit left (the limit before the start; -1: no limit)'),
-    ('elapsed_sec', 's of game time (UT) since the start; 0 before it'),
-    ('time_scale', 'game seconds per wall-clock second, measured over the last second'),
-    ('task_progress', "0..1: the referee's progress of the vehicle's task"),
-    ('score', "the referee's score of the vehicle (0 until it completed)"),
-    ('propellant_left_kg', 'kg of propellant aboard'),
-    ('propellant_used_kg', 'kg of propellant used since the start (or the last reset)'),
-    ('completed', '1.0 once the vehicle completed its task, else 0.0'),
+# -- each vehicle's state (/awsim/state in its own domain) -------------------------------------
+SPAWNED = 'Spawned'
+GROUNDED = 'Grounded'
+VEHICLE_READY = 'Ready'
+VEHICLE_START = 'Start'
+VEHICLE_FINISH = 'Finish'
+VEHICLE_STATES = (
+    (SPAWNED, 'the simulator serves the vehicle: its vessel exists in the world'),
+    (GROUNDED, 'the vessel is settled: a vessel in orbit as soon as its physics is loaded '
+               '(in flight, not packed), so it passes straight through; a surface vehicle '
+               'once it rests on its wheels'),
+    (VEHICLE_READY, 'settled, and its runtime session ACTIVE on its own bridge: a '
+                    'controller can take control now (whether one holds it does not '
+                    'matter)'),
+    (VEHICLE_START, 'the mission runs (WaitStart over): its commands act'),
+    (VEHICLE_FINISH, 'it completed its task (the lap target), or the mission is over'),
 )
-"""The fixed index table of the status array: index i is ``STATUS_FIELDS[i]``."""
-STATUS_INDEX = {name: index for index, (name, _) in enumerate(STATUS_FIELDS)}
+"""Each vehicle's states, in order, with what each means here."""
+VEHICLE_STATE_NAMES = tuple(name for name, _ in VEHICLE_STATES)
+
+
+def states_on_the_way(last: str | None, new: str) -> list[str]:
+    """Return the vehicle states to publish to go from ``last`` to ``new``, in order.
+
+    Forward, every state skipped within one look is said on the way, so that the states
+    come in the interface's order: from ``last`` (Spawned -> Ready says Grounded too), or
+    from Spawned when nothing was said yet (``last`` None: the first look, or a reset,
+    which puts every vehicle back to Spawned). Back (Ready -> Grounded: its bridge went
+    away): ``new`` alone. Unchanged: nothing.
+    """
+    if new == last:
+        return []
+    order = VEHICLE_STATE_NAMES
+    end = order.index(new)
+    if last is not None and order.index(last) > end:
+        return [new]
+    begin = 0 if last is None else order.index(last) + 1
+    return list(order[begin:end + 1])
+
+
+# -- each vehicle's status (/awsim/status, std_msgs/Float32MultiArray) -------------------------
+STATUS_FIELDS = (
+    ('sessionTime', 's of the session left, counting down (the time limit before the start; '
+                    '-1: no limit)', "the task's time limit minus the elapsed time"),
+    ('lapCount', 'laps completed', '1 once the vehicle completed its task, else 0'),
+    ('thisLapTime', 's of game time of the lap in progress', 'the elapsed time until the '
+                    'vehicle completed, then its completion time'),
+    ('section', 'the section of the track the vehicle is in', '0 (no sections)'),
+    ('timeScale', 'game seconds per wall-clock second, measured over the last second',
+     'as measured'),
+    ('boostRemaining', 'boosts left', '0 (no boost)'),
+    ('isBoosting', '1.0 while a boost acts, else 0.0', '0'),
+    ('elapsed_sec', 's of game time (UT) since the start; 0 before it', 'as measured'),
+    ('task_progress', "0..1: the referee's progress of the vehicle's task", 'the hold so far '
+                      'over hold_sec'),
+    ('score', "the referee's score of the vehicle (0 until it completed)", 's to spare'),
+    ('propellant_left_kg', 'kg of propellant aboard', 'as measured'),
+    ('propellant_used_kg', 'kg of propellant used since the start (or the last reset)',
+     'as measured'),
+    ('completed', '1.0 once the vehicle completed its task, else 0.0', 'as the referee says'),
+)
+"""The fixed index table of the status array: index i is ``STATUS_FIELDS[i]`` (name,
+meaning, its value in the rendezvous). Indices 0-6 are the interface's seven values in its
+order; the mission's own follow."""
+STATUS_INDEX = {name: index for index, (name, _, _) in enumerate(STATUS_FIELDS)}
+INTERFACE_FIELDS = 7
+"""The interface's own values: indices 0 .. 6 of the status array."""
+RACE_FIELDS = ('lapCount', 'thisLapTime', 'section', 'boostRemaining', 'isBoosting')
+"""The interface's fields a race fills from the simulator (the vehicle's ``race`` entry in
+the management status, by these names); a mission without them (the rendezvous) gives
+each the value of ``STATUS_FIELDS``' third column."""
 NO_LIMIT = -1.0

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import importlib
 from typing import Any
 
+from pylon_common import mission
 from pylon_common import qos as profiles
 from pylon_common.parameters import Parameter
 
@@ -158,7 +159,8 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
             'DEFAULT_STREAM', f'{NO_SPEC}; the ROS convention: diagnostic_aggregator and '
             'rqt_robot_monitor read it', namespace=GLOBAL, writers=_DIAGNOSED),
     _bridge('lifecycle', 'lifecycle', _MSG + 'VesselLifecycle', 'LATCHED',
-            f'{SPECIFIED}; {LATE_JOINER}', readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
+            f'{SPECIFIED}; {LATE_JOINER}',
+            readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR, SIM_MANAGER)),
     _bridge('imu', 'imu/data_raw', 'sensor_msgs/msg/Imu', 'IMU',
             f'{SPECIFIED}; newest sample wins (up to 30 Hz)',
             readers=(SETPOINT_CONTROLLER, ATTITUDE_ESTIMATOR)),
@@ -170,6 +172,10 @@ BRIDGE_TOPICS: tuple[Topic, ...] = (
            'geometry_msgs/msg/TwistStamped', 'GROUND_TRUTH', NEWEST),
     _truth('ground_truth/acceleration', 'ground_truth/acceleration',
            'geometry_msgs/msg/AccelStamped', 'GROUND_TRUTH', NEWEST),
+    _truth('ground_truth/kinematic_state', 'ground_truth/kinematic_state',
+           'nav_msgs/msg/Odometry', 'GROUND_TRUTH',
+           f'{NEWEST}; pose (world frame) and body twist (base_link) of one sample in one '
+           'message, as the AI Challenge carries its ground truth'),
     _truth('ground_truth/frame_angular_velocity', 'ground_truth/frame_angular_velocity',
            'geometry_msgs/msg/Vector3Stamped', 'DEFAULT_STREAM', NO_SPEC,
            readers=(ATTITUDE_EVALUATOR,)),
@@ -279,26 +285,37 @@ NODE_TOPICS: tuple[Topic, ...] = (
 
 
 _ADMIN = 'the management domain only (a vehicle domain never carries it)'
+_OURS = "our extension, not the interface's"
 _MISSION = 'std_msgs/msg/String'
+_STATUS = 'std_msgs/msg/Float32MultiArray'
+_INTERFACE = "the interface's name and type"
+_EVERY_SECOND = ('also republished every second, so a Volatile subscriber started later '
+                 'learns it within a second')
 
 MISSION_TOPICS: tuple[Topic, ...] = (
-    Topic('admin/state', '/admin/pylon/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
-          GLOBAL, f'{LATE_JOINER}; {_ADMIN}', (REFEREE,)),
-    Topic('admin/start', '/admin/pylon/start', 'std_msgs/msg/Bool', 'COMMAND', SIM_MANAGER,
-          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
-    Topic('admin/reset', '/admin/pylon/reset', 'std_msgs/msg/Empty', 'COMMAND', SIM_MANAGER,
-          SUBSCRIBES, GLOBAL, f'{NO_REPLAY}; {_ADMIN}'),
-    Topic('admin/mission', '/admin/pylon/mission', _MISSION, 'LATCHED', SIM_MANAGER,
-          PUBLISHES, GLOBAL, f'{LATE_JOINER}; the task and the vehicles, JSON; {_ADMIN}',
-          (REFEREE,)),
-    Topic('admin/ranking', '/admin/pylon/ranking', _MISSION, 'LATCHED', REFEREE, PUBLISHES,
-          GLOBAL, f'{LATE_JOINER}; JSON; {_ADMIN}', (SIM_MANAGER,)),
-    Topic('sim/state', '/pylon/sim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
-          GLOBAL, f"{LATE_JOINER}; in each vehicle domain, that vehicle's",
-          (RENDEZVOUS_CHASER,)),
-    Topic('sim/status', '/pylon/sim/status', 'std_msgs/msg/Float32MultiArray',
+    Topic('admin/state', '/admin/awsim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f'{_INTERFACE}; {LATE_JOINER}; {_ADMIN}'),
+    Topic('admin/start', '/admin/awsim/start', 'std_msgs/msg/Bool', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{_INTERFACE}; {NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/reset', '/admin/awsim/reset', 'std_msgs/msg/Empty', 'COMMAND', SIM_MANAGER,
+          SUBSCRIBES, GLOBAL, f'{_INTERFACE}; {NO_REPLAY}; {_ADMIN}'),
+    Topic('admin/mission', '/admin/awsim/mission', _MISSION, 'LATCHED', SIM_MANAGER,
+          PUBLISHES, GLOBAL, f'{_OURS}; {LATE_JOINER}; the task and the vehicles, JSON; '
+          f'{_ADMIN}', (REFEREE,)),
+    Topic('admin/ranking', '/admin/awsim/ranking', _MISSION, 'LATCHED', REFEREE, PUBLISHES,
+          GLOBAL, f'{_OURS}; {LATE_JOINER}; JSON; {_ADMIN}', (SIM_MANAGER,)),
+    Topic('admin/vehicle_state', mission.in_management('{id}', '/awsim/state'), _MISSION,
+          'LATCHED', SIM_MANAGER, PUBLISHES, GLOBAL,
+          f"vehicle <id>'s /awsim/state mirrored; {LATE_JOINER}; {_EVERY_SECOND}; {_ADMIN}"),
+    Topic('admin/vehicle_status', mission.in_management('{id}', '/awsim/status'), _STATUS,
           'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES, GLOBAL,
-          f"{NO_SPEC}; in each vehicle domain, that vehicle's (pylon_common.mission)"),
+          f"vehicle <id>'s /awsim/status mirrored; {NO_SPEC}; {_ADMIN}"),
+    Topic('awsim/state', '/awsim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f"{_INTERFACE}; {LATE_JOINER}; {_EVERY_SECOND}; in each vehicle domain, "
+          "that vehicle's (pylon_common.mission)", (RENDEZVOUS_CHASER,)),
+    Topic('awsim/status', '/awsim/status', _STATUS, 'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES,
+          GLOBAL, f"{_INTERFACE}; {NO_SPEC}; in each vehicle domain, that vehicle's "
+          '(pylon_common.mission)'),
 )
 """What the mission management and the referee publish and subscribe to (pylon_mission)."""
 

@@ -1,6 +1,6 @@
 """The topic contract: complete, consistent, and resolving names as ROS does."""
 
-from pylon_common import qos, topics
+from pylon_common import mission, qos, topics
 import pytest
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
@@ -29,7 +29,8 @@ def test_one_latched_profile_for_every_latched_state():
     assert latched == {'status', 'lifecycle', 'robot_description', 'root_frame',
                        'control/authority/state', 'simulator/state',
                        'simulator/universal_time', 'admin/state', 'admin/mission',
-                       'admin/ranking', 'sim/state', 'kart/control_mode', 'kart/gear_status',
+                       'admin/ranking', 'admin/vehicle_state', 'awsim/state',
+                       'kart/control_mode', 'kart/gear_status',
                        'stack/trajectory', 'stack/trajectory_path', 'stack/course_markers'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
@@ -160,3 +161,37 @@ def test_resolved_names_follow_rcl_in_a_namespace():
     assert topics.resolved('imu', node, '/vehicle_2') == '/ksp_vessel/imu/data_raw'
     assert topics.resolved('odometry', node, '/vehicle_2') == '/vehicle_2/pylon_estimator/odometry'
     assert topics.resolved('tf', node, '/vehicle_2', 'ksp_vessel') == '/tf'
+
+
+def test_the_mission_uses_the_interfaces_names_and_types():
+    interface = {
+        '/admin/awsim/state': ('std_msgs/msg/String', 'LATCHED'),
+        '/admin/awsim/start': ('std_msgs/msg/Bool', 'COMMAND'),
+        '/admin/awsim/reset': ('std_msgs/msg/Empty', 'COMMAND'),
+        '/awsim/state': ('std_msgs/msg/String', 'LATCHED'),
+        '/awsim/status': ('std_msgs/msg/Float32MultiArray', 'DEFAULT_STREAM'),
+    }
+    rows = {topics.name(row.key): (row.type, row.qos) for row in topics.MISSION_TOPICS}
+    assert {name: rows[name] for name in interface} == interface
+    # ours, beside the interface's, under its prefix: the description and the ranking
+    assert {'/admin/awsim/mission', '/admin/awsim/ranking'} < set(rows)
+    assert all(name.startswith(('/admin/awsim/', '/awsim/', '/d{id}/awsim/')) for name in rows)
+    # vehicle k's in the management domain: one prefix, /d<k>
+    assert topics.name('admin/vehicle_state', id='3') == '/d3/awsim/state'
+    assert topics.name('admin/vehicle_status', id='3') == '/d3/awsim/status'
+    assert mission.in_management(3, topics.name('awsim/state')) == '/d3/awsim/state'
+    assert mission.ground_truth_topic(2, 'ground_truth/pose') == \
+        '/d2/awsim/ground_truth/vehicle/pose'
+    assert mission.ground_truth_topic(2, 'ground_truth/kinematic_state') == \
+        '/d2/awsim/ground_truth/localization/kinematic_state'
+    assert mission.ground_truth_topic(2, 'control/snapshot') == \
+        '/d2/awsim/ground_truth/control/snapshot'
+    assert mission.ground_truth_remappings(1) == (
+        ('/d1/awsim/ground_truth/pose', '/d1/awsim/ground_truth/vehicle/pose'),
+        ('/d1/awsim/ground_truth/kinematic_state',
+         '/d1/awsim/ground_truth/localization/kinematic_state'))
+    assert [name for name, _ in mission.ADMIN_STATES] == [
+        'SelectMode', 'PlayStart', 'Ready', 'WaitStart', 'Start', 'Finish', 'LapComplete',
+        'FinishAll', 'Terminate']
+    assert [name for name, _ in mission.VEHICLE_STATES] == [
+        'Spawned', 'Grounded', 'Ready', 'Start', 'Finish']

@@ -1,13 +1,17 @@
 """``sim_manager``: the simulator's management in ROS, one node in every domain of a mission.
 
 In the management domain (its own, ``ROS_DOMAIN_ID``; ``domain_base``) it publishes
-``/admin/pylon/state`` (``pylon_common.mission.ADMIN_STATES``) and the mission description
-``/admin/pylon/mission`` (JSON: task, vehicles, game time), takes ``/admin/pylon/start``
-(``std_msgs/Bool``, true) and ``/admin/pylon/reset`` (``std_msgs/Empty``), and reads the
-referee's ``/admin/pylon/ranking``. In vehicle k's domain (``domain_base + k``) a node of
-its own, in a context of its own, publishes that vehicle's ``/pylon/sim/state``
-(``VEHICLE_STATES``) and ``/pylon/sim/status`` (``std_msgs/Float32MultiArray``, the index
-table ``STATUS_FIELDS``): nothing else of the mission and nothing of another vehicle.
+``/admin/awsim/state`` (``pylon_common.mission.ADMIN_STATES``, latched) and the mission
+description ``/admin/awsim/mission`` (JSON: task, vehicles, game time), takes
+``/admin/awsim/start`` (``std_msgs/Bool``, true) and ``/admin/awsim/reset``
+(``std_msgs/Empty``), reads the referee's ``/admin/awsim/ranking``, and mirrors each
+vehicle's state and status as ``/d<k>/awsim/state`` and ``/d<k>/awsim/status``. In vehicle
+k's domain (``domain_base + k``) a node of its own, in a context of its own, publishes that
+vehicle's ``/awsim/state`` (``VEHICLE_STATES``, latched, and again every
+``state_republish_sec`` for subscribers that are not) and ``/awsim/status``
+(``std_msgs/Float32MultiArray``, the index table ``STATUS_FIELDS``), and reads its
+bridge's lifecycle (which runtime session is ACTIVE there: Ready needs the simulator's
+current one): nothing else of the mission and nothing of another vehicle.
 
 It talks to ``pylon_sim``'s management port (``pylon_protocol.management``) over UDP
 without blocking: every ``poll_period_sec`` it reads the replies that came and asks for the
@@ -20,17 +24,20 @@ address): the mission state, WARN until the simulator answered, ERROR once Termi
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import socket
 import time
 
 from pylon_common import diagnostics, mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
+from pylon_interfaces.msg import VesselLifecycle
 from pylon_protocol import management as wire
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Bool, Empty, Float32MultiArray, String
 
-from pylon_mission.management import Management
+from pylon_mission.management import Management, Session, START_MODES
 
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter('management_host', '127.0.0.1', "address of pylon_sim's management port"),
@@ -40,12 +47,25 @@ PARAMETERS: tuple[Parameter, ...] = (
                              'domain_base + k', 1, wire.MAX_VEHICLES),
     Parameter('domain_base', -1, "the management domain (-1: this node's own, "
                                  'ROS_DOMAIN_ID); vehicle k runs in domain_base + k', -1, 231),
+    replace(topics.TOPIC_PREFIX, description="prefix of the vehicle stacks' vessel topics: "
+            "each vehicle's bridge's lifecycle is read there, in its domain"),
     Parameter('poll_period_sec', 0.1, 's between two status requests', 0.01, 5.0),
     Parameter('sim_timeout_sec', 3.0, 's of silence of the simulator (after it answered) '
                                       'that end the management: Terminate', 0.1, 600.0),
-    Parameter('autostart', False, 'request the start once every vehicle is Ready'),
-    Parameter('ready_timeout_sec', 120.0, 's autostart waits for every vehicle to be Ready '
+    Parameter('start_mode', 'sync', f'{" or ".join(START_MODES)}: sync waits for '
+                                    '/admin/awsim/start in Ready; count starts by itself once '
+                                    'every vehicle is Ready and in control (or after '
+                                    'control_timeout_sec)'),
+    Parameter('countdown_sec', 3.0, 's of game time from an accepted start (WaitStart) to '
+                                    'the start', 0.0, 600.0),
+    Parameter('control_timeout_sec', 30.0, 'count: s of game time, from every vehicle Ready, '
+                                           "after which it starts even if a vehicle's stack "
+                                           'took no control', 0.0, 86400.0),
+    Parameter('ready_timeout_sec', 120.0, 's count waits for every vehicle to be Ready '
                                           'before it gives up: Terminate', 1.0, 86400.0),
+    Parameter('state_republish_sec', 1.0, "s between two publications of a vehicle's "
+                                          'unchanged state (a Volatile subscriber started '
+                                          'later learns it within that)', 0.1, 60.0),
     Parameter('exit_on_finish', False, 'stop the node once the mission ended (Finish, '
                                        'FinishAll or Terminate): the end of an orchestrated run'),
     Parameter('exit_delay_sec', 2.0, 's the final state is held before exit_on_finish stops '
@@ -54,11 +74,22 @@ PARAMETERS: tuple[Parameter, ...] = (
 MAX_REPLIES_PER_POLL = 64
 
 
-class VehicleOutlet:
-    """The node of vehicle k in its own domain: its state and status, nothing else."""
+def active_session(msg: VesselLifecycle) -> Session | None:
+    """Return the runtime session a lifecycle message says is ACTIVE (None: not ACTIVE)."""
+    if msg.state != VesselLifecycle.STATE_ACTIVE:
+        return None
+    return (msg.runtime_instance, int(msg.runtime_generation), msg.runtime_epoch)
 
-    def __init__(self, vehicle: int, domain: int) -> None:
-        """Initialise a context on ``domain`` and a node with two publishers in it."""
+
+class VehicleOutlet:
+    """Vehicle k's node in its own domain (state, status, its bridge's session), and mirrors.
+
+    ``mirrors`` are the management domain's publishers of its state and status.
+    """
+
+    def __init__(self, vehicle: int, domain: int, topic_prefix: str,
+                 mirrors: tuple) -> None:
+        """Initialise a context on ``domain`` and a node with its publishers in it."""
         import rclpy
         from rclpy.context import Context
         self.vehicle, self.domain = vehicle, domain
@@ -66,23 +97,65 @@ class VehicleOutlet:
         rclpy.init(context=self.context, domain_id=domain)
         # a name of its own: the process's other nodes (one per domain) log apart
         self.node = Node(f'{topics.SIM_MANAGER}_vehicle_{vehicle}', context=self.context)
-        self.state = self.node.create_publisher(String, topics.name('sim/state'),
-                                                topics.qos('sim/state'))
-        self.status = self.node.create_publisher(Float32MultiArray, topics.name('sim/status'),
-                                                 topics.qos('sim/status'))
+        self.states = (self.node.create_publisher(String, topics.name('awsim/state'),
+                                                  topics.qos('awsim/state')), mirrors[0])
+        self.statuses = (self.node.create_publisher(
+            Float32MultiArray, topics.name('awsim/status'), topics.qos('awsim/status')),
+            mirrors[1])
+        self.lifecycle_topic = topics.name('lifecycle', topic_prefix)
+        # depth 1: only the newest lifecycle counts, so one look per poll takes it
+        self.lifecycle = self.node.create_subscription(
+            VesselLifecycle, self.lifecycle_topic, self._on_lifecycle, topics.qos('lifecycle'))
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.bridge_session: Session | None = None
         self.last_state: str | None = None
+        self.said_at = 0.0
 
-    def publish(self, state: str | None, status: list[float] | None) -> None:
-        """Publish the state when it changed, and the status array."""
-        if state is not None and state != self.last_state:
-            self.state.publish(String(data=state))
-            self.last_state = state
+    def _on_lifecycle(self, msg: VesselLifecycle) -> None:
+        self.bridge_session = active_session(msg)
+
+    def session(self) -> Session | None:
+        """Return the session its bridge says is ACTIVE (None: none, or the bridge is gone)."""
+        if self.bridge_session is None or \
+                self.node.count_publishers(self.lifecycle_topic) == 0:
+            return None
+        return self.bridge_session
+
+    def publish(self, state: str | None, status: list[float] | None, now: float,
+                period: float, respawned: bool = False) -> str:
+        """Say the next state on the way to ``state``; say it again once ``period`` passed.
+
+        One state per call, in the interface's order (``mission.states_on_the_way``): the
+        latched publisher keeps only its newest sample, so each state skipped within one
+        look is said one poll after the other, and a reliable subscriber gets each.
+        ``respawned``: a reset put the vehicle back, its states are said from Spawned.
+        Publish the status array. Return the state said anew ('' none).
+        """
+        said = ''
+        if respawned:
+            self.last_state = None
+        if state is not None:
+            path = mission.states_on_the_way(self.last_state, state)
+            if path:
+                said = self.last_state = path[0]
+            if said or now - self.said_at >= period:
+                for publisher in self.states:
+                    publisher.publish(String(data=self.last_state))
+                self.said_at = now
         if status is not None:
-            self.status.publish(Float32MultiArray(data=status))
+            for publisher in self.statuses:
+                publisher.publish(Float32MultiArray(data=status))
+        return said
+
+    def spin(self) -> None:
+        """Take what came in its domain (its bridge's newest lifecycle), without waiting."""
+        self.executor.spin_once(timeout_sec=0.0)
 
     def close(self) -> None:
         """Destroy the node and shut its context down."""
         import rclpy
+        self.executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
 
@@ -95,11 +168,14 @@ class SimManager(Node):
         super().__init__(topics.SIM_MANAGER)
         self.params = p = declare(self, PARAMETERS)
         base = p['domain_base'] if p['domain_base'] >= 0 else self.context.get_domain_id()
-        self.outlets = [VehicleOutlet(k, mission.vehicle_domain(base, k))
-                        for k in range(1, p['vehicles'] + 1)]
-        self.management = Management(autostart=p['autostart'],
+        self.management = Management(start_mode=p['start_mode'],
+                                     countdown_sec=p['countdown_sec'],
+                                     control_timeout_sec=p['control_timeout_sec'],
                                      sim_timeout_sec=p['sim_timeout_sec'],
                                      ready_timeout_sec=p['ready_timeout_sec'])
+        self.outlets = [VehicleOutlet(k, mission.vehicle_domain(base, k), p['topic_prefix'],
+                                      self._mirrors(k))
+                        for k in range(1, p['vehicles'] + 1)]
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
         self.address = (p['management_host'], p['management_port'])
@@ -122,10 +198,21 @@ class SimManager(Node):
             f'managing pylon_sim at {self.address[0]}:{self.address[1]}: management domain '
             f'{base}, vehicles in domains {[o.domain for o in self.outlets]}')
 
+    def _mirrors(self, vehicle: int) -> tuple:
+        """Return the management domain's publishers of vehicle k's state and status."""
+        k = str(vehicle)
+        return (self.create_publisher(String, topics.name('admin/vehicle_state', id=k),
+                                      topics.qos('admin/vehicle_state')),
+                self.create_publisher(Float32MultiArray,
+                                      topics.name('admin/vehicle_status', id=k),
+                                      topics.qos('admin/vehicle_status')))
+
     def _report(self) -> diagnostics.Report:
-        state = self.management.state
+        m = self.management
+        state = m.state
         values = {'state': state, 'vehicles': len(self.outlets),
-                  'simulator_heard': self.management.heard is not None}
+                  'simulator_heard': m.heard is not None, 'start_mode': m.start_mode,
+                  'vehicles_ready': sum(m.ready), 'starts_refused': m.refused}
         if state == mission.TERMINATE:
             return diagnostics.Report(diagnostics.ERROR, f'mission {state}', values)
         if self.management.heard is None:
@@ -138,8 +225,7 @@ class SimManager(Node):
         if not msg.data:
             self.get_logger().warning('start with data false ignored (true starts)')
             return
-        if self.management.start():
-            self.get_logger().info('start requested')
+        self.management.start()
         self._flush_log()
 
     def _on_reset(self, _msg: Empty) -> None:
@@ -159,7 +245,10 @@ class SimManager(Node):
 
     # -- the poll -------------------------------------------------------------------------------
     def _poll(self) -> None:
-        report = self.management.step(self._replies(), self.ranking, time.monotonic())
+        for outlet in self.outlets:
+            outlet.spin()
+        report = self.management.step(self._replies(), self.ranking, time.monotonic(),
+                                      [outlet.session() for outlet in self.outlets])
         for request in report.requests:
             self._send(request)
         self._send({'cmd': 'status'})
@@ -168,10 +257,14 @@ class SimManager(Node):
         self._publish('admin/state', report.state)
         if report.mission:
             self._publish('admin/mission', json.dumps(report.mission, sort_keys=True))
+        now = time.monotonic()
         for k, outlet in enumerate(self.outlets):
-            outlet.publish(report.vehicle_states[k] if k < len(report.vehicle_states) else
-                           None,
-                           report.status_arrays[k] if k < len(report.status_arrays) else None)
+            said = outlet.publish(
+                report.vehicle_states[k] if k < len(report.vehicle_states) else None,
+                report.status_arrays[k] if k < len(report.status_arrays) else None,
+                now, self.params['state_republish_sec'], report.respawned)
+            if said:
+                self.get_logger().info(f'vehicle {outlet.vehicle} {said}')
         self._maybe_exit(report.state)
 
     def _replies(self) -> dict | None:
@@ -208,7 +301,10 @@ class SimManager(Node):
 
     def _flush_log(self) -> None:
         for line in self.management.take_log():
-            self.get_logger().warning(line)
+            if 'refused' in line:
+                self.get_logger().warning(line)
+            else:
+                self.get_logger().info(line)
 
     def _maybe_exit(self, state: str) -> None:
         if not self.params['exit_on_finish'] or state not in mission.FINAL_STATES:

@@ -1,12 +1,13 @@
 """``referee``: scores every vehicle's task from ground truth, in the management domain.
 
-It reads the management's mission description (``/admin/pylon/mission``: the task, the
+It reads the management's mission description (``/admin/awsim/mission``: the task, the
 vehicles, the start) and, for each vehicle k, the ground truth its ``udp_bridge`` relays to
-the management domain under ``/vehicle_k`` (``pylon_common.mission.vehicle_prefix``): the
-``NearbyVessels`` (the target's position and velocity and the vehicle's own, one instant)
-and the ``FlightState`` (its ``universal_time`` beside its stamp gives the game time of the
-vehicle's stamps). ``referee.Referee`` scores them; the ranking goes on
-``/admin/pylon/ranking`` (latched JSON, ``Referee.ranking``) when it changes, and, when the
+the management domain under ``/d<k>/awsim/ground_truth``
+(``pylon_common.mission.ground_truth_topic``): the ``NearbyVessels`` (the target's position
+and velocity and the vehicle's own, one instant) and the ``FlightState`` (its
+``universal_time`` beside its stamp gives the game time of the vehicle's stamps).
+``referee.Referee`` scores them; the ranking goes on ``/admin/awsim/ranking`` (latched
+JSON, ``Referee.ranking``) when it changes, and, when the
 mission ends (Finish, FinishAll or Terminate), into ``results_path`` (JSON) and the log.
 With ``exit_on_finish`` it stops once it has written the results of an ended mission.
 No vehicle domain is touched: this node lives in the management domain only. Its status
@@ -97,14 +98,13 @@ class RefereeNode(Node):
 
     def _watch(self, vehicle: int) -> None:
         """Subscribe to vehicle k's relayed ground truth in the management domain."""
-        prefix = mission.vehicle_prefix(vehicle)
         self.vehicle_subs[vehicle] = [
             self.create_subscription(
-                NearbyVessels, topics.name('ground_truth/nearby_vessels', prefix),
+                NearbyVessels, mission.ground_truth_topic(vehicle, 'ground_truth/nearby_vessels'),
                 lambda msg, k=vehicle: self._on_nearby(k, msg),
                 topics.qos('ground_truth/nearby_vessels', reader=True)),
             self.create_subscription(
-                FlightState, topics.name('ground_truth/flight', prefix),
+                FlightState, mission.ground_truth_topic(vehicle, 'ground_truth/flight'),
                 lambda msg, k=vehicle: self._on_flight(k, msg),
                 topics.qos('ground_truth/flight', reader=True))]
 

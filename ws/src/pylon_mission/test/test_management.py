@@ -1,50 +1,88 @@
-"""The management's state machine: simulator status and ranking in, states and requests out."""
+"""The management's state machine: simulator status, ranking and sessions in; states out."""
 
 from pylon_common import mission
-from pylon_mission.management import Management
+from pylon_mission.management import COUNT, Management
 import pytest
 
 TASK = {'kind': 'rendezvous', 'target': 'target', 'radius_m': 10.0,
         'relative_speed_mps': 0.2, 'hold_sec': 30.0, 'time_limit_sec': 900.0,
         'target_vessel_id': 'b' * 32}
+SESSIONS = [('i1', 3, 'e1'), ('i2', 5, 'e2')]
+BOTH = SESSIONS
+NONE = [None, None]
 
 
 def status(phase='held', owned=(False, False), ut=100.0, started=None, elapsed=0.0,
-           task=TASK) -> dict:
+           task=TASK, settled=(True, True), race=None) -> dict:
     return {'phase': phase, 'ut': ut, 'clock': ut, 'rate': 1.0, 'warp': [1.0, 'physics'],
             'paused': False, 'started_ut': started, 'elapsed': elapsed, 'task': task,
             'vehicles': [{'vehicle': k, 'key': key, 'vessel_id': key[0] * 32, 'name': key,
-                          'available': True, 'lease_owned': lease, 'controller_id': '',
-                          'propellant_kg': 240.0 - k, 'propellant_used_kg': float(k)}
-                         for k, (key, lease) in enumerate(zip(('chaser', 'target'), owned),
-                                                          start=1)]}
+                          'available': True, 'settled': calm, 'session': list(session),
+                          'lease_owned': lease, 'controller_id': '',
+                          'propellant_kg': 240.0 - k, 'propellant_used_kg': float(k),
+                          **({'race': race} if race else {})}
+                         for k, (key, lease, calm, session) in enumerate(
+                             zip(('chaser', 'target'), owned, settled, SESSIONS), start=1)]}
 
 
-def ranking(completed=False, started=None, progress=0.5) -> dict:
+def ranking(completed=False, started=None, progress=0.5, scored=(True, False)) -> dict:
+    done = completed if isinstance(completed, tuple) else (completed, False)
     return {'started_ut': started, 'vehicles': [
-        {'vehicle': 1, 'scored': True, 'completed': completed, 'progress': progress,
-         'score': 700.0 if completed else 0.0},
-        {'vehicle': 2, 'scored': False, 'completed': False, 'progress': 0.0, 'score': 0.0}]}
+        {'vehicle': k, 'scored': mine, 'completed': finished,
+         'progress': 1.0 if finished else progress, 'score': 700.0 if finished else 0.0,
+         'completion_time_sec': 200.0 if finished else None}
+        for k, (finished, mine) in enumerate(zip(done, scored), start=1)]}
 
 
-def test_wait_ready_start_and_the_vehicle_states():
+def test_select_mode_play_start_ready_and_the_vehicle_states():
     m = Management()
-    assert m.step(None, None, 0.0).state == mission.WAIT_START
-    assert not m.start()                                 # nothing heard yet
-    assert 'not answered' in m.take_log()[0]
-    report = m.step(status(owned=(True, False)), None, 0.1)
-    assert report.state == mission.WAIT_START
+    assert m.step(None, None, 0.0).state == mission.SELECT_MODE
+    assert not m.start() and 'has not answered' in m.take_log()[0]
+    # vehicle 1 settled, its bridge on the current session; vehicle 2 not settled yet
+    report = m.step(status(settled=(True, False)), None, 0.1, [SESSIONS[0], None])
+    assert report.state == mission.PLAY_START
     assert report.vehicle_states == [mission.VEHICLE_READY, mission.SPAWNED]
+    # settled, but its bridge says another session (an old one): Grounded
+    report = m.step(status(), None, 0.2, [SESSIONS[0], ('i2', 4, 'old')])
+    assert report.vehicle_states == [mission.VEHICLE_READY, mission.GROUNDED]
     assert not m.start() and 'vehicle(s) 2 not Ready' in m.take_log()[0]
-    report = m.step(status(owned=(True, True)), None, 0.2)
+    assert m.refused == 2 and m.state == mission.PLAY_START      # refused: nothing changed
+    # Ready without any lease: no controller needs to hold one
+    report = m.step(status(owned=(False, False)), None, 0.3, BOTH)
     assert report.state == mission.READY and report.requests == []
-    assert m.start()
-    report = m.step(status(owned=(True, True)), None, 0.3)
-    assert report.requests == [{'cmd': 'start'}]
-    report = m.step(status('running', (True, True), 101.0, 100.5, 0.5), None, 0.4)
+    assert report.vehicle_states == [mission.VEHICLE_READY] * 2
+
+
+def test_a_start_in_ready_counts_down_game_time_then_starts():
+    m = Management(countdown_sec=3.0)
+    m.step(status(ut=100.0), None, 0.0, BOTH)
+    assert m.start() and m.state == mission.WAIT_START
+    assert 'WaitStart' in m.take_log()[0]
+    assert not m.start() and 'countdown' in m.take_log()[0]      # once is enough
+    report = m.step(status(ut=102.9), None, 0.1, BOTH)
+    assert report.state == mission.WAIT_START and report.requests == []
+    assert report.vehicle_states == [mission.VEHICLE_READY] * 2   # nothing acts yet
+    # a bridge gone during the countdown: the accepted start goes on
+    report = m.step(status(ut=102.95), None, 0.15, [SESSIONS[0], None])
+    assert report.state == mission.WAIT_START
+    assert report.vehicle_states == [mission.VEHICLE_READY, mission.GROUNDED]
+    report = m.step(status(ut=103.0), None, 0.2, BOTH)
+    assert report.state == mission.WAIT_START and report.requests == [{'cmd': 'start'}]
+    assert m.step(status(ut=103.1), None, 0.3, BOTH).requests == []    # sent once
+    report = m.step(status('running', ut=103.2, started=103.1, elapsed=0.1), None, 0.4, BOTH)
     assert report.state == mission.START
     assert report.vehicle_states == [mission.VEHICLE_START] * 2
     assert not m.start() and 'reset it first' in m.take_log()[0]
+    # a vehicle whose bridge went away does not stop a running mission
+    assert m.step(status('running', ut=104.0, started=103.1, elapsed=0.9), None, 0.5,
+                  NONE).state == mission.START
+
+
+def test_a_vehicle_that_stops_being_ready_before_the_start_takes_ready_back():
+    m = Management()
+    assert m.step(status(), None, 0.0, BOTH).state == mission.READY
+    assert m.step(status(), None, 0.1, [SESSIONS[0], None]).state == mission.PLAY_START
+    assert not m.start()
 
 
 def test_the_status_array_follows_the_index_table():
@@ -52,15 +90,32 @@ def test_the_status_array_follows_the_index_table():
     m.step(status('running', (True, True), 100.0, 50.0, 50.0), None, 0.0)
     report = m.step(status('running', (True, True), 100.5, 50.0, 50.5),
                     ranking(started=50.0, progress=0.25), 0.5)
-    values = dict(zip((name for name, _ in mission.STATUS_FIELDS), report.status_arrays[0]))
-    assert values == {'time_left_sec': 849.5, 'elapsed_sec': 50.5, 'time_scale': 1.0,
-                      'task_progress': 0.25, 'score': 0.0, 'propellant_left_kg': 239.0,
-                      'propellant_used_kg': 1.0, 'completed': 0.0}
+    values = dict(zip((name for name, _, _ in mission.STATUS_FIELDS),
+                      report.status_arrays[0]))
+    assert values == {'sessionTime': 849.5, 'lapCount': 0.0, 'thisLapTime': 50.5,
+                      'section': 0.0, 'timeScale': 1.0, 'boostRemaining': 0.0,
+                      'isBoosting': 0.0, 'elapsed_sec': 50.5, 'task_progress': 0.25,
+                      'score': 0.0, 'propellant_left_kg': 239.0, 'propellant_used_kg': 1.0,
+                      'completed': 0.0}
     assert len(report.status_arrays[1]) == len(mission.STATUS_FIELDS)
+    # the interface's seven first, in its order
+    assert [name for name, _, _ in mission.STATUS_FIELDS[:mission.INTERFACE_FIELDS]] == [
+        'sessionTime', 'lapCount', 'thisLapTime', 'section', 'timeScale', 'boostRemaining',
+        'isBoosting']
+    # completed: one lap, its time frozen at the completion
+    report = m.step(status('running', (True, True), 400.0, 50.0, 350.0),
+                    ranking(completed=(True, False), started=50.0), 1.0)
+    first = dict(zip((name for name, _, _ in mission.STATUS_FIELDS), report.status_arrays[0]))
+    assert (first['lapCount'], first['thisLapTime'], first['completed']) == (1.0, 200.0, 1.0)
+    # a race's simulator fills the race fields itself
+    m = Management()
+    report = m.step(status(race={'lapCount': 3, 'thisLapTime': 12.5, 'section': 4,
+                                 'boostRemaining': 2, 'isBoosting': 1}), None, 0.0)
+    assert report.status_arrays[0][1:7] == [3.0, 12.5, 4.0, 0.0, 2.0, 1.0]
     # a scenario without a task has no limit; a ranking of another run is not used
     m = Management()
     report = m.step(status(task=None), ranking(completed=True, started=7.0), 0.0)
-    assert report.status_arrays[0][mission.STATUS_INDEX['time_left_sec']] == mission.NO_LIMIT
+    assert report.status_arrays[0][mission.STATUS_INDEX['sessionTime']] == mission.NO_LIMIT
     assert report.status_arrays[0][mission.STATUS_INDEX['completed']] == 0.0
 
 
@@ -70,42 +125,92 @@ def test_the_status_array_follows_the_index_table():
 def test_the_mission_ends_when_every_vehicle_completed_or_time_is_up(completed, elapsed, end):
     m = Management()
     report = m.step(status('running', (True, True), 100.0 + elapsed, 100.0, elapsed),
-                    ranking(completed, started=100.0), 1.0)
+                    ranking(completed, started=100.0), 1.0, BOTH)
     assert report.state == end and {'cmd': 'finish'} in report.requests
     assert report.vehicle_states == [mission.VEHICLE_FINISH] * 2
     held = m.step(status('held', (True, True), 101.0 + elapsed, 100.0, elapsed),
-                  ranking(completed, started=100.0), 1.1)
+                  ranking(completed, started=100.0), 1.1, BOTH)
     assert held.state == end and held.requests == []
     assert not m.start()                       # over: reset first
     m.reset()
-    report = m.step(status(owned=(False, False), ut=100.0), None, 1.2)
-    assert report.requests == [{'cmd': 'reset'}] and report.state == mission.WAIT_START
+    assert m.state == mission.PLAY_START
+    report = m.step(status(ut=100.0), None, 1.2, NONE)
+    assert report.requests == [{'cmd': 'reset'}] and report.state == mission.PLAY_START
+    assert report.vehicle_states == [mission.GROUNDED] * 2
 
 
-def test_a_ut_that_goes_back_forgets_the_end():
+def test_lap_complete_while_the_others_go_on():
     m = Management()
-    m.step(status('running', (True, True), 1000.0, 100.0, 900.0), None, 0.0)
-    assert m.state == mission.FINISH
-    assert m.step(status(owned=(True, True), ut=100.0), None, 0.1).state == mission.READY
+    two_scored = status('running', (True, True), 300.0, 100.0, 200.0)
+    first = ranking(completed=(True, False), started=100.0, scored=(True, True))
+    report = m.step(two_scored, first, 0.0, BOTH)
+    assert report.state == mission.LAP_COMPLETE and report.requests == []
+    assert report.vehicle_states == [mission.VEHICLE_FINISH, mission.VEHICLE_START]
+    both = ranking(completed=(True, True), started=100.0, scored=(True, True))
+    report = m.step(status('running', (True, True), 310.0, 100.0, 210.0), both, 0.1, BOTH)
+    assert report.state == mission.FINISH_ALL and {'cmd': 'finish'} in report.requests
 
 
-def test_autostart_once_and_its_ready_timeout():
-    m = Management(autostart=True, ready_timeout_sec=10.0)
-    assert m.step(status(owned=(True, False)), None, 0.0).requests == []
-    report = m.step(status(owned=(True, True)), None, 1.0)
-    assert report.requests == [{'cmd': 'start'}]
-    assert m.step(status(owned=(True, True)), None, 1.1).requests == []    # once
-    late = Management(autostart=True, ready_timeout_sec=10.0)
-    late.step(status(owned=(True, False)), None, 0.0)
-    report = late.step(status(owned=(True, False)), None, 10.0)
+def test_a_ut_that_goes_back_forgets_the_run():
+    m = Management()
+    report = m.step(status('running', (True, True), 1000.0, 100.0, 900.0), None, 0.0, BOTH)
+    assert m.state == mission.FINISH and not report.respawned
+    report = m.step(status(ut=100.0), None, 0.1, BOTH)
+    assert report.state == mission.READY and report.respawned     # said from Spawned
+    assert not m.step(status(ut=100.1), None, 0.2, BOTH).respawned
+    m.start()
+    assert m.step(status(ut=50.0), None, 0.2, BOTH).state == mission.READY   # no countdown
+
+
+def test_count_starts_once_every_vehicle_is_in_control():
+    m = Management(start_mode=COUNT, countdown_sec=3.0, control_timeout_sec=30.0)
+    assert m.step(status(owned=(True, False)), None, 0.0, [SESSIONS[0], None]).state == \
+        mission.PLAY_START
+    assert m.step(status(ut=101.0, owned=(True, False)), None, 0.1, BOTH).state == \
+        mission.READY                             # Ready, vehicle 2 not in control yet
+    report = m.step(status(ut=102.0, owned=(True, True)), None, 0.2, BOTH)
+    assert report.state == mission.WAIT_START and 'in control' in report.log[0]
+    assert m.step(status(ut=105.0, owned=(True, True)), None, 0.3, BOTH).requests == [
+        {'cmd': 'start'}]
+    m.reset()                                     # a new run counts again
+    m.step(status(ut=100.0, owned=(True, True)), None, 0.4, BOTH)
+    assert m.state == mission.WAIT_START
+
+
+def test_count_starts_without_a_stack_that_never_takes_control():
+    m = Management(start_mode=COUNT, countdown_sec=0.0, control_timeout_sec=30.0)
+    assert m.step(status(ut=100.0, owned=(True, False)), None, 0.0, BOTH).state == \
+        mission.READY
+    assert m.step(status(ut=129.9, owned=(True, False)), None, 0.1, BOTH).state == \
+        mission.READY
+    report = m.step(status(ut=130.0, owned=(True, False)), None, 0.2, BOTH)
+    assert report.state == mission.WAIT_START and report.requests == [{'cmd': 'start'}]
+    assert 'vehicle(s) 2 took no control' in report.log[0]
+
+
+def test_count_gives_up_on_vehicles_never_ready():
+    late = Management(start_mode=COUNT, ready_timeout_sec=10.0)
+    late.step(status(), None, 0.0, [SESSIONS[0], None])
+    report = late.step(status(), None, 10.0, [SESSIONS[0], None])
     assert report.state == mission.TERMINATE and 'vehicle(s) 2 not Ready' in report.log[0]
-    assert late.step(status(owned=(True, True)), None, 11.0).state == mission.TERMINATE
+    assert late.step(status(), None, 11.0, BOTH).state == mission.TERMINATE
+    # the timeout counts from the run's beginning: a reset long after starts it again
+    m = Management(start_mode=COUNT, ready_timeout_sec=10.0, countdown_sec=0.0)
+    m.step(status(owned=(True, True)), None, 0.0, BOTH)
+    m.step(status('running', (True, True), 200.0, 100.0, 100.0), None, 100.0, BOTH)
+    m.reset()
+    assert m.step(status(ut=100.0), None, 100.1, NONE).state == mission.PLAY_START
+    assert m.step(status(ut=100.1), None, 110.1, NONE).state == mission.TERMINATE
+    # sync waits as long as it takes
+    patient = Management(ready_timeout_sec=10.0)
+    patient.step(status(), None, 0.0, NONE)
+    assert patient.step(status(), None, 100.0, NONE).state == mission.PLAY_START
 
 
 def test_a_silent_simulator_terminates_the_management():
     m = Management(sim_timeout_sec=3.0)
     m.step(status(), None, 0.0)
-    assert m.step(None, None, 2.9).state == mission.WAIT_START
+    assert m.step(None, None, 2.9).state == mission.PLAY_START
     report = m.step(None, None, 3.0)
     assert report.state == mission.TERMINATE and 'not answered' in report.log[0]
     m.reset()
@@ -113,10 +218,29 @@ def test_a_silent_simulator_terminates_the_management():
     assert m.terminate().state == mission.TERMINATE
 
 
+def test_an_unknown_start_mode_is_refused():
+    with pytest.raises(ValueError, match='start_mode'):
+        Management(start_mode='auto')
+
+
 def test_the_mission_description_names_every_vehicle_and_the_task():
     m = Management()
-    report = m.step(status(owned=(True, False)), None, 0.0)
+    report = m.step(status(owned=(True, False)), None, 0.0, [SESSIONS[0], None])
     description = report.mission
-    assert description['task'] == TASK and description['state'] == mission.WAIT_START
+    assert description['task'] == TASK and description['state'] == mission.PLAY_START
+    assert description['start_mode'] == 'sync'
     assert [(v['vehicle'], v['key'], v['state']) for v in description['vehicles']] == [
-        (1, 'chaser', mission.VEHICLE_READY), (2, 'target', mission.SPAWNED)]
+        (1, 'chaser', mission.VEHICLE_READY), (2, 'target', mission.GROUNDED)]
+
+
+@pytest.mark.parametrize('last, new, said', [
+    (None, mission.VEHICLE_READY, [mission.SPAWNED, mission.GROUNDED, mission.VEHICLE_READY]),
+    (mission.SPAWNED, mission.VEHICLE_READY, [mission.GROUNDED, mission.VEHICLE_READY]),
+    (mission.VEHICLE_READY, mission.VEHICLE_READY, []),
+    (mission.VEHICLE_READY, mission.GROUNDED, [mission.GROUNDED]),      # its bridge gone
+    (mission.VEHICLE_START, mission.SPAWNED, [mission.SPAWNED]),
+    (mission.VEHICLE_READY, mission.VEHICLE_FINISH,
+     [mission.VEHICLE_START, mission.VEHICLE_FINISH]),
+])
+def test_vehicle_states_are_said_in_order(last, new, said):
+    assert mission.states_on_the_way(last, new) == said

@@ -7,8 +7,9 @@ over UDP, as on the admin port (``{"cmd": "status"}``), each answered with one J
 ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``:
 
 - ``status``: the mission (``phase``, UT, clock, time scale, warp, pause, the start and
-  elapsed UT, the task) and each vehicle (its vessel, ports, availability, lease owner,
-  propellant);
+  elapsed UT, the task) and each vehicle (its vessel, ports, availability, ``settled``
+  (its vessel at rest where it begins: for a vessel in orbit, its physics loaded), its
+  runtime ``session`` [instance, generation, epoch], lease owner, propellant);
 - ``start``: the vehicles' commands act from now on (``phase`` ``running``); refused while
   running;
 - ``finish``: commands are refused again (``phase`` ``held``), the mission is over;

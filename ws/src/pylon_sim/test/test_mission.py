@@ -110,9 +110,12 @@ def test_reset_puts_every_vessel_back_with_new_sessions_and_no_lease(mission):
         assert np.array_equal(vessel.state.position, start[key])
     assert not status['vehicles'][0]['lease_owned']
     chaser.frames(3)
-    for h, old in zip((chaser, target), before):
+    status = run.status()
+    for h, old, vehicle in zip((chaser, target), before, status['vehicles']):
         new = envelope(h.capture.packets[-1])
         assert new[0] == old[0] and new[2] != old[2] and new[1] > old[1]   # new session
+        # the status names the session the packets carry: a bridge's ACTIVE one matches it
+        assert vehicle['session'] == list(new[:3]) and vehicle['settled']
     assert 'runtime_session_changed' in [
         p['reason'] for p in chaser.of('pylon_control_authority_state')]
 

@@ -3,7 +3,7 @@
 It reads, in its own vehicle's domain and nothing else (no ground truth): the fixes of
 its relative-navigation sensor (``<topic_prefix>/relative_nav/<relative_nav_id>/targets``,
 ``NearbyVessels`` in ``base_link``), the estimate (``pylon_estimator/odometry``) and the
-mission's state for this vehicle (``/pylon/sim/state``), and whether ``setpoint_controller``
+mission's state for this vehicle (``/awsim/state``), and whether ``setpoint_controller``
 is armed (its ``~/diagnostics``). Until the state is ``Start`` it sends ``MODE_IDLE``; from
 ``Start`` on, while the controller does not say it is armed (it arms on a ``MODE_IDLE``; its
 setpoint subscription may have matched after the last one, or a lifecycle change or timeout
@@ -74,8 +74,8 @@ class ChaserNode(Node):
                 self._on_fix, topics.qos('relative_nav', reader=True)),
             self.create_subscription(Odometry, topics.name('odometry'), self._on_estimate,
                                      topics.qos('odometry', reader=True)),
-            self.create_subscription(String, topics.name('sim/state'), self._on_state,
-                                     topics.qos('sim/state', reader=True)),
+            self.create_subscription(String, topics.name('awsim/state'), self._on_state,
+                                     topics.qos('awsim/state', reader=True)),
             self.create_subscription(
                 DiagnosticArray, topics.resolved('controller/diagnostics',
                                                  topics.SETPOINT_CONTROLLER,

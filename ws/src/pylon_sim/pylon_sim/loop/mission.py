@@ -177,15 +177,27 @@ class Mission:
         owner = game.control.authority.owner
         ports = self.ports[index]
         left = self._propellant(game)
+        runtime = game.runtime
         return {
             'vehicle': index + 1, 'key': vessel.key, 'vessel_id': vessel.vessel_id,
             'name': vessel.spec.name, 'available': game.available,
+            'settled': self.settled(game),
+            'session': [runtime.instance, runtime.generation, runtime.epoch],
             'lease_owned': owner is not None,
             'controller_id': owner[0] if owner is not None else '',
             'state_port': ports.state, 'command_port': ports.command,
             'admin_port': ports.admin, 'propellant_kg': left,
             'propellant_used_kg': max(0.0, self.propellant_start[index] - left),
         }
+
+    @staticmethod
+    def settled(game: Simulator) -> bool:
+        """Tell whether a vehicle's vessel is settled: its physics is loaded (not packed).
+
+        A vessel in orbit is settled as soon as it is; a surface vehicle resting on its
+        wheels is the race's to add.
+        """
+        return game.available
 
     @staticmethod
     def _propellant(game: Simulator) -> float:
