@@ -9,11 +9,14 @@ the simulator's game time.
 import json
 import math
 from pathlib import Path
+import socket
 
 import numpy as np
+from pylon_protocol import management
 from pylon_sim.game import rover, wheels
 from pylon_sim.game.bodies import body_fixed_rotation
 from pylon_sim.game.save import RaceTask
+from pylon_sim.loop.admin import request
 from pylon_sim.loop.scenario import load_scenario, ScenarioError
 from pylon_testing.scenarios import write_scenario
 from pylon_track import load_track
@@ -287,3 +290,30 @@ def test_sensor_ids_repeat_only_across_the_vehicles_of_a_mission(tmp_path):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ScenarioError, match="'ahrs' is used twice"):
         load_scenario(str(path))
+
+
+def test_the_race_over_the_management_port_of_a_real_simulator(
+        ros_process, free_udp_port, free_udp_port_series, lean_scenario):
+    manager = free_udp_port()
+    sim = ros_process(['pylon_sim', '--scenario', lean_scenario('race'), '--rate', '1',
+                       '--state-port', str(free_udp_port_series(4, management.PORT_STRIDE)),
+                       '--command-port', str(free_udp_port_series(4, management.PORT_STRIDE)),
+                       '--management-port', str(manager)])
+    sim.wait_for_output(r'mission of 4 vehicles', timeout=20)
+    status = request(manager, {'cmd': 'status'})
+    assert status['ok'] and status['race']['phase'] == 'grid'
+    assert [v['race']['grid'] for v in status['vehicles']] == [0, 1, 2, 3]
+    assert request(manager, {'cmd': 'start'})['race']['phase'] == 'running'
+    reply = request(manager, {'cmd': 'boost', 'vehicle': 3, 'value': 1.0})
+    assert reply['ok'] and reply['boost']['outcome'] == 'fired'
+    assert [v['race']['boostRemaining'] for v in reply['vehicles']] == [3, 3, 2, 3]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:   # JSON's NaN
+        sock.settimeout(10.0)
+        sock.sendto(b'{"cmd": "boost", "vehicle": 3, "value": NaN}', ('127.0.0.1', manager))
+        bad = json.loads(sock.recv(65535))
+    assert not bad['ok'] and 'finite' in bad['error']
+    assert request(manager, {'cmd': 'status'})['vehicles'][2]['race']['events'] == {
+        'boost_fired': 1, 'malformed_boost': 1}
+    assert request(manager, {'cmd': 'quit'})['ok']
+    assert sim.wait(timeout=20) == 0
+    assert 'race: vehicle 3 boost fired' in sim.log()
