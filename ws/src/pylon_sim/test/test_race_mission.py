@@ -128,8 +128,11 @@ def test_a_boost_raises_the_torque_and_the_speed_for_its_duration_then_one_less(
     start(run, kart)
     plain = kart.drive(3.0)
     assert max(s['torque'] for s in plain) <= 56.0 + 1e-9
-    run.manage({'cmd': 'reset'})
-    assert kart.status()['boostRemaining'] == 3 and kart.status()['lapCount'] == 0
+    assert plain[-1]['race']['section'] == 0                       # over the line
+    run.manage({'cmd': 'reset'})                           # back on grid slot 0
+    assert kart.status()['boostRemaining'] == 3 and kart.status()['section'] == 4
+    assert (kart.sample()['x'], kart.sample()['y']) == pytest.approx(TRACK.grid_pose(0)[:2],
+                                                                      abs=1e-3)
     start(run, kart)
     reply = run.manage({'cmd': 'boost', 'vehicle': 1, 'value': 1.0})
     assert reply['boost']['outcome'] == 'fired'
