@@ -555,7 +555,9 @@ def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
 def _target_vessel_id(scenario: str) -> str:
     from pylon_sim.loop.scenario import load_scenario
     loaded = load_scenario(scenario)
-    return loaded.vessel(loaded.task.target).spec.vessel_id if loaded.task else ''
+    # a race task has no target ('')
+    return loaded.vessel(loaded.task.target).spec.vessel_id \
+        if loaded.task and loaded.task.target else ''
 
 
 def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,

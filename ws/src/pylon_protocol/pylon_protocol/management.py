@@ -7,9 +7,10 @@ over UDP, as on the admin port (``{"cmd": "status"}``), each answered with one J
 ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``:
 
 - ``status``: the mission (``phase``, UT, clock, time scale, warp, pause, the start and
-  elapsed UT, the task) and each vehicle (its vessel, ports, availability, ``settled``
-  (its vessel at rest where it begins: for a vessel in orbit, its physics loaded), its
-  runtime ``session`` [instance, generation, epoch], lease owner, propellant);
+  elapsed UT, the task; a race's ``race``) and each vehicle (its vessel, ports,
+  availability, ``settled`` (its vessel at rest where it begins: for a vessel in orbit, its
+  physics loaded), its runtime ``session`` [instance, generation, epoch], lease owner,
+  propellant; in a race, its ``race``: laps, times, boosts, penalties);
 - ``start``: the vehicles' commands act from now on (``phase`` ``running``); refused while
   running;
 - ``finish``: commands are refused again (``phase`` ``held``), the mission is over;
@@ -17,6 +18,11 @@ over UDP, as on the admin port (``{"cmd": "status"}``), each answered with one J
   runtime session new and its lease gone, ``phase`` ``held``;
 - ``pause``, ``resume``, ``warp`` (``rate``, ``mode``): as on a single game's admin port,
   for the whole world;
+- ``boost`` (``vehicle``: 1-based, ``value``: the boost command's value): a race's boost
+  command for that vehicle (a rising edge to >= 1.0 fires one); the reply's ``boost``
+  says what became of it (``outcome``: ``fired``, ``ignored`` without an edge, or the
+  refusal's reason); an error for a mission without a race, a vehicle not in it, or a
+  value that is not a finite number;
 - ``quit``: the simulator stops.
 
 While ``held`` (from the start of the simulator until ``start``, and after ``finish`` or
@@ -37,7 +43,7 @@ HELD = 'held'
 RUNNING = 'running'
 PHASES = (HELD, RUNNING)
 
-REQUESTS = ('status', 'start', 'finish', 'reset', 'pause', 'resume', 'warp', 'quit')
+REQUESTS = ('status', 'start', 'finish', 'reset', 'pause', 'resume', 'warp', 'boost', 'quit')
 
 
 def vehicle_port(first: int, vehicle: int, stride: int = PORT_STRIDE) -> int:

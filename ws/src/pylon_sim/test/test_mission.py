@@ -199,7 +199,7 @@ def test_vehicles_and_task_are_checked_at_load(tmp_path):
                        ({'vehicles': ['chaser', 'chaser']}, 'unique'),
                        ({'vehicles': []}, 'non-empty'),
                        ({'active': 'target'}, 'first of vehicles'),
-                       ({'task': {'kind': 'race', 'target': 'target'}}, 'not a task kind'),
+                       ({'task': {'kind': 'capture', 'target': 'target'}}, 'not a task kind'),
                        ({'task': {'kind': 'rendezvous', 'target': 'moon'}}, 'not a vessel'),
                        ({'task': {'kind': 'rendezvous', 'target': 'target',
                                   'hold_sec': -1}}, 'must be > 0')):

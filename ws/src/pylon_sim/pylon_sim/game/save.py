@@ -3,7 +3,7 @@
 What a scenario file describes once it is read and checked (``scenario.load_scenario``
 reads the YAML; a game needs only these): ``Scenario`` with its ``VesselStart`` list, each
 on an ``OrbitStart`` or a ``SurfaceStart``, the bodies, the site terrain and the ``Task``
-the referee scores.
+the referee scores or the ``RaceTask`` the simulator runs.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pylon_track.race import RaceRules
 
 from pylon_sim.game.bodies import Body
 from pylon_sim.game.terrain import SiteTerrain
@@ -39,6 +41,8 @@ class SurfaceStart:
     latitude: float   # deg
     longitude: float  # deg
     altitude: float   # m, centre-of-mass height above the sphere when resting
+    track: str = ''           # on a race track's grid: the track (``pylon_track`` name or path)
+    grid: int | None = None   # and its slot
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class VesselStart:
     sas: bool = False                  # the player's SAS switch at the start
 
 
-TASK_KINDS = ('rendezvous',)
+TASK_KINDS = ('rendezvous', 'race')
 TASK_DEFAULTS = {'radius_m': 10.0, 'relative_speed_mps': 0.2, 'hold_sec': 30.0,
                  'time_limit_sec': 900.0}
 
@@ -81,6 +85,26 @@ class Task:
 
 
 @dataclass(frozen=True)
+class RaceTask:
+    """A race (``task: {kind: race}``): every vehicle is a kart on ``track``'s grid.
+
+    ``track`` is a ``pylon_track`` name or the absolute path of a track file (what
+    ``pylon_track.load_track`` takes); ``rules`` the race's (``pylon_track.race``: the
+    mode's for the number of vehicles, with the task's keys over them). The simulator runs
+    it (``loop.racing``). No vessel is a target: every vehicle races (``target`` '').
+    """
+
+    track: str
+    rules: RaceRules
+    kind: str = 'race'
+    target: str = ''
+
+    def to_dict(self) -> dict:
+        """Return the task as JSON-ready data (the management status carries it)."""
+        return {'kind': self.kind, 'track': self.track, **self.rules.to_dict()}
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A scenario ready to fly.
 
@@ -98,7 +122,7 @@ class Scenario:
     bodies: dict[str, Body] = field(default_factory=dict)
     terrain: SiteTerrain | None = None   # the ``terrain:`` block's site (one body's)
     vehicles: tuple[str, ...] = ()
-    task: Task | None = None
+    task: Task | RaceTask | None = None
 
     def vessel(self, key: str) -> VesselStart:
         """Return the vessel with ``key``."""

@@ -53,6 +53,15 @@ Motor (ModuleWheelMotor)
     ``I`` = 0.049 kg·m², 4.6 rad/s in a 4 ms sub-step) would otherwise swing between full
     drive and full braking every sub-step and give a fraction of its torque.
 
+Drive modifier (ours: the one hook a race acts through, ``Drive``)
+    Per vessel (``SimVessel.drive``, ``NORMAL`` unless a race sets it): the motors' torque
+    limit times ``torque_gain`` and their torque curve's ``max_speed`` times
+    ``speed_gain`` (a boost); a ``speed_cap`` (m/s of rim speed, a penalty) clips every
+    motor's target spin to ``± speed_cap / r`` and, above the cap, applies each wheel's
+    brake in proportion to the excess, fully at ``CAP_BRAKE_BAND`` over it (whatever is
+    commanded, a coasting vessel included; the larger of that and the commanded brake).
+    ``NORMAL`` changes nothing.
+
 Steering (ModuleWheelSteering)
     A steerable wheel's heading turns by the commanded angle (already clamped to
     ±``max_steering_angle_deg``) about the vessel's up axis, at once; a fixed wheel keeps 0.
@@ -100,6 +109,7 @@ MAX_LOAD = 12.0                 # suspension force limit, × the wheel's resting
 DRIVE_BAND = 1.0                # rad/s of spin error for full motor torque
 SLIP_SPEED_FLOOR = 0.5          # m/s, below this the reported slip is relative to it
 MIN_COS_TILT = 0.2              # the ground must face the suspension within ~78°
+CAP_BRAKE_BAND = 2.0            # m/s of rim speed above a speed cap for full brake
 UP = np.array([0.0, 0.0, 1.0])
 
 
@@ -264,6 +274,19 @@ def params(spec: VesselSpec, com: np.ndarray, mass: float, gravity: float) -> Pa
 
 
 @dataclass(frozen=True)
+class Drive:
+    """A modifier of a vessel's wheel motors and brakes (module docstring, Drive modifier)."""
+
+    torque_gain: float = 1.0         # x every motor's torque limit
+    speed_gain: float = 1.0          # x every motor's max_speed (the torque curve's end)
+    speed_cap: float = math.inf      # m/s of rim speed; inf: none
+
+
+NORMAL = Drive()
+"""The stock wheels: no gain, no cap."""
+
+
+@dataclass(frozen=True)
 class Commands:
     """What the wheels are told for one step (arrays of the wheel count)."""
 
@@ -272,6 +295,7 @@ class Commands:
     steering: np.ndarray       # rad, within the steering range
     max_torque: np.ndarray     # N·m, commanded torque limit
     brake: np.ndarray          # 0..1
+    modifier: Drive = NORMAL   # the vessel's drive modifier (a race's boost or penalty)
 
     @cached_property
     def heading(self) -> np.ndarray:
@@ -286,8 +310,12 @@ class Commands:
         return cls(np.zeros(count, dtype=bool), zero, zero, zero, zero)
 
     @classmethod
-    def of(cls, p: Params, settings: Mapping[str, Mapping], powered: bool) -> Commands:
-        """Return the commands from ``TypedActuators.wheel_inputs`` (stock when absent)."""
+    def of(cls, p: Params, settings: Mapping[str, Mapping], powered: bool,
+           modifier: Drive = NORMAL) -> Commands:
+        """Return the commands from ``TypedActuators.wheel_inputs`` (stock when absent).
+
+        ``modifier``: the vessel's drive modifier (``SimVessel.drive``).
+        """
         rows = [settings.get(name, {}) for name in p.names]
 
         def column(key: str) -> np.ndarray:
@@ -296,7 +324,7 @@ class Commands:
                           for row in rows]) & bool(powered)
         return cls(drive, column('target_angular_velocity'),
                    np.clip(column('steering_angle'), -p.steer_max, p.steer_max),
-                   column('max_drive_torque'), np.clip(column('brake'), 0.0, 1.0))
+                   column('max_drive_torque'), np.clip(column('brake'), 0.0, 1.0), modifier)
 
 
 @dataclass(frozen=True)
@@ -405,20 +433,42 @@ def _clip(values: np.ndarray, low, high) -> np.ndarray:
     return np.minimum(np.maximum(values, low), high)
 
 
-def torque_curve(p: Params, omega: np.ndarray) -> np.ndarray:
-    """Return the share of its torque a motor gives with the spin: ``1 − |ω| r / max_speed``."""
-    return _clip(1.0 - np.abs(omega) * p.radius / p.max_speed, 0.0, 1.0)
+def torque_curve(p: Params, omega: np.ndarray, speed_gain: float = 1.0) -> np.ndarray:
+    """Return the share of its torque a motor gives with the spin: ``1 − |ω| r / top``.
+
+    ``top`` is ``max_speed`` times ``speed_gain`` (a drive modifier's: a race's boost).
+    """
+    return _clip(1.0 - np.abs(omega) * p.radius / (p.max_speed * speed_gain), 0.0, 1.0)
 
 
 def _motor(p: Params, c: Commands, omega: np.ndarray, dt: float) -> np.ndarray:
-    """Return the drive torque: toward the target spin within the torque curve."""
+    """Return the drive torque: toward the target spin within the torque curve.
+
+    The drive modifier scales the torque limit and the curve's end, and clips the target
+    to its speed cap.
+    """
+    modifier = c.modifier
     limit = np.minimum(np.where(c.max_torque > 0.0, c.max_torque, p.max_torque), p.max_torque)
+    target = c.target
+    if modifier is not NORMAL:
+        limit = limit * modifier.torque_gain
+        reach = modifier.speed_cap / p.radius
+        target = _clip(target, -reach, reach)
     band = np.maximum(DRIVE_BAND, limit * dt / p.inertia)     # stable for a light wheel
-    demand = _clip((c.target - omega) / band, -1.0, 1.0)
-    curve = torque_curve(p, omega)
+    demand = _clip((target - omega) / band, -1.0, 1.0)
+    curve = torque_curve(p, omega, 1.0 if modifier is NORMAL else modifier.speed_gain)
     with_spin = demand * omega > 0.0
     torque = limit * demand * np.where(with_spin, curve, 1.0)
     return np.where(c.drive, torque, 0.0)
+
+
+def _brake(p: Params, c: Commands, omega: np.ndarray) -> np.ndarray:
+    """Return each wheel's brake (0..1): the commanded, or more above a speed cap."""
+    cap = c.modifier.speed_cap
+    if not math.isfinite(cap):
+        return c.brake
+    return np.maximum(c.brake, _clip((np.abs(omega) * p.radius - cap) / CAP_BRAKE_BAND,
+                                     0.0, 1.0))
 
 
 def _spin(p: Params, omega: np.ndarray, drive: np.ndarray, fx: np.ndarray,
@@ -458,7 +508,7 @@ def step(state: State, inputs: Inputs, dt: float) -> State:
     magnitude = _norm(tyre)
     tyre *= np.minimum(1.0, limit / np.maximum(magnitude, 1e-12))[:, None]
     drive = _motor(p, c, state.omega, dt)
-    brake = c.brake * p.brake_torque
+    brake = _brake(p, c, state.omega) * p.brake_torque
     rolling = p.rolling * load * p.radius
     omega, used = _spin(p, state.omega, drive, tyre[:, 0], brake + rolling, dt)
     total = brake + rolling

@@ -51,6 +51,7 @@ class SimVessel:
     thermal: thermal.State | None = None   # part temperatures (``environment.step``)
     wheel_state: wheels.State | None = None   # its wheels once they roll (``rover``)
     wheel_draw: float = 0.0     # EC/s the wheel motors drew in the last physics step
+    drive: wheels.Drive = wheels.NORMAL   # its wheels' drive modifier (a race sets it)
 
     @property
     def vessel_id(self) -> str:
@@ -335,7 +336,7 @@ class World:
               wheel_commands: dict, dt: float):
         """Advance a vessel on its wheels; keep the wheels' state and their motors' draw."""
         powered = power.electric_charge(vessel) > power.EMPTY
-        commands = wheels.Commands.of(params, wheel_commands, powered)
+        commands = wheels.Commands.of(params, wheel_commands, powered, vessel.drive)
         start = vessel.wheel_state
         if start is None or start.names != params.names:
             start = wheels.State.initial(params.names)

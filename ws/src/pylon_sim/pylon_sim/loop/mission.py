@@ -20,6 +20,11 @@ refused with ``simulation_held``. ``start`` on the management port makes command
 ``finish`` holds again, ``reset`` puts every vessel back at the scenario's start with new
 runtime sessions (leases dropped) and holds. Pause, warp and quit act on the shared world,
 so they go to the management port; a vehicle's admin port refuses them.
+
+A scenario with a race task (``save.RaceTask``) has a race (``racing.Racing``): ``start``
+starts it, ``finish`` ends it, ``reset`` puts it back on the grid, ``boost`` fires a
+vehicle's boost, and ``status`` carries it (``race``, and each vehicle's ``race``). Its
+drive modifiers act on the karts before each physics step; it follows them after it.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ import socket
 
 from pylon_protocol import management
 
-from pylon_sim.game.save import Scenario
+from pylon_sim.game.save import RaceTask, Scenario
 from pylon_sim.game.vessel import propellant_mass
 from pylon_sim.game.world import World
 from pylon_sim.loop import admin
+from pylon_sim.loop.racing import Racing
 from pylon_sim.loop.runtime import advance, pace, Simulator
 
 LOG = logging.getLogger('pylon_sim')
@@ -68,6 +74,8 @@ class Mission:
         self.phase = management.HELD
         self.started_ut: float | None = None
         self.propellant_start = [self._propellant(game) for game in games]
+        self.racing = Racing(scenario.task, world, scenario.vehicles) \
+            if isinstance(scenario.task, RaceTask) else None
         for game in games:
             game.set_held(True)
 
@@ -82,7 +90,11 @@ class Mission:
             acting = [found for found in (game.begin_frame() for game in self.games)
                       if found is not None]
             if not self.paused:
-                advance(self.world, self.games[0].environment, acting)
+                if self.racing is not None:
+                    self.racing.apply()
+                dt = advance(self.world, self.games[0].environment, acting)
+                if self.racing is not None:
+                    self.racing.follow(dt)
             for game in self.games:
                 game.end_frame()
         finally:
@@ -120,12 +132,21 @@ class Mission:
         if cmd == 'start':
             if self.phase == management.RUNNING:
                 raise ValueError('the mission is running already (reset it to start again)')
+            if self.racing is not None:
+                self.racing.start()          # ValueError for a race over: reset it first
             self._hold(False)
             self.started_ut = self.world.ut
         elif cmd == 'finish':
             self._hold(True)
+            if self.racing is not None:
+                self.racing.finish()
         elif cmd == 'reset':
             self.reset()
+        elif cmd == 'boost':
+            if self.racing is None:
+                raise ValueError('boost: this mission has no race')
+            boost = self.racing.boost(request)
+            return {**self.status(), 'boost': boost}
         elif cmd in ('pause', 'resume'):
             self.paused = cmd == 'pause'
             for game in self.games:
@@ -148,7 +169,10 @@ class Mission:
             game.set_held(held)
 
     def reset(self) -> None:
-        """Put every vessel back at the scenario's start; new runtime sessions; held."""
+        """Put every vessel back at the scenario's start; new runtime sessions; held.
+
+        A race goes back on the grid (every kart on its slot: the scenario's starts).
+        """
         self.world.reset()
         self._hold(True)
         self.started_ut = None
@@ -156,6 +180,8 @@ class Mission:
             game.world_reset()
             game.observe()          # UT went backwards: a new runtime session, lease gone
         self.propellant_start = [self._propellant(game) for game in self.games]
+        if self.racing is not None:
+            self.racing.reset()     # on the grid: no laps, every boost back, no penalty
 
     def status(self) -> dict:
         """Return the mission and every vehicle as JSON-ready data."""
@@ -170,6 +196,7 @@ class Mission:
                 **task.to_dict(), 'target_vessel_id': world.vessels[task.target].vessel_id
                 if task.target in world.vessels else ''},
             'vehicles': [self._vehicle(k, game) for k, game in enumerate(self.games)],
+            **({'race': self.racing.status()} if self.racing is not None else {}),
         }
 
     def _vehicle(self, index: int, game: Simulator) -> dict:
@@ -188,6 +215,7 @@ class Mission:
             'state_port': ports.state, 'command_port': ports.command,
             'admin_port': ports.admin, 'propellant_kg': left,
             'propellant_used_kg': max(0.0, self.propellant_start[index] - left),
+            **({'race': self.racing.vehicle(index)} if self.racing is not None else {}),
         }
 
     @staticmethod

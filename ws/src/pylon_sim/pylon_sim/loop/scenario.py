@@ -23,6 +23,7 @@ from pylon_sim.game.bodies import BODIES, Body
 from pylon_sim.game.rcs_geometry import rcs_layout
 from pylon_sim.game.save import (  # what a scenario is (re-exported for the loader's importers)
     OrbitStart,
+    RaceTask,
     Scenario,
     SurfaceStart,
     Task,
@@ -41,13 +42,13 @@ from pylon_sim.game.vessel import (
 )
 from pylon_sim.loop.scenario_reader import Reader, ScenarioError
 from pylon_sim.loop.scenario_terrain import read_terrain, START_TOLERANCE, TERRAIN_DEFAULTS
-from pylon_sim.loop.scenario_track import grid_start
+from pylon_sim.loop.scenario_track import grid_start, race_task, track_reference
 from pylon_sim.sensors import ahrs, gnss, relative_nav
 from pylon_sim.sensors.module_settings import SettingError
 
 __all__ = ['load_scenario', 'resolve', 'scenario_dirs', 'Scenario', 'ScenarioError',
-           'START_TOLERANCE', 'TERRAIN_DEFAULTS', 'OrbitStart', 'SurfaceStart', 'Task',
-           'VesselStart']
+           'START_TOLERANCE', 'TERRAIN_DEFAULTS', 'OrbitStart', 'RaceTask', 'SurfaceStart',
+           'Task', 'VesselStart']
 
 SCENARIO_DIR_ENV = 'PYLON_SCENARIO_PATH'
 HEX32 = re.compile(r'^[0-9a-f]{32}$')
@@ -188,18 +189,20 @@ def _start(reader: Reader, bodies: dict[str, Body],
     surface = reader.sub('surface')
     surface.check_keys(('body', 'latitude', 'longitude', 'altitude', 'track', 'grid'))
     body = surface.string('body', choices=tuple(bodies))
-    heading = None
+    heading, track, slot = None, '', None
     if surface.has('track'):
         for key in ('latitude', 'longitude'):
             if surface.has(key):
                 surface.fail(key, 'not with track: the grid slot gives the place')
-        lat, lon, heading = grid_start(surface, bodies[body])
+        lat, lon, heading, slot = grid_start(surface, bodies[body])
+        track = track_reference(surface, 'track')
     else:
         if surface.has('grid'):
             surface.fail('grid', 'needs track')
         lat, lon = surface.number('latitude', low=-90, high=90), \
             surface.number('longitude', low=-180, high=180)
-    return SurfaceStart(body, lat, lon, surface.number('altitude', positive=True)), heading
+    return SurfaceStart(body, lat, lon, surface.number('altitude', positive=True), track,
+                        slot), heading
 
 
 def _check_gimbal_groups(reader: Reader, parts: list[Part]) -> None:
@@ -273,8 +276,10 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
             body.check_keys(('rotating_frame_altitude',))
             bodies[name] = dataclasses.replace(bodies[name], rotating_frame_altitude=body.number(
                 'rotating_frame_altitude', low=0.0))
-    sensor_ids: set[str] = set()
-    vessels = tuple(_vessel(v, rng, bodies, sensor_ids) for v in top.items('vessels'))
+    shared: set[str] = set()       # sensor ids: unique in the scenario, or in a vehicle's
+    games = _own_games(top)         # vessel when each vehicle is a game of its own
+    vessels = tuple(_vessel(v, rng, bodies, set() if v.data.get('key') in games else shared)
+                    for v in top.items('vessels'))
     keys = [v.key for v in vessels]
     if len(set(keys)) != len(keys):
         top.fail('vessels', f'vessel keys must be unique, got {keys}')
@@ -294,7 +299,7 @@ def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
         physics_step=top.number('physics_step', 0.02, low=0.001, high=0.1),
         active=active, vessels=vessels, bodies=bodies,
         terrain=read_terrain(top, bodies, vessels), vehicles=vehicles or (active,),
-        task=_task(top, keys))
+        task=_task(top, vessels, vehicles or (active,), bodies))
 
 
 def _vehicles(top: Reader, vessels: tuple[VesselStart, ...]) -> tuple[str, ...]:
@@ -316,15 +321,31 @@ def _vehicles(top: Reader, vessels: tuple[VesselStart, ...]) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def _task(top: Reader, keys: list[str]) -> Task | None:
+def _own_games(top: Reader) -> set[str]:
+    """Return the vessel keys ``vehicles:`` lists when there are several (else none).
+
+    Each vehicle of a mission of several is a game of its own: its sensor ids need be
+    unique only on its vessel (four karts keep the kart's ``lidar``, ``camera``, ...).
+    """
+    chosen = top.data.get('vehicles')
+    if not isinstance(chosen, list) or len(chosen) < 2:
+        return set()
+    return {key for key in chosen if isinstance(key, str)}
+
+
+def _task(top: Reader, vessels: tuple[VesselStart, ...],
+          vehicles: tuple[str, ...], bodies: dict[str, Body]) -> Task | RaceTask | None:
     """Return the scenario's ``task:`` or None."""
     if not top.has('task'):
         return None
     task = top.sub('task')
-    task.check_keys(('kind', 'target', *TASK_DEFAULTS))
     kind = task.string('kind')
     if kind not in TASK_KINDS:
         task.fail('kind', f'{kind!r} is not a task kind ({", ".join(TASK_KINDS)})')
+    if kind == 'race':
+        return race_task(task, vessels, vehicles, bodies)
+    task.check_keys(('kind', 'target', *TASK_DEFAULTS))
+    keys = [v.key for v in vessels]
     target = task.string('target')
     if target not in keys:
         task.fail('target', f'{target!r} is not a vessel key ({", ".join(keys)})')
