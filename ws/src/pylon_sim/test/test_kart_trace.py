@@ -4,7 +4,10 @@ The kart (``kart`` scenario) settles on its wheels for 40 frames, drives its rea
 toward 40 rad/s with the front wheels steered 0.2 rad then -0.1 rad, and brakes at half
 its brake torque for the last 40 frames. Every tenth frame's rigid state, specific force
 and wheel state must match ``data/kart_trace.json`` (recorded before the wheel and rover
-numerics were made cheaper) to float rounding. Re-record (only for a change meant to
+numerics were made cheaper) to ``TOLERANCE`` (relative and absolute): float rounding, which
+differs between CPUs (numpy's vector kernels: up to 2e-8 relative, 4e-6 N of wheel force,
+between the machine that recorded it and a later one), far below what any change to the
+physics moves. Re-record (only for a change meant to
 alter the physics) with ``python ws/src/pylon_sim/test/test_kart_trace.py``.
 """
 
@@ -21,6 +24,7 @@ TRACE = Path(__file__).parent / 'data' / 'kart_trace.json'
 FRAMES = 200
 EVERY = 10
 STATE = ('position', 'velocity', 'attitude', 'body_rate')
+TOLERANCE = 1e-6
 WHEELS = ('angle', 'omega', 'deflection', 'grounded', 'steering', 'drive_torque',
           'brake_torque', 'slip', 'load', 'force', 'arm')
 
@@ -65,7 +69,7 @@ def test_the_kart_follows_its_recorded_trace():
         assert got.keys() == want.keys()
         for key in want:
             np.testing.assert_allclose(np.asarray(got[key]), np.asarray(want[key]),
-                                       rtol=1e-9, atol=1e-9, err_msg=f'row {frame} {key}')
+                                       rtol=TOLERANCE, atol=TOLERANCE, err_msg=f'row {frame} {key}')
 
 
 if __name__ == '__main__':
