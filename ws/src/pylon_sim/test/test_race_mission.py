@@ -320,3 +320,52 @@ def test_the_race_over_the_management_port_of_a_real_simulator(
     assert request(manager, {'cmd': 'quit'})['ok']
     assert sim.wait(timeout=20) == 0
     assert 'race: vehicle 3 boost fired' in sim.log()
+
+
+def world_after_settling(run, karts, frames: int = 20) -> dict:
+    """Return what the world is ``frames`` frames after a reset: truth, drive, race, leases.
+
+    Settling from the grid is deterministic: any state a reset forgot (a wheel's spin, a
+    suspension, a boost, a penalty, a lap) shows in it.
+    """
+    for _ in range(frames):
+        run.frame()
+    status = run.manage({'cmd': 'status'})
+    world = {}
+    for kart, vehicle in zip(karts, status['vehicles']):
+        v = kart.vessel
+        race = {k: vehicle['race'][k] for k in ('lapCount', 'section', 'boostRemaining',
+                                                'isBoosting', 'thisLapTime', 'events')}
+        world[kart.index] = {
+            'state': [np.asarray(getattr(v.state, key)).round(9).tolist() for key in (
+                'position', 'velocity', 'attitude', 'body_rate')],
+            'wheels': np.asarray(v.wheel_state.omega).round(9).tolist(),
+            'drive': v.drive, 'race': race, 'lease_owned': vehicle['lease_owned']}
+    world['phase'] = status['phase'], status['race']['phase']
+    return world
+
+
+def test_ten_resets_mid_race_leave_the_same_world(race):
+    run, karts = race('race')
+    first = world_after_settling(run, karts)
+    sessions = {tuple(v['session']) for v in run.manage({'cmd': 'status'})['vehicles']}
+    rng = np.random.default_rng(4)
+    for attempt in range(10):
+        run.manage({'cmd': 'start'})
+        for kart in karts[:2]:
+            kart.h.acquire()
+            kart.renewed = run.clock
+        run.manage({'cmd': 'boost', 'vehicle': 1, 'value': 1.0})
+        driven = float(rng.uniform(0.4, 1.2))        # mid-race: moving, boosting, steering
+        end = run.clock + driven
+        while run.clock < end:
+            for kart in karts[:2]:
+                kart.command(steering=0.3 if attempt % 2 else -0.3)
+            run.frame()
+        assert karts[0].sample()['speed'] > 1.0
+        run.manage({'cmd': 'reset'})
+        now = run.manage({'cmd': 'status'})['vehicles']
+        fresh = {tuple(v['session']) for v in now}
+        assert not fresh & sessions, 'a reset makes new runtime sessions'
+        sessions |= fresh
+        assert world_after_settling(run, karts) == first, f'reset {attempt + 1}'
