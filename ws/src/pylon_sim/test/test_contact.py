@@ -18,6 +18,7 @@ from pylon_sim.game import contact, wheels
 from pylon_sim.game.bodies import body_fixed_rotation
 from pylon_sim.game.collisions import BOULDER
 from pylon_sim.game.terrain import Boulder, SiteTerrain
+from pylon_sim.game.vessel import Module
 from pylon_sim.game.world import World
 from pylon_sim.loop.scenario import load_scenario
 import pytest
@@ -27,12 +28,17 @@ MASS = 160.0                   # kg, the kart
 TOLERANCE = 1e-9               # m, rounding on top of the slop
 
 
-def karts(count: int, terrain=None) -> World:
-    """Return a world of ``count`` karts (``kart0`` .. ), all at grid slot 0 until placed."""
+def karts(count: int, terrain=None, change=None) -> World:
+    """Return a world of ``count`` karts (``kart0`` .. ), all at grid slot 0 until placed.
+
+    ``change(index, parts)`` may return other parts for kart ``index``.
+    """
     scenario = load_scenario('kart')
     base = scenario.vessels[0]
     vessels = tuple(replace(base, key=f'kart{i}', spec=replace(
-        base.spec, vessel_id=f'{base.spec.vessel_id[:-2]}{i:02d}')) for i in range(count))
+        base.spec, vessel_id=f'{base.spec.vessel_id[:-2]}{i:02d}',
+        parts=change(i, base.spec.parts) if change else base.spec.parts))
+        for i in range(count))
     return World(replace(scenario, vessels=vessels, active='kart0', vehicles=('kart0',),
                          terrain=terrain or scenario.terrain))
 
@@ -63,8 +69,9 @@ def place(world: World, key: str, ahead: float, speed: float, reverse: bool = Fa
         velocity=np.cross(spin, position) + to_fixed.T @ (speed * rotation[:, 0]),
         body_rate=attitude.T @ spin)
     params = world.wheel_params(vessel)
-    vessel.wheel_state = replace(wheels.State.initial(params.names),
-                                 omega=np.full(params.count, speed / params.radius[0]))
+    if params is not None:
+        vessel.wheel_state = replace(wheels.State.initial(params.names),
+                                     omega=np.full(params.count, speed / params.radius[0]))
 
 
 def ground_velocity(world: World, key: str) -> np.ndarray:
@@ -353,3 +360,42 @@ def test_a_kart_alone_on_the_track_and_four_on_the_grid_collide_with_nothing():
     for _ in range(100):
         grid.step()
     assert grid.collisions == []
+
+
+def test_a_landed_vessel_without_wheels_stops_a_kart_and_does_not_move():
+    def wheelless(index, parts):           # kart1: its wheels are parts without modules
+        return parts if index == 0 else tuple(
+            replace(p, modules=tuple(m for m in p.modules if m.kind != 'wheel'))
+            for p in parts)
+    world = karts(2, change=wheelless)
+    frame = axes(world)
+    place(world, 'kart1', 4.0, 0.0, frame=frame)
+    place(world, 'kart0', 0.0, 4.0, frame=frame)
+    wall = world.vessels['kart1']
+    assert wall.state.landed and world.wheel_params(wall) is None
+    fixed = body_fixed_rotation(wall.body, world.ut) @ wall.state.position
+    depths = []
+    for _ in range(60):
+        world.step()
+        depths.append(penetration(world, 'kart0', 'kart1'))
+    assert [(e.vessel, e.other) for e in world.collisions] == [('kart0', 'kart1'),
+                                                               ('kart1', 'kart0')]
+    assert max(depths) <= contact.SLOP + TOLERANCE
+    moved = body_fixed_rotation(wall.body, world.ut) @ wall.state.position - fixed
+    assert np.linalg.norm(moved) < 1e-6                       # it stood, turning with Kerbin
+    assert float(ground_velocity(world, 'kart0') @ frame[:, 0]) < 0.0   # bounced back
+
+
+def test_vessels_that_could_dock_do_not_collide():
+    def port(index, parts):                # a docking port module on each chassis
+        chassis = parts[0]
+        return (replace(chassis, modules=(*chassis.modules, Module('docking_port', 9))),
+                *parts[1:])
+    world = karts(2, change=port)
+    frame = axes(world)
+    place(world, 'kart1', 4.0, 0.0, frame=frame)
+    place(world, 'kart0', 0.0, 4.0, frame=frame)
+    for _ in range(40):
+        world.step()
+    assert world.collisions == []
+    assert penetration(world, 'kart0', 'kart1') > 0.1        # they went into each other
