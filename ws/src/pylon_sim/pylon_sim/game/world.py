@@ -14,6 +14,10 @@ models:
   vessel with its own mass properties and state (``topology``), which then flies on its
   own (two-body while it is not the active one, as any other vessel in flight);
 - docking joins two vessels into one (``dock``); undocking is a split at the port.
+
+After every vessel has advanced, ``collisions`` resolves the contacts of the vessels on the
+ground (``collisions.Collisions``, the model in ``contact``) and logs each contact that
+begins (``collisions``, ``drain_collisions``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import math
 import numpy as np
 from pylon_protocol import rotations
 
-from pylon_sim.game import kepler, physics, power, rover, thermal, topology, wheels
+from pylon_sim.game import collisions, kepler, physics, power, rover, thermal, topology, wheels
 from pylon_sim.game.bodies import Body, body_fixed_rotation, enu_rotation, fixed_from_geodetic
 from pylon_sim.game.physics import RigidState
 from pylon_sim.game.save import OrbitStart, Scenario, SurfaceStart, VesselStart
@@ -125,6 +129,8 @@ class World:
         self._wheeled: dict[str, tuple[VesselSpec, bool]] = {}   # key -> (spec, wheels?)
         self.warp_rate = 1.0
         self.warp_mode = 'physics'
+        self.contacts = collisions.Collisions()
+        self._rolling: set[str] = set()         # vessels on their wheels in this step
 
     @staticmethod
     def _body_name(start: VesselStart) -> str:
@@ -269,11 +275,25 @@ class World:
         forces = forces or {}
         wheel_commands = wheel_commands or {}
         focus = self.focus
+        before = {key: vessel.state for key, vessel in self.vessels.items()}
+        self._rolling = set()
         for vessel in self.vessels.values():
             vessel.state, vessel.specific_force = self._advance(
                 vessel, dt, forces, wheel_commands.get(vessel.key, {}), vessel.key in focus)
         self.ut += dt
+        if self._rolling:
+            self.contacts.step(self.vessels.values(), self._rolling, self.is_packed,
+                               self.terrain_of, before, self.ut, dt)
         return dt
+
+    @property
+    def collisions(self) -> list[collisions.Collision]:
+        """Return every contact that began since the reset, one per vessel in it."""
+        return self.contacts.events
+
+    def drain_collisions(self, key: str) -> list[collisions.Collision]:
+        """Return vessel ``key``'s collisions not drained before (its game reports them)."""
+        return self.contacts.drain(key)
 
     def ground_of(self, body: Body) -> wheels.Ground:
         """Return the ground wheels roll on: the body's terrain, else its bare sphere."""
@@ -322,6 +342,7 @@ class World:
         inputs = physics.Inputs(vessel.mass.mass, vessel.mass.inertia, force, torque)
         params = None if packed else self.wheel_params(vessel)
         if params is not None and rover.near_ground(state, vessel.body):
+            self._rolling.add(vessel.key)
             return self._roll(vessel, params, inputs, wheel_commands, dt)
         vessel.wheel_draw = 0.0
         if simulate or state.landed:
@@ -440,6 +461,15 @@ class WorldView:
     def dock(self, key: str, other_key: str, port: int, other_port: int) -> SimVessel:
         """Join two vessels of the shared world (``World.dock``)."""
         return self.world.dock(key, other_key, port, other_port)
+
+    @property
+    def collisions(self) -> list[collisions.Collision]:
+        """Return the shared world's collision log (``World.collisions``)."""
+        return self.world.collisions
+
+    def drain_collisions(self, key: str | None = None) -> list[collisions.Collision]:
+        """Return a vessel's undrained collisions, this game's own by default."""
+        return self.world.drain_collisions(self.active_key if key is None else key)
 
 
 def _thermal_of(state: thermal.State, indices: tuple[int, ...]) -> thermal.State:
