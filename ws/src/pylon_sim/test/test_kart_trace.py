@@ -69,7 +69,8 @@ def test_the_kart_follows_its_recorded_trace():
         assert got.keys() == want.keys()
         for key in want:
             np.testing.assert_allclose(np.asarray(got[key]), np.asarray(want[key]),
-                                       rtol=TOLERANCE, atol=TOLERANCE, err_msg=f'row {frame} {key}')
+                                       rtol=TOLERANCE, atol=TOLERANCE,
+                                       err_msg=f'row {frame} {key}')
 
 
 if __name__ == '__main__':
