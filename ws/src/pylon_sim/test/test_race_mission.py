@@ -369,3 +369,21 @@ def test_ten_resets_mid_race_leave_the_same_world(race):
         assert not fresh & sessions, 'a reset makes new runtime sessions'
         sessions |= fresh
         assert world_after_settling(run, karts) == first, f'reset {attempt + 1}'
+
+
+def test_a_kart_driven_into_the_one_ahead_reports_the_collision_on_both(race):
+    run, karts = race('race')
+    rear, front = karts[2], karts[0]               # slot 2 is 8 m behind slot 0
+    start(run, rear)
+    samples = rear.drive(6.0, until=lambda s: s['race']['collisions'] > 0)
+    hit = samples[-1]['race']
+    assert hit['collisions'] == 1, 'the rear kart reached the one ahead within 6 s'
+    log = hit['collisionLog'][0]
+    assert log['with'] == 1 and log['speed'] > 1.0 and log['impulse'] > 0.0
+    assert 0.0 < log['at'] <= run.manage({'cmd': 'status'})['race']['elapsed'] + 1e-9
+    ahead = front.status()
+    assert ahead['collisions'] == 1 and ahead['collisionLog'][0]['with'] == 3
+    assert ahead['collisionLog'][0]['at'] == log['at']
+    assert karts[1].status()['collisions'] == karts[3].status()['collisions'] == 0
+    run.manage({'cmd': 'reset'})
+    assert all(k.status()['collisions'] == 0 for k in karts)

@@ -8,7 +8,12 @@ is a kart on the track's grid, kart k (0-based) vehicle k + 1. Each frame of the
   through) from the race: a boost's torque and top-speed gains, a penalty's speed cap;
 - ``follow(dt)`` (after it) steps the race by the step's game time with each kart's centre
   of mass in the track's ``map`` frame (the simulator's truth), so lap and section times
-  are game time, interpolated within the step.
+  are game time, interpolated within the step; and records each collision a kart began in
+  the step (``World.collisions``: the contact model's events) on that kart:
+  ``collisions``, the count since the reset, and ``collisionLog``, each one's race time
+  (``at``: the race's ``elapsed`` clock, 0 before the start), the other party (``with``: a
+  vehicle number, ``boulder``, or another vessel's key), its approach speed (m/s) and
+  normal impulse (N s).
 
 The mission's management drives the rest: ``start`` starts the race (its session clock
 from 0), ``finish`` ends it, ``reset`` puts it back on the grid (the world's reset puts
@@ -44,6 +49,8 @@ class Racing:
         self.keys = vehicles
         self.slots = [world.scenario.vessel(key).start.grid for key in vehicles]
         self.counts: dict[str, int] = {}       # malformed requests
+        self.crashes: list[list[dict]] = [[] for _ in vehicles]
+        self._seen = 0                         # World.collisions taken so far
         self.reset()
 
     # -- the frame -------------------------------------------------------------------------
@@ -62,6 +69,24 @@ class Racing:
         before = self.state
         self.state = self.race.step(self.state, [self._inputs(key) for key in self.keys], dt)
         self._log(before)
+        self._record_collisions()
+
+    def _record_collisions(self) -> None:
+        """Take the collisions that began since the last call onto their karts."""
+        events = self.world.collisions
+        if len(events) < self._seen:           # the world was reset: its log starts again
+            self._seen = 0
+        for event in events[self._seen:]:
+            if event.vessel not in self.keys:
+                continue
+            other = event.other
+            entry = {'at': round(self.state.t, 6), 'ut': event.ut,
+                     'with': self.keys.index(other) + 1 if other in self.keys else other,
+                     'speed': round(event.speed, 4), 'impulse': round(event.impulse, 4)}
+            self.crashes[self.keys.index(event.vessel)].append(entry)
+            LOG.info('race: vehicle %d collided with %s at %.2f m/s',
+                     self.keys.index(event.vessel) + 1, entry['with'], event.speed)
+        self._seen = len(events)
 
     def _inputs(self, key: str) -> Inputs | None:
         """Return a kart's centre of mass in the track's map frame (None: no such vessel)."""
@@ -95,6 +120,8 @@ class Racing:
     def reset(self) -> None:
         """Put the race back on the grid: no laps, every boost back, no penalty."""
         self.state = self.race.initial(len(self.keys))
+        self.crashes = [[] for _ in self.keys]
+        self._seen = len(self.world.collisions)
         for key in self.keys:
             if key in self.world.vessels:
                 self.world.vessels[key].drive = wheels.NORMAL
@@ -129,4 +156,6 @@ class Racing:
 
     def vehicle(self, index: int) -> dict:
         """Return kart ``index``'s (0-based) race as JSON-ready data, with its grid slot."""
-        return {**self.race.kart_status(self.state, index), 'grid': self.slots[index]}
+        return {**self.race.kart_status(self.state, index), 'grid': self.slots[index],
+                'collisions': len(self.crashes[index]),
+                'collisionLog': list(self.crashes[index])}
