@@ -395,6 +395,10 @@ STACK_TOPICS: tuple[Topic, ...] = (
     Topic('stack/imu', '/sensing/imu/imu_raw', 'sensor_msgs/msg/Imu', 'SENSOR_READER',
           KART_LOCALIZER, SUBSCRIBES, GLOBAL,
           f'{_STACK}; imu_link aligned with base_link; read Best Effort'),
+    Topic('stack/set_initial_pose', '/set_initial_pose', 'std_srvs/srv/Trigger', '',
+          KART_LOCALIZER, SERVES, GLOBAL,
+          "a service: the localizer starts again at its grid slot (the competition's "
+          'orchestrator calls it before it asks for AUTONOMOUS)'),
 )
 """What the kart's reference stack (pylon_kart: kart_localizer, trajectory_publisher,
 pure_pursuit) owns; it also writes the kart's ``control_cmd`` and ``/tf`` and reads

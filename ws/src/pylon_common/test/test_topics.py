@@ -67,6 +67,7 @@ def test_the_stack_uses_the_competitions_names_and_types():
         '/localization/kinematic_state': ('nav_msgs/msg/Odometry', topics.KART_LOCALIZER),
         '/sensing/gnss/nav_sat_fix': ('sensor_msgs/msg/NavSatFix', topics.KART_LOCALIZER),
         '/sensing/imu/imu_raw': ('sensor_msgs/msg/Imu', topics.KART_LOCALIZER),
+        '/set_initial_pose': ('std_srvs/srv/Trigger', topics.KART_LOCALIZER),
     }
     assert {topics.name(row.key): (row.type, row.owner) for row in topics.STACK_TOPICS} == \
         expected

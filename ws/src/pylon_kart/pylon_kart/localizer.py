@@ -212,6 +212,10 @@ class Localizer:
         self._count(reason)
         return reason
 
+    def restart(self, t: float, belief: Belief) -> None:
+        """Start again from ``belief`` at ``t`` (the initial pose set again)."""
+        self.belief, self.t, self.rejected_in_a_row = belief, t, 0
+
     def _reset_to(self, xy, r: np.ndarray) -> None:
         """Believe the fix: position from it, heading uncertain, cross terms dropped."""
         self._count('reinitialized')

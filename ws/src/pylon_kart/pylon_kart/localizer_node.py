@@ -13,8 +13,10 @@ This node feeds it, each input at the time it is received on this node's clock (
 - ``/vehicle/status/velocity_status`` (``VelocityReport``): ``longitudinal_velocity``.
 
 All three are read Best Effort (``qos.SENSOR_READER``). The filter starts at the track's
-grid slot ``grid_slot`` (as the competition's ``/set_initial_pose``; there is no such
-service here: ``std_srvs`` is not installed). Every ``publish_period_sec`` of ROS time it
+grid slot ``grid_slot``, and starts there again on the competition's ``/set_initial_pose``
+(``std_srvs/Trigger``, what its orchestrator calls before it asks for AUTONOMOUS): the
+grid slot's pose, at rest, with the initial uncertainty; ``success`` true, the pose in
+``message``. Every ``publish_period_sec`` of ROS time it
 publishes ``/localization/kinematic_state`` (``nav_msgs/Odometry``: frame ``map``, child
 ``base_link``, pose in map, twist in base_link, covariances from the filter) and, with
 ``publish_tf``, ``map -> base_link`` on ``/tf``. Refused inputs are logged and counted
@@ -34,6 +36,7 @@ from pylon_protocol import frames
 from pylon_track import load_track
 from rclpy.node import Node
 from sensor_msgs.msg import Imu, NavSatFix
+from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
 from pylon_kart import localizer
@@ -78,10 +81,14 @@ class LocalizerNode(Node):
             position_walk=p['position_walk'], gyro_noise=p['gyro_noise'],
             acceleration_noise=p['acceleration_noise'], speed_sigma=p['speed_sigma'],
             gnss_sigma=p['gnss_sigma'], gnss_gate=p['gnss_gate'])
+        self.start_pose = (x, y, yaw)
         self.filter = localizer.Localizer(localizer.initial(x, y, yaw, self.noise),
                                           noise=self.noise)
+        self.initial_pose_srv = self.create_service(
+            Trigger, topics.name('stack/set_initial_pose'), self._on_set_initial_pose)
         self.received = {'gnss': 0, 'imu': 0, 'velocity': 0}
         self.published = 0
+        self.initial_poses_set = 0
         reader = qos.qos_profile(qos.SENSOR_READER)
         self.subs = [
             self.create_subscription(NavSatFix, topics.name('stack/gnss'), self._on_fix,
@@ -104,6 +111,16 @@ class LocalizerNode(Node):
     def _refused(self, what: str, reason: str) -> None:
         if reason:
             self.get_logger().warning(f'{what} refused: {reason}', throttle_duration_sec=2.0)
+
+    def _on_set_initial_pose(self, request: Trigger.Request,
+                             response: Trigger.Response) -> Trigger.Response:
+        x, y, yaw = self.start_pose
+        self.filter.restart(self._now(), localizer.initial(x, y, yaw, self.noise))
+        self.initial_poses_set += 1
+        response.success = True
+        response.message = f'initial pose: ({x:.2f}, {y:.2f}) m, {math.degrees(yaw):.1f} deg'
+        self.get_logger().info(response.message)
+        return response
 
     def _on_fix(self, msg: NavSatFix) -> None:
         self.received['gnss'] += 1
@@ -147,7 +164,7 @@ class LocalizerNode(Node):
         b = self.filter.belief
         values = {**{f'received_{k}': n for k, n in self.received.items()},
                   **{f'refused_{k}': n for k, n in sorted(self.filter.counts.items())},
-                  'published': self.published,
+                  'published': self.published, 'initial_poses_set': self.initial_poses_set,
                   'position_sigma_m': round(math.sqrt(max(b.cov[0, 0], b.cov[1, 1])), 3),
                   'yaw_sigma_deg': round(math.degrees(math.sqrt(b.cov[2, 2])), 2),
                   'yaw_rate_bias': round(float(b.mean[4]), 4)}
