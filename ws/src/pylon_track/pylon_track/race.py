@@ -441,7 +441,8 @@ class Race:
         counted laps, ``thisLapTime``: 0 without a lap in progress, ``section``: the
         section whose gate it passed last in the lap in progress, the last section before
         its first lap and after backing over the line, ``boostRemaining``,
-        ``isBoosting``), then the laps, sections, boosts and penalties in full.
+        ``isBoosting``), then the laps (``lapEnds``: the race time each counted lap
+        ended, what a ranking compares), sections, boosts and penalties in full.
         """
         kart, t = state.karts[index], state.t
         racing = bool(kart.passages) and kart.finished_at is None
@@ -453,6 +454,7 @@ class Race:
             'section': kart.passages[-1].gate if kart.passages else len(self.gates) - 1,
             'boostRemaining': kart.boosts_left, 'isBoosting': boosting(kart, t),
             'lapTimes': times, 'sectionTimes': [list(lap.sections) for lap in kart.laps],
+            'lapEnds': [lap.end for lap in kart.laps],
             'currentSectionTimes': [b - a for a, b in zip(marks, marks[1:])] if racing else [],
             'bestLap': min(times) if times else None,
             'finished': kart.finished_at is not None, 'finishTime': kart.finished_at,

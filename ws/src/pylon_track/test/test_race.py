@@ -157,6 +157,9 @@ def test_the_last_lap_finishes_the_kart_and_then_the_race():
     kart = run.kart
     assert kart['lapCount'] == 2 and kart['finished']
     assert kart['finishTime'] == pytest.approx(3.0 / SPEED + 2 * L / SPEED, abs=1e-6)
+    # each lap's end in race time: the line 3 m ahead of the grid, then a lap each
+    assert kart['lapEnds'] == pytest.approx([3.0 / SPEED + L / SPEED, kart['finishTime']],
+                                            abs=1e-6)
     assert run.state.phase == RUNNING           # the second kart has not finished
     run.to(run.s + L + 5.0)                      # nothing more counts for the finished kart
     assert run.kart['lapCount'] == 2 and run.kart['thisLapTime'] == 0.0
