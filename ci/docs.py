@@ -99,9 +99,11 @@ def _node_parameters(module: str) -> Callable[[], str]:
 def mission_status() -> str:
     """Return the index table of a vehicle's status array (``pylon_common.mission``)."""
     from pylon_common import mission
-    lines = ['| Index | Field | Meaning | In the rendezvous |', '|---|---|---|---|']
-    for index, (name, meaning, rendezvous) in enumerate(mission.STATUS_FIELDS):
-        lines.append(f'| {index} | `{name}` | {_md(meaning)} | {_md(rendezvous)} |')
+    lines = ['| Index | Field | Meaning | In the rendezvous | In a race |',
+             '|---|---|---|---|---|']
+    for index, (name, meaning, rendezvous, race) in enumerate(mission.STATUS_FIELDS):
+        lines.append(f'| {index} | `{name}` | {_md(meaning)} | {_md(rendezvous)} | '
+                     f'{_md(race)} |')
     return '\n'.join(lines)
 
 

@@ -155,32 +155,56 @@ def states_on_the_way(last: str | None, new: str) -> list[str]:
 # -- each vehicle's status (/awsim/status, std_msgs/Float32MultiArray) -------------------------
 STATUS_FIELDS = (
     ('sessionTime', 's of the session left, counting down (the time limit before the start; '
-                    '-1: no limit)', "the task's time limit minus the elapsed time"),
-    ('lapCount', 'laps completed', '1 once the vehicle completed its task, else 0'),
+                    '-1: no limit)', "the task's time limit minus the elapsed time",
+     "the race's: the limit on the grid, 0 once it ran out; it stops when every kart "
+     'finished'),
+    ('lapCount', 'laps completed', '1 once the vehicle completed its task, else 0',
+     'laps counted'),
     ('thisLapTime', 's of game time of the lap in progress', 'the elapsed time until the '
-                    'vehicle completed, then its completion time'),
-    ('section', 'the section of the track the vehicle is in', '0 (no sections)'),
+                    'vehicle completed, then its completion time',
+     'as the race says: 0 before its first crossing of the line, after backing over it '
+     'and after its finish'),
+    ('section', 'the section of the track the vehicle is in', '0 (no sections)',
+     'the section whose gate it passed last (0-based; the last section before its first '
+     'lap)'),
     ('timeScale', 'game seconds per wall-clock second, measured over the last second',
-     'as measured'),
-    ('boostRemaining', 'boosts left', '0 (no boost)'),
-    ('isBoosting', '1.0 while a boost acts, else 0.0', '0'),
-    ('elapsed_sec', 's of game time (UT) since the start; 0 before it', 'as measured'),
-    ('task_progress', "0..1: the referee's progress of the vehicle's task", 'the hold so far '
-                      'over hold_sec'),
-    ('score', "the referee's score of the vehicle (0 until it completed)", 's to spare'),
-    ('propellant_left_kg', 'kg of propellant aboard', 'as measured'),
+     'as measured', 'as measured'),
+    ('boostRemaining', 'boosts left', '0 (no boost)', 'boosts left'),
+    ('isBoosting', '1.0 while a boost acts, else 0.0', '0', '1.0 while its boost acts'),
+    ('elapsed_sec', 's of game time since the start; 0 before it', 'as measured (UT)',
+     "the race's time since the start (it stops when the race is over)"),
+    ('task_progress', "0..1: the vehicle's progress in its task", 'the hold so far over '
+                      'hold_sec', 'laps counted over the lap target'),
+    ('score', "the vehicle's score (0 until it completed)", 's to spare',
+     's to spare: the time limit minus its finish time'),
+    ('propellant_left_kg', 'kg of propellant aboard', 'as measured', 'as measured (a kart: '
+                                                                     'none)'),
     ('propellant_used_kg', 'kg of propellant used since the start (or the last reset)',
-     'as measured'),
-    ('completed', '1.0 once the vehicle completed its task, else 0.0', 'as the referee says'),
+     'as measured', 'as measured'),
+    ('completed', '1.0 once the vehicle completed its task, else 0.0', 'as the referee says',
+     'once it reached the lap target'),
+    ('rank', 'its place in the ranking (1 first; 0: not ranked)', "the referee's rank (the "
+                                                                  'target: 0)',
+     "the judge's ranking (pylon_mission.judge.rank): laps, then the race time the last lap "
+     'ended, then the vehicle number'),
+    ('penalty_count', 'penalties so far', '0 (no penalties)', 'track-limit penalties (each '
+                                                              'exit off the track)'),
+    ('penalty_active', '1.0 while a penalty acts on the vehicle, else 0.0', '0',
+     '1.0 while a track-limit penalty caps its speed'),
+    ('best_lap_sec', 's of its fastest lap (0: none yet)', '0', 'its fastest counted lap'),
+    ('last_lap_end_sec', 's of race time at which its last lap ended (0: none yet)', '0',
+     'the race time its last counted lap ended (what the ranking compares among equal '
+     'laps)'),
 )
 """The fixed index table of the status array: index i is ``STATUS_FIELDS[i]`` (name,
-meaning, its value in the rendezvous). Indices 0-6 are the interface's seven values in its
-order; the mission's own follow."""
-STATUS_INDEX = {name: index for index, (name, _, _) in enumerate(STATUS_FIELDS)}
+meaning, its value in the rendezvous, its value in a race). Indices 0-6 are the
+interface's seven values in its order; the mission's own follow."""
+STATUS_INDEX = {row[0]: index for index, row in enumerate(STATUS_FIELDS)}
+STATUS_NAMES = tuple(row[0] for row in STATUS_FIELDS)
 INTERFACE_FIELDS = 7
 """The interface's own values: indices 0 .. 6 of the status array."""
-RACE_FIELDS = ('lapCount', 'thisLapTime', 'section', 'boostRemaining', 'isBoosting')
-"""The interface's fields a race fills from the simulator (the vehicle's ``race`` entry in
-the management status, by these names); a mission without them (the rendezvous) gives
-each the value of ``STATUS_FIELDS``' third column."""
+RACE_FIELDS = ('sessionTime', 'lapCount', 'thisLapTime', 'section', 'boostRemaining',
+               'isBoosting')
+"""The interface's fields a race fills from the simulator, by these names (the vehicle's
+``race`` entry in the management status); ``timeScale`` is measured for every mission."""
 NO_LIMIT = -1.0

@@ -28,6 +28,18 @@ mission description the referee reads, and the requests to send to the simulator
   completed; **Finish** when the task's time limit passes first (FinishAll if they all
   completed by then). At Finish or FinishAll the simulator is asked to ``finish``
   (commands refused again, nothing keeps acting).
+- **A race** (the status carries ``race``: the simulator runs it, ``pylon_track.race``):
+  every vehicle is scored, and the simulator's race is the authority: a vehicle completed
+  when its ``race`` says ``finished`` (the lap target), FinishAll when every kart has,
+  Finish when the race is over without that (its session time ran out). The ranking from
+  the referee is not needed for it. The status array's race fields come from each
+  vehicle's ``race`` (``mission.STATUS_FIELDS``' fourth column), its rank from
+  ``judge.rank`` over every kart's record. ``command(k, data)`` takes vehicle k's
+  ``/awsim/cmd``: index 0 is its boost command, forwarded as the simulator's ``boost``
+  request when it changed (an unchanged value cannot make the rising edge that fires a
+  boost); an empty array, a value that is not finite, or a mission without a race is
+  dropped and counted (``commands``); nothing is sent. ``boost_answered`` counts what
+  the simulator made of each request (fired, or refused by reason).
 - ``reset()`` asks the simulator to reset (every vessel back, new sessions, no lease) and
   forgets the run (its end, the countdown, count's start): PlayStart again until every
   vehicle is Ready. A UT that goes backwards (a reset from elsewhere) does the same.
@@ -41,10 +53,14 @@ limit) is game time from the simulator.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+import math
 
 from pylon_common import mission
+
+from pylon_mission import judge
 
 TIME_SCALE_WINDOW_SEC = 1.0
 SYNC = 'sync'
@@ -53,6 +69,15 @@ START_MODES = (SYNC, COUNT)
 
 Session = tuple[str, int, str]
 """A runtime session: (instance, generation, epoch)."""
+
+RACE_OVER = 'over'
+"""The race's phase once it is over (``pylon_track.race.OVER``, as the simulator reports it)."""
+COMMAND_COUNTS = ('forwarded', 'unchanged', 'empty', 'not_finite', 'no_race')
+"""What became of the ``/awsim/cmd`` messages (``Management.commands``): forwarded to the
+simulator, not sent because the value did not change, or dropped: an empty array, a value
+that is not a finite number, a mission without a race (or no answer of the simulator yet)."""
+DROPPED = {'empty': 'an empty array', 'not_finite': 'index 0 is not a finite number',
+           'no_race': 'the mission has no race'}
 
 
 @dataclass
@@ -84,6 +109,8 @@ class Management:
         self.ready_timeout_sec = ready_timeout_sec
         self.state = mission.SELECT_MODE
         self.refused = 0                      # start requests refused, ever
+        self.commands: Counter = Counter(dict.fromkeys(COMMAND_COUNTS, 0))
+        self.boosts: Counter = Counter()      # what the simulator made of them, by outcome
         self.first_heard: float | None = None
         self.heard: float | None = None
         self.last_ut: float | None = None
@@ -103,6 +130,7 @@ class Management:
         self.counted = False                  # count mode started this run
         self.all_ready_ut: float | None = None     # UT every vehicle was Ready since
         self.run_since: float | None = None        # wall time this run began (ready timeout)
+        self.boost_command: dict[int, float] = {}  # the value last forwarded, per vehicle
 
     # -- requests from the management topics ----------------------------------------------------
     def start(self) -> bool:
@@ -139,6 +167,53 @@ class Management:
         if self.status is not None:
             self.state = mission.PLAY_START
 
+    def command(self, vehicle: int, data: Sequence[float]) -> str:
+        """Take vehicle ``vehicle``'s ``/awsim/cmd``; return why it was dropped ('' taken).
+
+        Index 0 is the boost command: a new value is queued as the simulator's ``boost``
+        request (sent at the next step); the same value as the last one forwarded is not
+        sent (a reset forgets it). Dropped and counted, nothing sent: an empty array, an
+        index 0 that is not a finite number, a mission without a race. Other indices are
+        ignored.
+        """
+        if not data:
+            reason = 'empty'
+        elif not math.isfinite(data[0]):
+            reason = 'not_finite'
+        elif self.status is None or 'race' not in self.status:
+            reason = 'no_race'
+        else:
+            value = float(data[0])
+            if self.boost_command.get(vehicle) == value:
+                self.commands['unchanged'] += 1
+                return ''
+            self.boost_command[vehicle] = value
+            self.commands['forwarded'] += 1
+            self._pending.append({'cmd': 'boost', 'vehicle': vehicle, 'value': value})
+            return ''
+        self.commands[reason] += 1
+        return DROPPED[reason]
+
+    def dropped(self) -> int:
+        """Return how many ``/awsim/cmd`` messages were dropped (bad input, no race)."""
+        return sum(self.commands[name] for name in DROPPED)
+
+    def boost_answered(self, answer: dict) -> None:
+        """Take the simulator's answer to a ``boost`` request: count it, log what it did."""
+        outcome, vehicle = answer.get('outcome'), answer.get('vehicle')
+        if outcome is None or outcome == 'ignored':       # no rising edge: nothing to say
+            return
+        self.boosts[outcome] += 1
+        if outcome == 'fired':
+            self._log.append(f'vehicle {vehicle} boost fired')
+        else:
+            self._log.append(f'vehicle {vehicle} boost refused: {outcome} '
+                             f'({self.boosts_refused()} refused so far)')
+
+    def boosts_refused(self) -> int:
+        """Return how many boosts the simulator refused (none left, boosting, ...)."""
+        return sum(n for outcome, n in self.boosts.items() if outcome != 'fired')
+
     def take_log(self) -> list[str]:
         """Return the lines logged since the last step (why a request was refused)."""
         lines, self._log = self._log, []
@@ -171,13 +246,19 @@ class Management:
             return report
         vehicles = self.status['vehicles']
         sessions = list(sessions) + [None] * (len(vehicles) - len(sessions))
-        ranking = _current(ranking, self.status)
-        completed = _completed(ranking)
+        if 'race' in self.status:             # the simulator's race is the authority
+            completed = {v['vehicle']: bool(v['race']['finished']) for v in vehicles}
+            places = _race_places(vehicles)
+        else:
+            ranking = _current(ranking, self.status)
+            completed = _completed(ranking)
+            places = {k: int(e.get('rank') or 0) for k, e in _ranked(ranking).items()}
         self.ready = [_settled(v) and _linked(v, s) for v, s in zip(vehicles, sessions)]
         report.state = self.state = self._next_state(completed, wall, report)
         report.vehicle_states = [self._vehicle_state(v, s, completed)
                                  for v, s in zip(vehicles, sessions)]
-        report.status_arrays = [self._status_array(v, ranking) for v in vehicles]
+        report.status_arrays = [self._status_array(v, ranking if 'race' not in self.status
+                                                   else None, places) for v in vehicles]
         report.mission = self._description(report.vehicle_states)
         report.log += self._log
         self._log = []
@@ -239,9 +320,12 @@ class Management:
 
     def _running(self, completed: dict[int, bool], report: Report) -> str:
         status = self.status
-        task = status.get('task')
+        task, race = status.get('task'), status.get('race')
         everyone = bool(completed) and all(completed.values())
-        late = task is not None and status['elapsed'] >= task['time_limit_sec']
+        if race is not None:                  # over without every kart: time ran out
+            late = race['phase'] == RACE_OVER
+        else:
+            late = task is not None and status['elapsed'] >= task['time_limit_sec']
         if everyone or late:
             self.ended = mission.FINISH_ALL if everyone else mission.FINISH
             report.requests.append({'cmd': 'finish'})
@@ -263,31 +347,55 @@ class Management:
             return mission.SPAWNED
         return mission.VEHICLE_READY if _linked(vehicle, session) else mission.GROUNDED
 
-    def _status_array(self, vehicle: dict, ranking: dict | None) -> list[float]:
+    def _status_array(self, vehicle: dict, ranking: dict | None,
+                      places: dict[int, int]) -> list[float]:
+        """Return the vehicle's status array (``mission.STATUS_FIELDS``: a race's or not)."""
+        values = {'timeScale': self.time_scale(), 'rank': places.get(vehicle['vehicle'], 0),
+                  'propellant_left_kg': vehicle['propellant_kg'],
+                  'propellant_used_kg': vehicle['propellant_used_kg']}
+        race = vehicle.get('race')
+        values.update(self._race_values(race) if race is not None else
+                      self._task_values(vehicle, ranking))
+        return [float(values[name]) for name in mission.STATUS_NAMES]
+
+    def _race_values(self, race: dict) -> dict:
+        """Return a kart's values of the status array from its ``race`` (the simulator's)."""
+        rules = self.status['race']['rules']
+        ends, finish = race.get('lapEnds') or (), race.get('finishTime')
+        penalties = race.get('penalties') or {}
+        return {
+            **{name: race[name] for name in mission.RACE_FIELDS},
+            'elapsed_sec': self.status['race']['elapsed'],
+            'task_progress': min(1.0, race['lapCount'] / rules['laps']),
+            'score': rules['time_limit_sec'] - finish if finish is not None else 0.0,
+            'completed': race['finished'],
+            'penalty_count': penalties.get('count', 0),
+            'penalty_active': bool(penalties.get('active')),
+            'best_lap_sec': race.get('bestLap') or 0.0,
+            'last_lap_end_sec': ends[-1] if ends else 0.0,
+        }
+
+    def _task_values(self, vehicle: dict, ranking: dict | None) -> dict:
+        """Return a vehicle's values of the status array without a race (the rendezvous's)."""
         status = self.status
         task = status.get('task')
         limit = task['time_limit_sec'] if task is not None else None
         scored = _ranked(ranking).get(vehicle['vehicle'], {})
         done = bool(scored.get('completed'))
-        race = vehicle.get('race') or {}
-        rendezvous = {
+        return {
+            'sessionTime': mission.NO_LIMIT if limit is None else
+            max(0.0, limit - status['elapsed']),
             'lapCount': 1.0 if done else 0.0,
             'thisLapTime': float(scored.get('completion_time_sec') or 0.0) if done else
             status['elapsed'],
-            'section': 0.0, 'boostRemaining': 0.0, 'isBoosting': 0.0}
-        values = {
-            'sessionTime': mission.NO_LIMIT if limit is None else
-            max(0.0, limit - status['elapsed']),
-            **{name: race.get(name, rendezvous[name]) for name in mission.RACE_FIELDS},
-            'timeScale': self.time_scale(),
+            'section': 0.0, 'boostRemaining': 0.0, 'isBoosting': 0.0,
             'elapsed_sec': status['elapsed'],
             'task_progress': float(scored.get('progress', 0.0)),
             'score': float(scored.get('score', 0.0)),
-            'propellant_left_kg': vehicle['propellant_kg'],
-            'propellant_used_kg': vehicle['propellant_used_kg'],
-            'completed': 1.0 if done else 0.0,
+            'completed': done,
+            'penalty_count': 0.0, 'penalty_active': 0.0, 'best_lap_sec': 0.0,
+            'last_lap_end_sec': 0.0,
         }
-        return [float(values[name]) for name, _, _ in mission.STATUS_FIELDS]
 
     def time_scale(self) -> float:
         """Return game seconds per wall second over the last second (0 before two samples)."""
@@ -304,9 +412,10 @@ class Management:
             'started_ut': status['started_ut'], 'elapsed': status['elapsed'],
             'start_mode': self.start_mode, 'countdown_from_ut': self.countdown_from,
             'task': status.get('task'),
+            **({'race': status['race']} if 'race' in status else {}),
             'vehicles': [{key: v[key] for key in ('vehicle', 'key', 'vessel_id', 'name',
                                                   'lease_owned', 'propellant_kg',
-                                                  'propellant_used_kg')}
+                                                  'propellant_used_kg', 'race') if key in v}
                          | {'state': state} for v, state in zip(status['vehicles'], states)],
         }
 
@@ -332,6 +441,12 @@ def _current(ranking: dict | None, status: dict) -> dict | None:
 def _ranked(ranking: dict | None) -> dict[int, dict]:
     """Return the ranking's entries by vehicle number."""
     return {entry['vehicle']: entry for entry in (ranking or {}).get('vehicles', ())}
+
+
+def _race_places(vehicles: Sequence[dict]) -> dict[int, int]:
+    """Return each kart's place in the judge's ranking of the simulator's race now."""
+    ranked = judge.rank(judge.record(v) for v in vehicles)
+    return {r.vehicle: place for place, r in enumerate(ranked, start=1)}
 
 
 def _completed(ranking: dict | None) -> dict[int, bool]:

@@ -9,9 +9,11 @@ vehicle's state and status as ``/d<k>/awsim/state`` and ``/d<k>/awsim/status``. 
 k's domain (``domain_base + k``) a node of its own, in a context of its own, publishes that
 vehicle's ``/awsim/state`` (``VEHICLE_STATES``, latched, and again every
 ``state_republish_sec`` for subscribers that are not) and ``/awsim/status``
-(``std_msgs/Float32MultiArray``, the index table ``STATUS_FIELDS``), and reads its
+(``std_msgs/Float32MultiArray``, the index table ``STATUS_FIELDS``), reads its
 bridge's lifecycle (which runtime session is ACTIVE there: Ready needs the simulator's
-current one): nothing else of the mission and nothing of another vehicle.
+current one) and takes its ``/awsim/cmd`` (``std_msgs/Float32MultiArray``, index 0 the
+boost command: ``Management.command``; what it drops is logged, throttled, and counted):
+nothing else of the mission and nothing of another vehicle.
 
 It talks to ``pylon_sim``'s management port (``pylon_protocol.management``) over UDP
 without blocking: every ``poll_period_sec`` it reads the replies that came and asks for the
@@ -24,6 +26,7 @@ address): the mission state, WARN until the simulator answered, ERROR once Termi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 import json
 import socket
@@ -72,6 +75,8 @@ PARAMETERS: tuple[Parameter, ...] = (
                                      'the node (subscribers receive it)', 0.0, 60.0),
 )
 MAX_REPLIES_PER_POLL = 64
+MAX_CALLBACKS_PER_POLL = 64
+"""Callbacks one look at a vehicle domain takes at most (its lifecycle, its commands)."""
 
 
 def active_session(msg: VesselLifecycle) -> Session | None:
@@ -82,13 +87,14 @@ def active_session(msg: VesselLifecycle) -> Session | None:
 
 
 class VehicleOutlet:
-    """Vehicle k's node in its own domain (state, status, its bridge's session), and mirrors.
+    """Vehicle k's node in its own domain (state, status, lifecycle, commands), and mirrors.
 
-    ``mirrors`` are the management domain's publishers of its state and status.
+    ``mirrors`` are the management domain's publishers of its state and status;
+    ``on_command(vehicle, data)`` takes each ``/awsim/cmd`` array.
     """
 
     def __init__(self, vehicle: int, domain: int, topic_prefix: str,
-                 mirrors: tuple) -> None:
+                 mirrors: tuple, on_command: Callable[[int, list[float]], None]) -> None:
         """Initialise a context on ``domain`` and a node with its publishers in it."""
         import rclpy
         from rclpy.context import Context
@@ -106,6 +112,11 @@ class VehicleOutlet:
         # depth 1: only the newest lifecycle counts, so one look per poll takes it
         self.lifecycle = self.node.create_subscription(
             VesselLifecycle, self.lifecycle_topic, self._on_lifecycle, topics.qos('lifecycle'))
+        self.on_command = on_command
+        self.commands = self.node.create_subscription(
+            Float32MultiArray, topics.name('awsim/cmd'), self._on_command,
+            topics.qos('awsim/cmd', reader=True))
+        self.taken = 0                        # callbacks run (a look ends when none came)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.bridge_session: Session | None = None
@@ -113,7 +124,12 @@ class VehicleOutlet:
         self.said_at = 0.0
 
     def _on_lifecycle(self, msg: VesselLifecycle) -> None:
+        self.taken += 1
         self.bridge_session = active_session(msg)
+
+    def _on_command(self, msg: Float32MultiArray) -> None:
+        self.taken += 1
+        self.on_command(self.vehicle, list(msg.data))
 
     def session(self) -> Session | None:
         """Return the session its bridge says is ACTIVE (None: none, or the bridge is gone)."""
@@ -149,8 +165,12 @@ class VehicleOutlet:
         return said
 
     def spin(self) -> None:
-        """Take what came in its domain (its bridge's newest lifecycle), without waiting."""
-        self.executor.spin_once(timeout_sec=0.0)
+        """Take what came in its domain (lifecycle, commands), without waiting."""
+        for _ in range(MAX_CALLBACKS_PER_POLL):
+            before = self.taken
+            self.executor.spin_once(timeout_sec=0.0)
+            if self.taken == before:
+                break
 
     def close(self) -> None:
         """Destroy the node and shut its context down."""
@@ -174,7 +194,7 @@ class SimManager(Node):
                                      sim_timeout_sec=p['sim_timeout_sec'],
                                      ready_timeout_sec=p['ready_timeout_sec'])
         self.outlets = [VehicleOutlet(k, mission.vehicle_domain(base, k), p['topic_prefix'],
-                                      self._mirrors(k))
+                                      self._mirrors(k), self._on_command)
                         for k in range(1, p['vehicles'] + 1)]
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
@@ -212,7 +232,9 @@ class SimManager(Node):
         state = m.state
         values = {'state': state, 'vehicles': len(self.outlets),
                   'simulator_heard': m.heard is not None, 'start_mode': m.start_mode,
-                  'vehicles_ready': sum(m.ready), 'starts_refused': m.refused}
+                  'vehicles_ready': sum(m.ready), 'starts_refused': m.refused,
+                  **{f'awsim_cmd_{name}': n for name, n in m.commands.items()},
+                  'boosts_fired': m.boosts['fired'], 'boosts_refused': m.boosts_refused()}
         if state == mission.TERMINATE:
             return diagnostics.Report(diagnostics.ERROR, f'mission {state}', values)
         if self.management.heard is None:
@@ -232,6 +254,13 @@ class SimManager(Node):
         self.management.reset()
         self.get_logger().info('reset requested')
         self._flush_log()
+
+    def _on_command(self, vehicle: int, data: list[float]) -> None:
+        why = self.management.command(vehicle, data)
+        if why:
+            self.get_logger().warning(
+                f'/awsim/cmd of vehicle {vehicle} dropped ({self.management.dropped()} so '
+                f'far): {why}; nothing sent', throttle_duration_sec=5.0)
 
     def _on_ranking(self, msg: String) -> None:
         try:
@@ -281,6 +310,8 @@ class SimManager(Node):
                 continue
             if reply.get('ok') and 'phase' in reply:
                 newest = reply
+                if isinstance(reply.get('boost'), dict):
+                    self.management.boost_answered(reply['boost'])
             elif not reply.get('ok'):
                 self.get_logger().warning(f"pylon_sim refused: {reply.get('error')}")
         return newest

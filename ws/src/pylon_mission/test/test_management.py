@@ -1,5 +1,7 @@
 """The management's state machine: simulator status, ranking and sessions in; states out."""
 
+import math
+
 from pylon_common import mission
 from pylon_mission.management import COUNT, Management
 import pytest
@@ -85,38 +87,163 @@ def test_a_vehicle_that_stops_being_ready_before_the_start_takes_ready_back():
     assert not m.start()
 
 
+def values_of(array) -> dict:
+    return dict(zip(mission.STATUS_NAMES, array))
+
+
 def test_the_status_array_follows_the_index_table():
     m = Management()
     m.step(status('running', (True, True), 100.0, 50.0, 50.0), None, 0.0)
     report = m.step(status('running', (True, True), 100.5, 50.0, 50.5),
                     ranking(started=50.0, progress=0.25), 0.5)
-    values = dict(zip((name for name, _, _ in mission.STATUS_FIELDS),
-                      report.status_arrays[0]))
-    assert values == {'sessionTime': 849.5, 'lapCount': 0.0, 'thisLapTime': 50.5,
-                      'section': 0.0, 'timeScale': 1.0, 'boostRemaining': 0.0,
-                      'isBoosting': 0.0, 'elapsed_sec': 50.5, 'task_progress': 0.25,
-                      'score': 0.0, 'propellant_left_kg': 239.0, 'propellant_used_kg': 1.0,
-                      'completed': 0.0}
+    assert values_of(report.status_arrays[0]) == {
+        'sessionTime': 849.5, 'lapCount': 0.0, 'thisLapTime': 50.5, 'section': 0.0,
+        'timeScale': 1.0, 'boostRemaining': 0.0, 'isBoosting': 0.0, 'elapsed_sec': 50.5,
+        'task_progress': 0.25, 'score': 0.0, 'propellant_left_kg': 239.0,
+        'propellant_used_kg': 1.0, 'completed': 0.0, 'rank': 0.0, 'penalty_count': 0.0,
+        'penalty_active': 0.0, 'best_lap_sec': 0.0, 'last_lap_end_sec': 0.0}
     assert len(report.status_arrays[1]) == len(mission.STATUS_FIELDS)
     # the interface's seven first, in its order
-    assert [name for name, _, _ in mission.STATUS_FIELDS[:mission.INTERFACE_FIELDS]] == [
+    assert list(mission.STATUS_NAMES[:mission.INTERFACE_FIELDS]) == [
         'sessionTime', 'lapCount', 'thisLapTime', 'section', 'timeScale', 'boostRemaining',
         'isBoosting']
     # completed: one lap, its time frozen at the completion
-    report = m.step(status('running', (True, True), 400.0, 50.0, 350.0),
-                    ranking(completed=(True, False), started=50.0), 1.0)
-    first = dict(zip((name for name, _, _ in mission.STATUS_FIELDS), report.status_arrays[0]))
-    assert (first['lapCount'], first['thisLapTime'], first['completed']) == (1.0, 200.0, 1.0)
-    # a race's simulator fills the race fields itself
-    m = Management()
-    report = m.step(status(race={'lapCount': 3, 'thisLapTime': 12.5, 'section': 4,
-                                 'boostRemaining': 2, 'isBoosting': 1}), None, 0.0)
-    assert report.status_arrays[0][1:7] == [3.0, 12.5, 4.0, 0.0, 2.0, 1.0]
+    done = ranking(completed=(True, False), started=50.0)
+    done['vehicles'][0]['rank'] = 1
+    report = m.step(status('running', (True, True), 400.0, 50.0, 350.0), done, 1.0)
+    first = values_of(report.status_arrays[0])
+    assert (first['lapCount'], first['thisLapTime'], first['completed'], first['rank']) == (
+        1.0, 200.0, 1.0, 1.0)
     # a scenario without a task has no limit; a ranking of another run is not used
     m = Management()
     report = m.step(status(task=None), ranking(completed=True, started=7.0), 0.0)
     assert report.status_arrays[0][mission.STATUS_INDEX['sessionTime']] == mission.NO_LIMIT
     assert report.status_arrays[0][mission.STATUS_INDEX['completed']] == 0.0
+
+
+RACE_TASK = {'kind': 'race', 'track': 'kart', 'laps': 2, 'time_limit_sec': 60.0,
+             'boosts': 3, 'boost_sec': 5.0}
+
+
+def kart(laps=(), t=0.0, finished=False, into=0.0, boosts=3, boosting=False, penalties=0,
+         active=False) -> dict:
+    """Return a kart's race as the simulator reports it (``kart_status``), laps of 20 s."""
+    ends = [3.0 + 20.0 * (i + 1) for i in range(len(laps))]
+    return {'sessionTime': max(0.0, 60.0 - t), 'lapCount': len(laps), 'thisLapTime': into,
+            'section': 1, 'boostRemaining': boosts, 'isBoosting': boosting,
+            'lapTimes': list(laps), 'sectionTimes': [[t / 2, t / 2] for t in laps],
+            'lapEnds': ends, 'currentSectionTimes': [],
+            'bestLap': min(laps) if laps else None, 'finished': finished,
+            'finishTime': ends[-1] if finished else None, 'boostsUsed': 3 - boosts,
+            'boostEndsIn': 0.0, 'penalties': {'count': penalties, 'active': active,
+                                              'offTrack': False, 'endsIn': 0.0},
+            'lateral': 0.5, 'events': {}, 'grid': 0}
+
+
+def race_status(phase='running', karts=(None, None), t=10.0, race_phase='running',
+                ut=None) -> dict:
+    """Return a management status of a two-kart race ``t`` s after its start (UT 100)."""
+    started = None if race_phase == 'grid' else 100.0
+    out = status(phase, (True, True), ut if ut is not None else 100.0 + t, started,
+                 0.0 if started is None else t, RACE_TASK)
+    for vehicle, race in zip(out['vehicles'], karts):
+        vehicle['race'] = race or kart(t=t)
+    out['race'] = {'phase': race_phase, 'elapsed': t, 'sessionTime': max(0.0, 60.0 - t),
+                   'track': 'kart', 'sections': 2, 'rules': RACE_TASK, 'events': {},
+                   'requests': {}}
+    return out
+
+
+def test_a_race_fills_the_status_array_from_the_simulators_race():
+    m = Management()
+    m.step(race_status(t=42.5), None, 0.0)
+    report = m.step(race_status(karts=(kart((19.5, 20.5), 43.0, into=0.0, boosts=1,
+                                            penalties=2, active=True),
+                                       kart((21.0,), 43.0, into=19.0, boosting=True)),
+                                t=43.0), None, 0.5)
+    one, two = (values_of(a) for a in report.status_arrays)
+    assert one == {'sessionTime': 17.0, 'lapCount': 2.0, 'thisLapTime': 0.0, 'section': 1.0,
+                   'timeScale': 1.0, 'boostRemaining': 1.0, 'isBoosting': 0.0,
+                   'elapsed_sec': 43.0, 'task_progress': 1.0, 'score': 0.0,
+                   'propellant_left_kg': 239.0, 'propellant_used_kg': 1.0, 'completed': 0.0,
+                   'rank': 1.0, 'penalty_count': 2.0, 'penalty_active': 1.0,
+                   'best_lap_sec': 19.5, 'last_lap_end_sec': 43.0}
+    assert (two['lapCount'], two['thisLapTime'], two['isBoosting'], two['task_progress'],
+            two['rank'], two['last_lap_end_sec']) == (1.0, 19.0, 1.0, 0.5, 2.0, 23.0)
+    # on the grid: the session's whole limit, no lap, every boost
+    grid = Management().step(race_status('held', t=0.0, race_phase='grid'), None, 0.0)
+    assert values_of(grid.status_arrays[0])['sessionTime'] == 60.0
+    assert [values_of(a)['rank'] for a in grid.status_arrays] == [1.0, 2.0]   # by number
+
+
+def test_a_race_ends_as_the_simulators_race_says():
+    m = Management()
+    # a ranking saying otherwise is not read: the simulator's race is the authority
+    wrong = ranking(completed=(True, True), started=100.0, scored=(True, True))
+    report = m.step(race_status(t=30.0), wrong, 0.0, BOTH)
+    assert report.state == mission.START
+    first = kart((20.0, 20.0), 43.0, finished=True)
+    report = m.step(race_status(karts=(first, kart((21.0,), 43.0))), None, 0.1, BOTH)
+    assert report.state == mission.LAP_COMPLETE and report.requests == []
+    assert report.vehicle_states == [mission.VEHICLE_FINISH, mission.VEHICLE_START]
+    both = (first, kart((21.0, 21.0), 45.0, finished=True))
+    report = m.step(race_status(karts=both, t=45.0, race_phase='over'), None, 0.2, BOTH)
+    assert report.state == mission.FINISH_ALL and report.requests == [{'cmd': 'finish'}]
+    assert report.vehicle_states == [mission.VEHICLE_FINISH] * 2
+    # the session ran out first: Finish, every vehicle Finish
+    m = Management()
+    m.step(race_status(karts=(first, None), t=59.9), None, 0.0, BOTH)
+    report = m.step(race_status(karts=(first, None), t=60.0, race_phase='over'), None, 0.1,
+                    BOTH)
+    assert report.state == mission.FINISH and report.requests == [{'cmd': 'finish'}]
+    assert report.vehicle_states == [mission.VEHICLE_FINISH] * 2
+    held = m.step(race_status('held', karts=(first, None), t=60.0, race_phase='over',
+                              ut=161.0), None, 0.2, BOTH)
+    assert held.state == mission.FINISH and held.requests == []
+
+
+def test_the_description_carries_the_race():
+    report = Management().step(race_status(karts=(kart((20.0,), 30.0), None), t=30.0),
+                               None, 0.0, BOTH)
+    description = report.mission
+    assert description['race']['phase'] == 'running' and description['task'] == RACE_TASK
+    assert description['vehicles'][0]['race']['lapTimes'] == [20.0]
+    assert description['vehicles'][1]['race']['lapCount'] == 0
+
+
+def test_awsim_cmd_forwards_a_changed_boost_command_and_drops_bad_input():
+    m = Management()
+    assert m.command(1, [1.0]) == 'the mission has no race'       # no answer yet
+    m.step(race_status(t=5.0), None, 0.0, BOTH)
+    assert (m.command(1, [0.0]), m.command(1, [0.0, 7.0]), m.command(1, [1.0])) == ('',) * 3
+    assert (m.command(2, [1.0]), m.command(1, [1.0])) == ('', '')
+    assert m.command(1, []) == 'an empty array'
+    assert m.command(2, [math.nan]) == m.command(2, [math.inf]) == \
+        'index 0 is not a finite number'
+    report = m.step(race_status(t=5.1), None, 0.1, BOTH)
+    assert report.requests == [{'cmd': 'boost', 'vehicle': 1, 'value': 0.0},
+                               {'cmd': 'boost', 'vehicle': 1, 'value': 1.0},
+                               {'cmd': 'boost', 'vehicle': 2, 'value': 1.0}]
+    assert dict(m.commands) == {'forwarded': 3, 'unchanged': 2, 'empty': 1, 'not_finite': 2,
+                                'no_race': 1}
+    assert m.dropped() == 4
+    # what the simulator made of them: counted, logged
+    for answer in ({'vehicle': 1, 'outcome': 'fired'}, {'vehicle': 1, 'outcome': 'ignored'},
+                   {'vehicle': 2, 'outcome': 'none_left'}):
+        m.boost_answered(answer)
+    assert (m.boosts['fired'], m.boosts_refused()) == (1, 1)
+    assert m.step(race_status(t=5.2), None, 0.2, BOTH).log == [
+        'vehicle 1 boost fired', 'vehicle 2 boost refused: none_left (1 refused so far)']
+    # a reset forgets the last values: a held 1.0 is sent again to the reset race
+    m.reset()
+    assert m.command(1, [1.0]) == ''
+    assert {'cmd': 'boost', 'vehicle': 1, 'value': 1.0} in m.step(
+        race_status(t=0.0, race_phase='grid'), None, 0.3, BOTH).requests
+    # a mission without a race sends none
+    plain = Management()
+    plain.step(status(), None, 0.0, BOTH)
+    assert plain.command(1, [1.0]) == 'the mission has no race'
+    assert plain.step(status(), None, 0.1, BOTH).requests == []
 
 
 @pytest.mark.parametrize('completed, elapsed, end', [
