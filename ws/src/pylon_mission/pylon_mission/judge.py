@@ -1,28 +1,45 @@
 """The race's judge without ROS: each kart's record in, a ranking and the result files out.
 
 The simulator counts laps, sections, boosts, penalties and collisions (its race, reported
-per vehicle on the management port); the judge ranks the karts and writes what the
-competition's simulator writes when a race ends (Finish or FinishAll):
+per vehicle on the management port and carried by the management's mission description);
+the judge ranks the karts and writes what the competition's simulator writes when a race
+ends (Finish or FinishAll):
 
-- ``d<N>-result-details.json`` for vehicle N: its laps, each lap's time and section times,
-  its best lap, total time, collisions, penalties and boosts used;
-- ``result-summary.json``: the ranking and the race's end.
+- ``d<N>-result-details.json`` for vehicle N: its rank, laps, each lap's time and section
+  times, its best lap, total time, collisions, penalties, boosts used and the race's event
+  counts (``details``);
+- ``result-summary.json``: the race's end, the lap target, the time limit and the ranking
+  (``summary``).
 
-Ranking (``rank``): more laps first; among equal laps, the earlier finish of the last
+``record(vehicle)`` makes a kart's ``KartRecord`` from its entry of the mission description
+(its ``race``: the simulator's, ``pylon_track.race``'s ``kart_status``): ``lapTimes``,
+``sectionTimes``, ``lapEnds`` (the race time of each counted lap's end: the last one is
+``total_time``), ``finished``, ``boostsUsed``, ``penalties.count`` (track-limit penalties)
+and ``events``; ``collisions`` when the simulator reports them (a list of events), else none.
+
+Ranking (``rank``): more laps first; among equal laps, the earlier end of the last
 completed lap (the race time at which it crossed the line: who got there first); karts with
 no completed lap by their vehicle number. Two karts on the same laps at the same time
 share no place: the lower vehicle number goes first (documented tie rule).
+
+``RaceJudge`` follows the mission description: ``ranking()`` is what the referee publishes
+(JSON), ``due()`` says once per race end (Finish or FinishAll) that the files are to be
+written; any other state in between (a reset, a new start) arms it again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import json
 import math
 from pathlib import Path
 
+from pylon_common import mission
+
 SUMMARY_FILE = 'result-summary.json'
+ENDS = (mission.FINISH, mission.FINISH_ALL)
+"""The management states at which a race's results are written."""
 
 
 def details_file(vehicle: int) -> str:
@@ -39,10 +56,11 @@ class KartRecord:
     lap_times: tuple[float, ...] = ()
     section_times: tuple[tuple[float, ...], ...] = ()   # per completed lap, in order
     collisions: tuple[dict, ...] = ()
-    penalties: tuple[dict, ...] = ()
+    penalties: int = 0               # track-limit penalties (exits off the track)
     boosts_used: int = 0
     finished: bool = False           # reached the lap target
     total_time: float | None = None  # race time at the end of its last completed lap
+    events: dict = field(default_factory=dict)    # the race's counts (invalid laps, ...)
 
     @property
     def laps(self) -> int:
@@ -53,6 +71,29 @@ class KartRecord:
     def best_lap(self) -> float | None:
         """Return the fastest completed lap (None: no lap)."""
         return min(self.lap_times) if self.lap_times else None
+
+
+def is_race(description: dict) -> bool:
+    """Tell whether a mission description is a race's (its task's kind)."""
+    return (description.get('task') or {}).get('kind') == 'race'
+
+
+def record(vehicle: dict) -> KartRecord:
+    """Return the record of a vehicle of the mission description (or the management status).
+
+    ``vehicle`` has ``vehicle``, ``name`` and ``race`` (the simulator's race of that kart).
+    """
+    race = vehicle['race']
+    ends = race.get('lapEnds') or ()
+    return KartRecord(
+        vehicle['vehicle'], vehicle.get('name', ''),
+        lap_times=tuple(float(t) for t in race.get('lapTimes', ())),
+        section_times=tuple(tuple(float(t) for t in lap)
+                            for lap in race.get('sectionTimes', ())),
+        collisions=tuple(race.get('collisions') or ()),
+        penalties=int((race.get('penalties') or {}).get('count', 0)),
+        boosts_used=int(race.get('boostsUsed', 0)), finished=bool(race.get('finished')),
+        total_time=float(ends[-1]) if ends else None, events=dict(race.get('events') or {}))
 
 
 def rank(records: Iterable[KartRecord]) -> list[KartRecord]:
@@ -75,21 +116,24 @@ def details(record: KartRecord, position: int) -> dict:
         'section_times_sec': [[_round(t) for t in lap] for lap in record.section_times],
         'best_lap_sec': _round(record.best_lap), 'total_time_sec': _round(record.total_time),
         'collisions': list(record.collisions), 'collision_count': len(record.collisions),
-        'penalties': list(record.penalties), 'penalty_count': len(record.penalties),
-        'boosts_used': record.boosts_used,
+        'penalty_count': record.penalties, 'boosts_used': record.boosts_used,
+        'events': dict(record.events),
     }
+
+
+def standings(records: Sequence[KartRecord]) -> list[dict]:
+    """Return the ranking's entries, first place first (rank, vehicle, laps, times)."""
+    return [{'rank': position, 'vehicle': r.vehicle, 'name': r.name, 'laps': r.laps,
+             'total_time_sec': _round(r.total_time), 'best_lap_sec': _round(r.best_lap),
+             'finished': r.finished}
+            for position, r in enumerate(rank(records), start=1)]
 
 
 def summary(records: Sequence[KartRecord], end: str, lap_target: int,
             time_limit_sec: float) -> dict:
     """Return the summary file (JSON-ready): the race's end and the ranking."""
-    return {
-        'end': end, 'lap_target': lap_target, 'time_limit_sec': time_limit_sec,
-        'ranking': [{'rank': position, 'vehicle': r.vehicle, 'name': r.name, 'laps': r.laps,
-                     'total_time_sec': _round(r.total_time), 'best_lap_sec': _round(r.best_lap),
-                     'finished': r.finished}
-                    for position, r in enumerate(rank(records), start=1)],
-    }
+    return {'end': end, 'lap_target': lap_target, 'time_limit_sec': time_limit_sec,
+            'ranking': standings(records)}
 
 
 def write(folder: Path, records: Sequence[KartRecord], end: str, lap_target: int,
@@ -106,3 +150,60 @@ def write(folder: Path, records: Sequence[KartRecord], end: str, lap_target: int
     path.write_text(json.dumps(summary(records, end, lap_target, time_limit_sec), indent=2)
                     + '\n', encoding='utf-8')
     return [*paths, path]
+
+
+class RaceJudge:
+    """The judge of a race over the management's mission description (module docstring)."""
+
+    def __init__(self) -> None:
+        """Start with no mission, armed."""
+        self.description: dict = {}
+        self.armed = True
+
+    def mission(self, description: dict) -> None:
+        """Take the management's mission description (a race's); a state not over arms."""
+        self.description = description
+        if description.get('state') not in ENDS:
+            self.armed = True
+
+    def records(self) -> list[KartRecord]:
+        """Return every kart's record now (the vehicles that have a race)."""
+        return [record(v) for v in self.description.get('vehicles', ()) if 'race' in v]
+
+    @property
+    def rules(self) -> dict:
+        """Return the task (the race's rules: ``laps``, ``time_limit_sec``, ...)."""
+        return self.description.get('task') or {}
+
+    def ranking(self) -> dict:
+        """Return the ranking (JSON-ready): the state, the race, every kart by place.
+
+        ``vehicles`` is ``details`` of every kart, first place first, each with its
+        ``key``, ``scored`` (every kart) and ``completed`` (the lap target reached), as
+        the rendezvous's ranking says them.
+        """
+        keys = {v['vehicle']: v.get('key', '') for v in self.description.get('vehicles', ())}
+        entries = [details(r, position) | {'key': keys.get(r.vehicle, ''), 'scored': True,
+                                           'completed': r.finished}
+                   for position, r in enumerate(rank(self.records()), start=1)]
+        state = self.description.get('state', '')
+        return {'kind': 'race', 'task': self.description.get('task'), 'state': state,
+                'started_ut': self.description.get('started_ut'),
+                'end': state if state in ENDS else None,
+                'lap_target': self.rules.get('laps'),
+                'time_limit_sec': self.rules.get('time_limit_sec'),
+                'vehicles': entries,
+                'all_completed': bool(entries) and all(e['finished'] for e in entries)}
+
+    def due(self) -> str | None:
+        """Return the race's end (Finish, FinishAll) once when the files are to be written."""
+        state = self.description.get('state')
+        if state in ENDS and self.armed and self.description.get('started_ut') is not None:
+            self.armed = False
+            return state
+        return None
+
+    def write(self, folder: Path, end: str) -> list[Path]:
+        """Write the result files of the race now into ``folder``; return their paths."""
+        return write(folder, self.records(), end, int(self.rules.get('laps', 0)),
+                     float(self.rules.get('time_limit_sec', 0.0)))

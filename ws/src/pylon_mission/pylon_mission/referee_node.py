@@ -1,14 +1,23 @@
-"""``referee``: scores every vehicle's task from ground truth, in the management domain.
+"""``referee``: scores every vehicle's task, in the management domain: a rendezvous, a race.
 
-It reads the management's mission description (``/admin/awsim/mission``: the task, the
-vehicles, the start) and, for each vehicle k, the ground truth its ``udp_bridge`` relays to
-the management domain under ``/d<k>/awsim/ground_truth``
-(``pylon_common.mission.ground_truth_topic``): the ``NearbyVessels`` (the target's position
-and velocity and the vehicle's own, one instant) and the ``FlightState`` (its
-``universal_time`` beside its stamp gives the game time of the vehicle's stamps).
-``referee.Referee`` scores them; the ranking goes on ``/admin/awsim/ranking`` (latched
-JSON, ``Referee.ranking``) when it changes, and, when the
+**A rendezvous** (from ground truth). It reads the management's mission description
+(``/admin/awsim/mission``: the task, the vehicles, the start) and, for each vehicle k, the
+ground truth its ``udp_bridge`` relays to the management domain under
+``/d<k>/awsim/ground_truth`` (``pylon_common.mission.ground_truth_topic``): the
+``NearbyVessels`` (the target's position and velocity and the vehicle's own, one instant)
+and the ``FlightState`` (its ``universal_time`` beside its stamp gives the game time of
+the vehicle's stamps). ``referee.Referee`` scores them; the ranking goes on
+``/admin/awsim/ranking`` (latched JSON, ``Referee.ranking``) when it changes, and, when the
 mission ends (Finish, FinishAll or Terminate), into ``results_path`` (JSON) and the log.
+
+**A race** (the description's task ``kind: race``): the simulator counts the laps, the
+description carries every kart's race, and ``judge.RaceJudge`` ranks them (laps, then the
+race time of the last lap's end); the ranking goes on ``/admin/awsim/ranking`` when it
+changes; at Finish and at FinishAll, once per race end (a reset, a new start arm it
+again), the judge's result files (``d<N>-result-details.json``, ``result-summary.json``)
+go into the folder of ``results_path``, the final ranking to ``results_path`` itself, and
+the ranking to the log. No ground truth is read for a race.
+
 With ``exit_on_finish`` it stops once it has written the results of an ended mission.
 No vehicle domain is touched: this node lives in the management domain only. Its status
 goes on ``/diagnostics`` there every second (``pylon_common.diagnostics``, hardware id the
@@ -28,11 +37,14 @@ from pylon_interfaces.msg import FlightState, NearbyVessels
 from rclpy.node import Node
 from std_msgs.msg import String
 
+from pylon_mission import judge
 from pylon_mission.referee import Referee
 
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter('results_path', '', 'write the ranking here (JSON) when the mission ends '
-                                  "(Finish, FinishAll, Terminate); '' writes nothing"),
+                                  '(Finish, FinishAll; a rendezvous also at Terminate); a '
+                                  "race's result files go into its folder; '' writes "
+                                  'nothing'),
     Parameter('exit_on_finish', False, 'stop the node once it wrote the results of an ended '
                                        'mission'),
     Parameter('publish_period_sec', 0.5, 's between two looks at the ranking (published when '
@@ -58,6 +70,8 @@ class RefereeNode(Node):
         super().__init__(topics.REFEREE)
         self.params = declare(self, PARAMETERS)
         self.referee = Referee()
+        self.judge = judge.RaceJudge()
+        self.race = False                       # the mission is a race (the judge's)
         self.offsets: dict[int, float] = {}     # stamp - UT of each vehicle's bridge
         self.vehicle_subs: dict[int, list] = {}
         self.published = ''
@@ -72,6 +86,13 @@ class RefereeNode(Node):
                                                        self._report)
 
     def _report(self) -> diagnostics.Report:
+        if self.race:
+            karts = self.judge.records()
+            values = {'vehicles': ','.join(str(r.vehicle) for r in karts),
+                      'kind': 'race', 'laps': ','.join(str(r.laps) for r in karts)}
+            return diagnostics.Report(diagnostics.OK, f'judging the race of {len(karts)} '
+                                      f"karts ({self.judge.description.get('state', '')})",
+                                      values)
         vehicles = sorted(self.vehicle_subs)
         values = {'vehicles': ','.join(map(str, vehicles)), 'timed': len(self.offsets),
                   'sampled': sum(1 for samples in self.referee.backlog.values() if samples)}
@@ -90,6 +111,13 @@ class RefereeNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f'mission description ignored: {exc}',
                                       throttle_duration_sec=5.0)
+            return
+        self.race = judge.is_race(description)
+        if self.race:
+            self.judge.mission(description)
+            end = self.judge.due()
+            if end is not None:
+                self._race_over(end)
             return
         self.referee.mission(description)
         for vehicle in self.referee.scored():
@@ -122,13 +150,48 @@ class RefereeNode(Node):
             self._tick()
 
     def _tick(self) -> None:
+        if self.race:
+            self._publish(self.judge.ranking())
+            return
         ranking = self.referee.ranking()
+        text = self._publish(ranking)
+        if ranking['state'] in mission.FINAL_STATES and text != self.written:
+            self._write(ranking, text)
+
+    def _publish(self, ranking: dict) -> str:
+        """Publish the ranking if it changed; return its text."""
         text = json.dumps(ranking, sort_keys=True)
         if text != self.published:
             self.pub.publish(String(data=text))
             self.published = text
-        if ranking['state'] in mission.FINAL_STATES and text != self.written:
-            self._write(ranking, text)
+        return text
+
+    def _race_over(self, end: str) -> None:
+        """Publish, log and write the race's final ranking and result files; stop if asked to."""
+        ranking = self.judge.ranking()
+        self._publish(ranking)
+        self.get_logger().info(f'race {end}: lap target {ranking["lap_target"]}, time limit '
+                               f'{ranking["time_limit_sec"]} s')
+        for entry in ranking['vehicles']:
+            best = entry['best_lap_sec']
+            self.get_logger().info(
+                f"rank {entry['rank']}: vehicle {entry['vehicle']} {entry['name']}: "
+                f"{entry['laps']} laps{' (finished)' if entry['finished'] else ''}, "
+                f"total {entry['total_time_sec']} s, best lap "
+                f"{'-' if best is None else f'{best:.3f} s'}, penalties "
+                f"{entry['penalty_count']}, boosts {entry['boosts_used']}")
+        path = self.params['results_path']
+        if path:
+            try:
+                files = self.judge.write(Path(path).parent, end)
+                Path(path).write_text(json.dumps(ranking, indent=2, sort_keys=True) + '\n',
+                                      encoding='utf-8')
+                self.get_logger().info(f'results written to {path} and '
+                                       f'{", ".join(f.name for f in files)} beside it')
+            except OSError as exc:
+                self.get_logger().error(f'cannot write the results to {path}: {exc}')
+        if self.params['exit_on_finish']:
+            node_main.request_stop()
 
     def _write(self, ranking: dict, text: str) -> None:
         """Log the final ranking; write it to ``results_path``; stop if asked to."""
