@@ -22,6 +22,7 @@ setup(
         'console_scripts': [
             'kart_driver = pylon_testing.kart_driver:main',
             'latched_publisher = pylon_testing.latched_publisher:main',
+            'wheel_driver = pylon_testing.wheel_driver:main',
             'wrench_client = pylon_testing.wrench_client:main',
         ],
     },
