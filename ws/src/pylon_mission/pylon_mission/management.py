@@ -247,6 +247,7 @@ class Management:
         vehicles = self.status['vehicles']
         sessions = list(sessions) + [None] * (len(vehicles) - len(sessions))
         if 'race' in self.status:             # the simulator's race is the authority
+            ranking = None
             completed = {v['vehicle']: bool(v['race']['finished']) for v in vehicles}
             places = _race_places(vehicles)
         else:
@@ -257,8 +258,7 @@ class Management:
         report.state = self.state = self._next_state(completed, wall, report)
         report.vehicle_states = [self._vehicle_state(v, s, completed)
                                  for v, s in zip(vehicles, sessions)]
-        report.status_arrays = [self._status_array(v, ranking if 'race' not in self.status
-                                                   else None, places) for v in vehicles]
+        report.status_arrays = [self._status_array(v, ranking, places) for v in vehicles]
         report.mission = self._description(report.vehicle_states)
         report.log += self._log
         self._log = []
