@@ -241,6 +241,7 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
         assert values['best_lap_sec'] == pytest.approx(race_k['lapTimes'][0], rel=F32)
         assert values['score'] == pytest.approx(TIME_LIMIT_SEC - race_k['finishTime'],
                                                 rel=F32)
+        assert values['collision_count'] == race_k['collisions'] == 0     # lanes 3 m apart
     # the ranking and the judge's files: laps, then who ended the last lap first
     summary, details = results(path, mission.FINISH_ALL, admin)
     assert (summary['lap_target'], summary['time_limit_sec']) == (1, TIME_LIMIT_SEC)

@@ -195,6 +195,8 @@ STATUS_FIELDS = (
     ('last_lap_end_sec', 's of race time at which its last lap ended (0: none yet)', '0',
      'the race time its last counted lap ended (what the ranking compares among equal '
      'laps)'),
+    ('collision_count', 'collisions it began since the start (or the last reset)',
+     '0 (no contact in orbit)', "the race's count (the contact model's events)"),
 )
 """The fixed index table of the status array: index i is ``STATUS_FIELDS[i]`` (name,
 meaning, its value in the rendezvous, its value in a race). Indices 0-6 are the

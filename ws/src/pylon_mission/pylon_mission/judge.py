@@ -14,8 +14,9 @@ ends (Finish or FinishAll):
 ``record(vehicle)`` makes a kart's ``KartRecord`` from its entry of the mission description
 (its ``race``: the simulator's, ``pylon_track.race``'s ``kart_status``): ``lapTimes``,
 ``sectionTimes``, ``lapEnds`` (the race time of each counted lap's end: the last one is
-``total_time``), ``finished``, ``boostsUsed``, ``penalties.count`` (track-limit penalties)
-and ``events``; ``collisions`` when the simulator reports them (a list of events), else none.
+``total_time``), ``finished``, ``boostsUsed``, ``penalties.count`` (track-limit penalties),
+``events`` and ``collisionLog`` (each collision the kart began: its race time ``at``, game
+time ``ut``, the other party ``with``, approach ``speed`` and ``impulse``).
 
 Ranking (``rank``): more laps first; among equal laps, the earlier end of the last
 completed lap (the race time at which it crossed the line: who got there first); karts with
@@ -55,7 +56,7 @@ class KartRecord:
     name: str
     lap_times: tuple[float, ...] = ()
     section_times: tuple[tuple[float, ...], ...] = ()   # per completed lap, in order
-    collisions: tuple[dict, ...] = ()
+    collisions: tuple[dict, ...] = ()    # the simulator's collision log of the kart
     penalties: int = 0               # track-limit penalties (exits off the track)
     boosts_used: int = 0
     finished: bool = False           # reached the lap target
@@ -90,7 +91,7 @@ def record(vehicle: dict) -> KartRecord:
         lap_times=tuple(float(t) for t in race.get('lapTimes', ())),
         section_times=tuple(tuple(float(t) for t in lap)
                             for lap in race.get('sectionTimes', ())),
-        collisions=tuple(race.get('collisions') or ()),
+        collisions=tuple(race.get('collisionLog') or ()),
         penalties=int((race.get('penalties') or {}).get('count', 0)),
         boosts_used=int(race.get('boostsUsed', 0)), finished=bool(race.get('finished')),
         total_time=float(ends[-1]) if ends else None, events=dict(race.get('events') or {}))

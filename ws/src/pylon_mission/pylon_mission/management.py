@@ -373,6 +373,7 @@ class Management:
             'penalty_active': bool(penalties.get('active')),
             'best_lap_sec': race.get('bestLap') or 0.0,
             'last_lap_end_sec': ends[-1] if ends else 0.0,
+            'collision_count': race.get('collisions', 0),
         }
 
     def _task_values(self, vehicle: dict, ranking: dict | None) -> dict:
@@ -394,7 +395,7 @@ class Management:
             'score': float(scored.get('score', 0.0)),
             'completed': done,
             'penalty_count': 0.0, 'penalty_active': 0.0, 'best_lap_sec': 0.0,
-            'last_lap_end_sec': 0.0,
+            'last_lap_end_sec': 0.0, 'collision_count': 0.0,
         }
 
     def time_scale(self) -> float:

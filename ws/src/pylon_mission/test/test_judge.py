@@ -66,12 +66,12 @@ def description(state, *karts, started=100.0) -> dict:
 
 def test_a_record_is_the_simulators_race_of_the_kart():
     record = judge.record({'vehicle': 2, 'name': 'Kart 2', 'race': kart(
-        (20.0, 19.5), (23.0, 42.5), True, penalties=1, boosts_used=2,
-        collisions=[{'ut': 5.0, 'other': 'boulder'}])})
+        (20.0, 19.5), (23.0, 42.5), True, penalties=1, boosts_used=2, collisions=1,
+        collisionLog=[{'at': 5.0, 'with': 'boulder', 'speed': 3.1, 'impulse': 300.0}])})
     assert record == KartRecord(2, 'Kart 2', (20.0, 19.5), ((10.0, 10.0), (9.75, 9.75)),
-                                ({'ut': 5.0, 'other': 'boulder'},), 1, 2, True, 42.5,
-                                {'off_track': 1})
-    # no collisions reported (not by this simulator yet): none; no lap: no time
+                                ({'at': 5.0, 'with': 'boulder', 'speed': 3.1,
+                                  'impulse': 300.0},), 1, 2, True, 42.5, {'off_track': 1})
+    # no collision log (a simulator without one): none; no lap: no time
     assert judge.record({'vehicle': 1, 'race': kart()}) == KartRecord(1, '')
 
 

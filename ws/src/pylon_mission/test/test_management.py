@@ -101,7 +101,8 @@ def test_the_status_array_follows_the_index_table():
         'timeScale': 1.0, 'boostRemaining': 0.0, 'isBoosting': 0.0, 'elapsed_sec': 50.5,
         'task_progress': 0.25, 'score': 0.0, 'propellant_left_kg': 239.0,
         'propellant_used_kg': 1.0, 'completed': 0.0, 'rank': 0.0, 'penalty_count': 0.0,
-        'penalty_active': 0.0, 'best_lap_sec': 0.0, 'last_lap_end_sec': 0.0}
+        'penalty_active': 0.0, 'best_lap_sec': 0.0, 'last_lap_end_sec': 0.0,
+        'collision_count': 0.0}
     assert len(report.status_arrays[1]) == len(mission.STATUS_FIELDS)
     # the interface's seven first, in its order
     assert list(mission.STATUS_NAMES[:mission.INTERFACE_FIELDS]) == [
@@ -137,7 +138,8 @@ def kart(laps=(), t=0.0, finished=False, into=0.0, boosts=3, boosting=False, pen
             'finishTime': ends[-1] if finished else None, 'boostsUsed': 3 - boosts,
             'boostEndsIn': 0.0, 'penalties': {'count': penalties, 'active': active,
                                               'offTrack': False, 'endsIn': 0.0},
-            'lateral': 0.5, 'events': {}, 'grid': 0}
+            'lateral': 0.5, 'events': {}, 'grid': 0, 'collisions': 1 if penalties else 0,
+            'collisionLog': []}
 
 
 def race_status(phase='running', karts=(None, None), t=10.0, race_phase='running',
@@ -167,7 +169,7 @@ def test_a_race_fills_the_status_array_from_the_simulators_race():
                    'elapsed_sec': 43.0, 'task_progress': 1.0, 'score': 0.0,
                    'propellant_left_kg': 239.0, 'propellant_used_kg': 1.0, 'completed': 0.0,
                    'rank': 1.0, 'penalty_count': 2.0, 'penalty_active': 1.0,
-                   'best_lap_sec': 19.5, 'last_lap_end_sec': 43.0}
+                   'best_lap_sec': 19.5, 'last_lap_end_sec': 43.0, 'collision_count': 1.0}
     assert (two['lapCount'], two['thisLapTime'], two['isBoosting'], two['task_progress'],
             two['rank'], two['last_lap_end_sec']) == (1.0, 19.0, 1.0, 0.5, 2.0, 23.0)
     # on the grid: the session's whole limit, no lap, every boost
