@@ -316,10 +316,12 @@ MISSION_TOPICS: tuple[Topic, ...] = (
     Topic('awsim/status', '/awsim/status', _STATUS, 'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES,
           GLOBAL, f"{_INTERFACE}; {NO_SPEC}; in each vehicle domain, that vehicle's "
           '(pylon_common.mission)'),
-    Topic('awsim/cmd', '/awsim/cmd', _STATUS, 'COMMAND', SIM_MANAGER, SUBSCRIBES, GLOBAL,
+    Topic('awsim/cmd', '/awsim/cmd', _STATUS, 'SENSOR_READER', SIM_MANAGER, SUBSCRIBES,
+          GLOBAL,
           f"{_INTERFACE} (its later revision); index 0 the boost command (a rising edge to "
-          f'>= 1.0 fires one), forwarded to the race when it changes; {NO_REPLAY}; in each '
-          "vehicle domain, that vehicle's"),
+          '>= 1.0 fires one), forwarded to the race when it changes; read Best Effort, so '
+          "that a team's Reliable or Best Effort publisher reaches it; in each vehicle "
+          "domain, that vehicle's"),
 )
 """What the mission management and the referee publish and subscribe to (pylon_mission)."""
 

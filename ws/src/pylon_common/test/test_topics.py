@@ -171,7 +171,7 @@ def test_the_mission_uses_the_interfaces_names_and_types():
         '/admin/awsim/reset': ('std_msgs/msg/Empty', 'COMMAND'),
         '/awsim/state': ('std_msgs/msg/String', 'LATCHED'),
         '/awsim/status': ('std_msgs/msg/Float32MultiArray', 'DEFAULT_STREAM'),
-        '/awsim/cmd': ('std_msgs/msg/Float32MultiArray', 'COMMAND'),
+        '/awsim/cmd': ('std_msgs/msg/Float32MultiArray', 'SENSOR_READER'),
     }
     rows = {topics.name(row.key): (row.type, row.qos) for row in topics.MISSION_TOPICS}
     assert {name: rows[name] for name in interface} == interface

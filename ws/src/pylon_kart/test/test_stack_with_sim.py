@@ -61,6 +61,15 @@ def unwrap(values, period):
     return np.concatenate([[values[0]], values[0] + np.cumsum(steps)])
 
 
+def set_initial_pose(rec, client) -> str:
+    """Call /set_initial_pose as the competition's orchestrator does; return its message."""
+    rec.until(client.service_is_ready, 'the /set_initial_pose service')
+    future = client.call_async(Trigger.Request())
+    rec.until(future.done, 'the answer of /set_initial_pose')
+    assert future.result().success
+    return future.result().message
+
+
 def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_node):
     rec = TopicRecorder(ros_node)
     rec.add('mode', topics.name('kart/control_mode'), ControlModeReport, LATCHED)
@@ -73,16 +82,8 @@ def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_
     start = rec.wait_for('truth', what='ground truth')
     rec.until(lambda: mode.get_subscription_count() > 0, 'the mode topic subscriber')
     x0, y0, _ = TRACK.grid_pose(0)
-    set_initial_pose = ros_node.create_client(Trigger, topics.name('stack/set_initial_pose'))
-
-    def initial_pose() -> str:
-        """Call /set_initial_pose as the competition's orchestrator does; return its message."""
-        rec.until(set_initial_pose.service_is_ready, 'the /set_initial_pose service')
-        future = set_initial_pose.call_async(Trigger.Request())
-        rec.until(future.done, 'the answer of /set_initial_pose')
-        assert future.result().success
-        return future.result().message
-    assert f'({x0:.2f}, {y0:.2f}) m' in initial_pose()
+    client = ros_node.create_client(Trigger, topics.name('stack/set_initial_pose'))
+    assert f'({x0:.2f}, {y0:.2f}) m' in set_initial_pose(rec, client)
     since = rec.mark()
     mode.publish(Bool(data=True))                  # as the competition's orchestrator does
     rec.wait_for('mode', lambda m: m.mode == ControlModeReport.AUTONOMOUS, since,
@@ -135,7 +136,7 @@ def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_
     # grid slot, behind the kart
     rec.until(lambda: progress() >= LAPS * TRACK.length + 15.0, '15 m into lap 3')
     after = rec.mark()
-    initial_pose()
+    set_initial_pose(rec, client)
     rec.wait_for('odom', lambda m: math.dist((m.pose.pose.position.x, m.pose.pose.position.y),
                                              (x0, y0)) < 0.5, after,
                  'the estimate back on the grid slot')

@@ -354,49 +354,9 @@ class Management:
                   'propellant_left_kg': vehicle['propellant_kg'],
                   'propellant_used_kg': vehicle['propellant_used_kg']}
         race = vehicle.get('race')
-        values.update(self._race_values(race) if race is not None else
-                      self._task_values(vehicle, ranking))
+        values.update(race_values(race, self.status['race']) if race is not None else
+                      task_values(vehicle, ranking, self.status))
         return [float(values[name]) for name in mission.STATUS_NAMES]
-
-    def _race_values(self, race: dict) -> dict:
-        """Return a kart's values of the status array from its ``race`` (the simulator's)."""
-        rules = self.status['race']['rules']
-        ends, finish = race.get('lapEnds') or (), race.get('finishTime')
-        penalties = race.get('penalties') or {}
-        return {
-            **{name: race[name] for name in mission.RACE_FIELDS},
-            'elapsed_sec': self.status['race']['elapsed'],
-            'task_progress': min(1.0, race['lapCount'] / rules['laps']),
-            'score': rules['time_limit_sec'] - finish if finish is not None else 0.0,
-            'completed': race['finished'],
-            'penalty_count': penalties.get('count', 0),
-            'penalty_active': bool(penalties.get('active')),
-            'best_lap_sec': race.get('bestLap') or 0.0,
-            'last_lap_end_sec': ends[-1] if ends else 0.0,
-            'collision_count': race.get('collisions', 0),
-        }
-
-    def _task_values(self, vehicle: dict, ranking: dict | None) -> dict:
-        """Return a vehicle's values of the status array without a race (the rendezvous's)."""
-        status = self.status
-        task = status.get('task')
-        limit = task['time_limit_sec'] if task is not None else None
-        scored = _ranked(ranking).get(vehicle['vehicle'], {})
-        done = bool(scored.get('completed'))
-        return {
-            'sessionTime': mission.NO_LIMIT if limit is None else
-            max(0.0, limit - status['elapsed']),
-            'lapCount': 1.0 if done else 0.0,
-            'thisLapTime': float(scored.get('completion_time_sec') or 0.0) if done else
-            status['elapsed'],
-            'section': 0.0, 'boostRemaining': 0.0, 'isBoosting': 0.0,
-            'elapsed_sec': status['elapsed'],
-            'task_progress': float(scored.get('progress', 0.0)),
-            'score': float(scored.get('score', 0.0)),
-            'completed': done,
-            'penalty_count': 0.0, 'penalty_active': 0.0, 'best_lap_sec': 0.0,
-            'last_lap_end_sec': 0.0, 'collision_count': 0.0,
-        }
 
     def time_scale(self) -> float:
         """Return game seconds per wall second over the last second (0 before two samples)."""
@@ -419,6 +379,50 @@ class Management:
                                                   'propellant_used_kg', 'race') if key in v}
                          | {'state': state} for v, state in zip(status['vehicles'], states)],
         }
+
+
+def race_values(race: dict, whole: dict) -> dict:
+    """Return a kart's values of the status array from its ``race`` (the simulator's).
+
+    ``whole`` is the simulator's race (its rules and clock).
+    """
+    rules = whole['rules']
+    ends, finish = race.get('lapEnds') or (), race.get('finishTime')
+    penalties = race.get('penalties') or {}
+    return {
+        **{name: race[name] for name in mission.RACE_FIELDS},
+        'elapsed_sec': whole['elapsed'],
+        'task_progress': min(1.0, race['lapCount'] / rules['laps']),
+        'score': rules['time_limit_sec'] - finish if finish is not None else 0.0,
+        'completed': race['finished'],
+        'penalty_count': penalties.get('count', 0),
+        'penalty_active': bool(penalties.get('active')),
+        'best_lap_sec': race.get('bestLap') or 0.0,
+        'last_lap_end_sec': ends[-1] if ends else 0.0,
+        'collision_count': race.get('collisions', 0),
+    }
+
+
+def task_values(vehicle: dict, ranking: dict | None, status: dict) -> dict:
+    """Return a vehicle's values of the status array without a race (the rendezvous's)."""
+    task = status.get('task')
+    limit = task['time_limit_sec'] if task is not None else None
+    scored = _ranked(ranking).get(vehicle['vehicle'], {})
+    done = bool(scored.get('completed'))
+    return {
+        'sessionTime': mission.NO_LIMIT if limit is None else
+        max(0.0, limit - status['elapsed']),
+        'lapCount': 1.0 if done else 0.0,
+        'thisLapTime': float(scored.get('completion_time_sec') or 0.0) if done else
+        status['elapsed'],
+        'section': 0.0, 'boostRemaining': 0.0, 'isBoosting': 0.0,
+        'elapsed_sec': status['elapsed'],
+        'task_progress': float(scored.get('progress', 0.0)),
+        'score': float(scored.get('score', 0.0)),
+        'completed': done,
+        'penalty_count': 0.0, 'penalty_active': 0.0, 'best_lap_sec': 0.0,
+        'last_lap_end_sec': 0.0, 'collision_count': 0.0,
+    }
 
 
 def _settled(vehicle: dict) -> bool:
