@@ -193,6 +193,9 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
                              name=f'wheel_driver_{k}', env={'ROS_DOMAIN_ID': str(stack.domain(k))})
                for k, (vessel, spin) in enumerate(zip(vessels, SPINS), start=1)]
     admin = admin_view(ros_node_in(stack.base))
+    for k in (1, 2):
+        admin.add(f'on_collision/{k}', topics.name('admin/on_collision', id=str(k)), Bool,
+                  STREAM)
     karts = [kart_view(ros_node_in(stack.domain(k))) for k in (1, 2)]
     grid = ready(admin)
     assert [v['race']['lapCount'] for v in grid['vehicles']] == [0, 0]
@@ -242,6 +245,9 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
         assert values['score'] == pytest.approx(TIME_LIMIT_SEC - race_k['finishTime'],
                                                 rel=F32)
         assert values['collision_count'] == race_k['collisions'] == 0     # lanes 3 m apart
+        # the organisers' on_collision: every poll, never true without a collision
+        said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
+        assert len(said) >= 20 and not any(said)
     # the ranking and the judge's files: laps, then who ended the last lap first
     summary, details = results(path, mission.FINISH_ALL, admin)
     assert (summary['lap_target'], summary['time_limit_sec']) == (1, TIME_LIMIT_SEC)

@@ -310,6 +310,11 @@ MISSION_TOPICS: tuple[Topic, ...] = (
     Topic('admin/vehicle_status', mission.in_management('{id}', '/awsim/status'), _STATUS,
           'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES, GLOBAL,
           f"vehicle <id>'s /awsim/status mirrored; {NO_SPEC}; {_ADMIN}"),
+    Topic('admin/on_collision',
+          mission.in_management('{id}', mission.GROUND_TRUTH + '/on_collision'),
+          'std_msgs/msg/Bool', 'DEFAULT_STREAM', SIM_MANAGER, PUBLISHES, GLOBAL,
+          f"{_INTERFACE} (ground truth); vehicle <id>'s, every poll of the simulator: true "
+          f"when a collision of the kart began since the last (a race's); {_ADMIN}"),
     Topic('awsim/state', '/awsim/state', _MISSION, 'LATCHED', SIM_MANAGER, PUBLISHES,
           GLOBAL, f"{_INTERFACE}; {LATE_JOINER}; {_EVERY_SECOND}; in each vehicle domain, "
           "that vehicle's (pylon_common.mission)", (RENDEZVOUS_CHASER,)),

@@ -91,6 +91,7 @@ class Report:
     requests: list[dict] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     respawned: bool = False      # UT went back (a reset): every vehicle from Spawned
+    collided: list[bool] = field(default_factory=list)   # a collision began since the last
 
 
 class Management:
@@ -131,6 +132,7 @@ class Management:
         self.all_ready_ut: float | None = None     # UT every vehicle was Ready since
         self.run_since: float | None = None        # wall time this run began (ready timeout)
         self.boost_command: dict[int, float] = {}  # the value last forwarded, per vehicle
+        self.collisions: dict[int, int] = {}       # each kart's collisions at the last step
 
     # -- requests from the management topics ----------------------------------------------------
     def start(self) -> bool:
@@ -259,6 +261,7 @@ class Management:
         report.vehicle_states = [self._vehicle_state(v, s, completed)
                                  for v, s in zip(vehicles, sessions)]
         report.status_arrays = [self._status_array(v, ranking, places) for v in vehicles]
+        report.collided = [self._collided(v) for v in vehicles]
         report.mission = self._description(report.vehicle_states)
         report.log += self._log
         self._log = []
@@ -357,6 +360,13 @@ class Management:
         values.update(race_values(race, self.status['race']) if race is not None else
                       task_values(vehicle, ranking, self.status))
         return [float(values[name]) for name in mission.STATUS_NAMES]
+
+    def _collided(self, vehicle: dict) -> bool:
+        """Tell whether a collision of the vehicle began since the last step (a race's)."""
+        count = int((vehicle.get('race') or {}).get('collisions', 0))
+        before = self.collisions.get(vehicle['vehicle'], 0)
+        self.collisions[vehicle['vehicle']] = count
+        return count > before
 
     def time_scale(self) -> float:
         """Return game seconds per wall second over the last second (0 before two samples)."""

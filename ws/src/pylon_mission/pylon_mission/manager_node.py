@@ -89,8 +89,9 @@ def active_session(msg: VesselLifecycle) -> Session | None:
 class VehicleOutlet:
     """Vehicle k's node in its own domain (state, status, lifecycle, commands), and mirrors.
 
-    ``mirrors`` are the management domain's publishers of its state and status;
-    ``on_command(vehicle, data)`` takes each ``/awsim/cmd`` array.
+    ``mirrors`` are the management domain's publishers of its state and status, and of its
+    ``on_collision`` (``collision``); ``on_command(vehicle, data)`` takes each
+    ``/awsim/cmd`` array.
     """
 
     def __init__(self, vehicle: int, domain: int, topic_prefix: str,
@@ -108,6 +109,7 @@ class VehicleOutlet:
         self.statuses = (self.node.create_publisher(
             Float32MultiArray, topics.name('awsim/status'), topics.qos('awsim/status')),
             mirrors[1])
+        self.collision = mirrors[2]
         self.lifecycle_topic = topics.name('lifecycle', topic_prefix)
         # depth 1: only the newest lifecycle counts, so one look per poll takes it
         self.lifecycle = self.node.create_subscription(
@@ -219,13 +221,18 @@ class SimManager(Node):
             f'{base}, vehicles in domains {[o.domain for o in self.outlets]}')
 
     def _mirrors(self, vehicle: int) -> tuple:
-        """Return the management domain's publishers of vehicle k's state and status."""
+        """Return the management domain's publishers of vehicle k's state and status.
+
+        And of its ``on_collision`` (ground truth: the management domain only).
+        """
         k = str(vehicle)
         return (self.create_publisher(String, topics.name('admin/vehicle_state', id=k),
                                       topics.qos('admin/vehicle_state')),
                 self.create_publisher(Float32MultiArray,
                                       topics.name('admin/vehicle_status', id=k),
-                                      topics.qos('admin/vehicle_status')))
+                                      topics.qos('admin/vehicle_status')),
+                self.create_publisher(Bool, topics.name('admin/on_collision', id=k),
+                                      topics.qos('admin/on_collision')))
 
     def _report(self) -> diagnostics.Report:
         m = self.management
@@ -294,6 +301,8 @@ class SimManager(Node):
                 now, self.params['state_republish_sec'], report.respawned)
             if said:
                 self.get_logger().info(f'vehicle {outlet.vehicle} {said}')
+            if k < len(report.collided):
+                outlet.collision.publish(Bool(data=report.collided[k]))
         self._maybe_exit(report.state)
 
     def _replies(self) -> dict | None:

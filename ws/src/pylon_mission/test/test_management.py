@@ -373,3 +373,18 @@ def test_the_mission_description_names_every_vehicle_and_the_task():
 ])
 def test_vehicle_states_are_said_in_order(last, new, said):
     assert mission.states_on_the_way(last, new) == said
+
+
+def test_on_collision_says_true_once_for_each_poll_a_collision_began_in():
+    m = Management()
+
+    def collided(*counts):
+        karts = [dict(kart(t=10.0), collisions=n) for n in counts]
+        return m.step(race_status(karts=karts), None, 0.0, BOTH).collided
+    assert collided(0, 0) == [False, False]
+    assert collided(1, 0) == [True, False]          # kart 1's first collision began
+    assert collided(1, 0) == [False, False]         # nothing new: false again
+    assert collided(3, 1) == [True, True]           # two more of kart 1's, kart 2's first
+    assert collided(0, 0) == [False, False]         # a reset: counts start again
+    assert collided(1, 0) == [True, False]
+    assert Management().step(status(), None, 0.0).collided == [False, False]   # no race
