@@ -141,6 +141,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
                                   _node_parameters('pylon_kart.localizer_node')),
     'trajectory-publisher-parameters': ('ws/src/pylon_kart/README.md',
                                         _node_parameters('pylon_kart.trajectory_node')),
+    'race-view-parameters': ('ws/src/pylon_kart/README.md',
+                             _node_parameters('pylon_kart.race_view_node')),
     'pure-pursuit-parameters': ('ws/src/pylon_kart/README.md',
                                 _node_parameters('pylon_kart.pure_pursuit_node')),
     'viewer-parameters': ('ws/src/pylon_tools/README.md',

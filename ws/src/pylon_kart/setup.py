@@ -27,5 +27,6 @@ setup(
         'trajectory_publisher = pylon_kart.trajectory_node:main',
         'pure_pursuit = pylon_kart.pure_pursuit_node:main',
         'kart_trajectory = pylon_kart.trajectory:main',
+        'race_view = pylon_kart.race_view_node:main',
     ]},
 )

@@ -63,6 +63,7 @@ KART_INTERFACE = 'kart_interface'
 KART_LOCALIZER = 'kart_localizer'
 TRAJECTORY_PUBLISHER = 'trajectory_publisher'
 PURE_PURSUIT = 'pure_pursuit'
+RACE_VIEW = 'race_view'
 
 DEFAULT_TOPIC_PREFIX = '/ksp_vessel'
 DEFAULT_BRIDGE_PREFIX = '/pylon'
@@ -416,8 +417,26 @@ pure_pursuit) owns; it also writes the kart's ``control_cmd`` and ``/tf`` and re
 ``velocity_status``."""
 
 
+_VIEW = "the organisers' view (management domain, map frame, for viewers); our extension"
+
+RACE_VIEW_TOPICS: tuple[Topic, ...] = (
+    Topic('race/course_markers', '/race/course_markers', 'visualization_msgs/msg/MarkerArray',
+          'LATCHED', RACE_VIEW, PUBLISHES, GLOBAL,
+          f"{_VIEW}; the track's edges, centreline and start line (line strips); "
+          f'{LATE_JOINER}'),
+    Topic('race/kart_markers', '/race/kart_markers', 'visualization_msgs/msg/MarkerArray',
+          'DEFAULT_STREAM', RACE_VIEW, PUBLISHES, GLOBAL,
+          f'{_VIEW}; every kart from its ground truth (a box and a label: place, laps, lap '
+          f'time, boosts); {NO_SPEC}'),
+)
+"""What the race's live view (pylon_kart's ``race_view``) publishes in the management domain;
+it reads every kart's relayed ground truth (``/d<N>/awsim/ground_truth/...``) and mirrored
+status there."""
+
+
 TOPICS: dict[str, Topic] = {row.key: row for row in BRIDGE_TOPICS + NODE_TOPICS
-                            + MISSION_TOPICS + KART_TOPICS + STACK_TOPICS}
+                            + MISSION_TOPICS + KART_TOPICS + STACK_TOPICS
+                            + RACE_VIEW_TOPICS}
 """Every topic and service of the workspace, by key."""
 
 GROUND_TRUTH_KEYS = frozenset(row.key for row in BRIDGE_TOPICS if row.ground_truth)

@@ -11,7 +11,7 @@ def test_every_row_names_a_real_type_a_profile_and_an_owner():
              topics.ROBOT_STATE_PUBLISHER, topics.SIM_MANAGER, topics.REFEREE,
              topics.RENDEZVOUS_CHASER, topics.VIEWER, topics.PYLON_RECORDER,
              topics.KART_INTERFACE, topics.KART_LOCALIZER, topics.TRAJECTORY_PUBLISHER,
-             topics.PURE_PURSUIT}
+             topics.PURE_PURSUIT, topics.RACE_VIEW}
     for key, row in topics.TOPICS.items():
         assert row.key == key
         assert topics.message_class(key).__name__ == row.type.rsplit('/', 1)[1]
@@ -31,10 +31,20 @@ def test_one_latched_profile_for_every_latched_state():
                        'simulator/universal_time', 'admin/state', 'admin/mission',
                        'admin/ranking', 'admin/vehicle_state', 'awsim/state',
                        'kart/control_mode', 'kart/gear_status',
-                       'stack/trajectory', 'stack/trajectory_path', 'stack/course_markers'}
+                       'stack/trajectory', 'stack/trajectory_path', 'stack/course_markers',
+                       'race/course_markers'}
     depth_one_transient = [name for name, p in qos.PROFILES.items()
                            if p.durability == qos.TRANSIENT_LOCAL and p.depth == 1]
     assert sorted(depth_one_transient) == ['LATCHED', 'TF_STATIC']
+
+
+def test_the_race_view_publishes_in_the_management_domain_for_viewers():
+    assert set(topics.published_by(topics.RACE_VIEW)) == {'race/course_markers',
+                                                          'race/kart_markers'}
+    for key in topics.published_by(topics.RACE_VIEW):
+        row = topics.topic(key)
+        assert row.name.startswith('/race/') and row.namespace == topics.GLOBAL
+        assert row.type == 'visualization_msgs/msg/MarkerArray'
 
 
 def test_the_kart_serves_the_competitions_names_and_types():
