@@ -28,6 +28,7 @@ import math
 from pathlib import Path
 import signal
 import sys
+import threading
 import time
 
 from pylon_common import topics
@@ -40,22 +41,51 @@ ENGAGE_RETRY_SEC = 2.0           # wall time between two AUTONOMOUS requests whi
 DRIVING_FROM_M = 20.0            # cross-track figures once this far from the grid slot
 SPIN_SEC = 0.1
 SOURCE = 'localizer estimate (/localization/kinematic_state)'
+SET_INITIAL_POSE = '/set_initial_pose'
+"""The competition's service (``std_srvs/srv/Trigger``) its orchestrator calls before it asks
+for AUTONOMOUS: the localizer starts again at the kart's grid slot."""
+
+
+def _trigger_type():
+    """Return ``std_srvs/srv/Trigger`` (None where std_srvs is not installed)."""
+    try:
+        from std_srvs.srv import Trigger
+    except ImportError:
+        return None
+    return Trigger
 
 
 class KartPilot:
-    """The demo's ROS node: the mode report and the estimate in, the mode request out."""
+    """The demo's ROS node: the mode report and the estimate in, the mode request out.
 
-    def __init__(self) -> None:
-        """Create the node, its subscriptions and the mode publisher."""
+    In a context of its own on ROS domain ``domain`` (None: the environment's). As the
+    competition's orchestrator plays it in a race, ``engage_states`` (e.g. Ready, Start)
+    also waits for the vehicle's ``/awsim/state`` to be one of them (subscribed with the
+    default profile, as that tool does) and, before the first request, calls the
+    localizer's ``/set_initial_pose`` when it is there. ``estimate`` False leaves the
+    localizer's estimate (and the laps from it) out.
+    """
+
+    def __init__(self, domain: int | None = None, name: str = 'pylon_kart_demo',
+                 engage_states: tuple[str, ...] = (), estimate: bool = True) -> None:
+        """Create the context, the node, its subscriptions and the mode publisher."""
         from autoware_auto_vehicle_msgs.msg import ControlModeReport
         import rclpy
-        from std_msgs.msg import Bool
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import Bool, String
         self.rclpy, self.Bool, self.Report = rclpy, Bool, ControlModeReport
         self.modes = {getattr(ControlModeReport, n): n for n in dir(ControlModeReport)
                       if n.isupper() and isinstance(getattr(ControlModeReport, n), int)}
-        rclpy.init()
-        self.node = rclpy.create_node('pylon_kart_demo')
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread: threading.Thread | None = None
         self.mode: int | None = None
+        self.state = ''                            # the vehicle's /awsim/state (engage_states)
+        self.engage_states = engage_states
         self.laps = LapCounter(load_track(TRACK_NAME))
         self.speed = self.max_speed = 0.0
         self.lateral: list[float] = []             # |cross-track| (m) once driving
@@ -63,13 +93,23 @@ class KartPilot:
         self.refused = 0                           # estimates the lap counter refused
         self.t0 = time.monotonic()
         self.ready_s = self.autonomous_s = None
+        self.requests = 0
+        wanted = [('kart/control_mode', self._on_mode)]
+        if estimate:
+            wanted.append(('stack/kinematic_state', self._on_state))
         self.subs = [
             self.node.create_subscription(topics.message_class(key), topics.name(key), callback,
                                           topics.qos(key, reader=True))
-            for key, callback in (('kart/control_mode', self._on_mode),
-                                  ('stack/kinematic_state', self._on_state))]
+            for key, callback in wanted]
+        if engage_states:          # the competition's orchestrator: the default profile
+            self.subs.append(self.node.create_subscription(
+                String, topics.name('awsim/state'), self._on_vehicle_state, 10))
         key = 'kart/control_mode_request_topic'
         self.request = self.node.create_publisher(Bool, topics.name(key), topics.qos(key))
+        self.trigger = _trigger_type() if engage_states else None
+        self.initial_pose = self.node.create_client(self.trigger, SET_INITIAL_POSE) \
+            if self.trigger is not None else None
+        self.initial_pose_call = None
         self.requested_at: float | None = None
 
     def _on_mode(self, msg) -> None:
@@ -79,6 +119,9 @@ class KartPilot:
             self.ready_s = now
         if msg.mode == self.Report.AUTONOMOUS and self.autonomous_s is None:
             self.autonomous_s = now
+
+    def _on_vehicle_state(self, msg) -> None:
+        self.state = msg.data
 
     def _on_state(self, msg) -> None:
         self.odometry += 1
@@ -95,28 +138,56 @@ class KartPilot:
             self.lateral.append(abs(status.lateral))
 
     def engage(self) -> None:
-        """Ask for AUTONOMOUS when the kart is MANUAL (ready) and the interface listens."""
+        """Ask for AUTONOMOUS when the kart is MANUAL (ready) and the interface listens.
+
+        With ``engage_states``: once the vehicle's state is one of them, and after the
+        localizer answered ``/set_initial_pose`` (when it serves it).
+        """
         if self.mode != self.Report.MANUAL or self.request.get_subscription_count() == 0:
             return
+        if self.engage_states and self.state not in self.engage_states:
+            return
+        if self.initial_pose is not None and self.initial_pose.service_is_ready():
+            if self.initial_pose_call is None:
+                self.initial_pose_call = self.initial_pose.call_async(self.trigger.Request())
+            if not self.initial_pose_call.done():
+                return
         now = time.monotonic()
         if self.requested_at is None or now - self.requested_at >= ENGAGE_RETRY_SEC:
             self.request.publish(self.Bool(data=True))
             self.requested_at = now
+            self.requests += 1
 
     def spin(self, seconds: float) -> None:
-        """Process callbacks for ``seconds``."""
+        """Process callbacks for ``seconds`` (when not spinning in a thread of its own)."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            self.rclpy.spin_once(self.node, timeout_sec=max(0.0, end - time.monotonic()))
+            self.executor.spin_once(timeout_sec=max(0.0, end - time.monotonic()))
+
+    def spin_in_thread(self) -> None:
+        """Process callbacks in a thread of its own from now on, until ``close``."""
+        self.thread = threading.Thread(target=self._spin_forever, daemon=True,
+                                       name=self.node.get_name())
+        self.thread.start()
+
+    def _spin_forever(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
 
     def mode_name(self) -> str:
         """Return the control mode's name, ``waiting`` before the first report."""
         return 'waiting' if self.mode is None else self.modes.get(self.mode, str(self.mode))
 
     def close(self) -> None:
-        """Destroy the node."""
+        """Destroy the node and its context (the spinning thread ends with it)."""
+        self.executor.shutdown()
         self.node.destroy_node()
-        self.rclpy.try_shutdown()
+        self.rclpy.try_shutdown(context=self.context)
+        if self.thread is not None:
+            self.thread.join(timeout=2.0)
 
 
 def status_line(pilot: KartPilot, odometry_hz: float) -> str:

@@ -122,13 +122,7 @@ def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str
     domains = [str(mission.vehicle_domain(domain_base, k)) for k in range(1, vehicles + 1)]
     print(f'demo: logs in {log_dir}; management domain {domain_base}, vehicles in '
           f'{", ".join(domains)}', flush=True)
-    for proc in planned:
-        cmd = pc.command_line(proc)
-        print(f'demo: starting {" ".join(cmd)}'
-              + (f' (ROS_DOMAIN_ID={proc.domain})' if proc.domain is not None else ''),
-              flush=True)
-        name = proc.executable if proc.vehicle is None else f'{proc.executable}_{proc.vehicle}'
-        processes.start(name, cmd, proc.domain)
+    start(planned, processes)
     watcher = Watcher(domain_base)
     stopping: list[bool] = []
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
@@ -165,6 +159,17 @@ def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str
         print(f'demo: recorded {", ".join(files)} (plot vehicle 1: ci/env.sh pylon_plot '
               f'{files[1]})', flush=True)
     return status
+
+
+def start(planned: list, processes) -> None:
+    """Start every planned process in its domain, each logged as ``<executable>[_<k>]``."""
+    for proc in planned:
+        cmd = pc.command_line(proc)
+        print(f'demo: starting {" ".join(cmd)}'
+              + (f' (ROS_DOMAIN_ID={proc.domain})' if proc.domain is not None else ''),
+              flush=True)
+        name = proc.executable if proc.vehicle is None else f'{proc.executable}_{proc.vehicle}'
+        processes.start(name, cmd, proc.domain)
 
 
 def _result(log_dir: Path, watcher: Watcher) -> dict:

@@ -31,6 +31,11 @@ writing everything there (an existing file is refused); ``DEMO_PLOT=dir`` then r
 instead of the estimator and controller; ``kart_demo.py``): engaged AUTONOMOUS once ready,
 a status line of laps, speed, cross-track error and control mode, a summary with the laps
 and the best lap time (no ``--until-settled``, ``--slew-every`` or ``DEMO_PLOT`` there).
+``DEMO_SCENARIO=race`` runs the race (``race_demo.py``): every kart of it (four; or
+``DEMO_VEHICLES`` of them, 1, 2 or 4) in a domain of its own with its bridge, interface and
+reference stack, the management and the organisers' view in domain ``DEMO_DOMAIN_BASE``,
+the competition's handshake (``DEMO_START_MODE=count|sync``), the race to its end
+(``DEMO_RACE_LAPS``, ``DEMO_RACE_TIME_LIMIT`` shorten it) and the result printed.
 ``--slew-every SECONDS`` (a soak, ``bench/bench_soak.py``) keeps flying once the first
 slew has settled: every SECONDS of KSP time from the start of the previous slew (and not
 before it settled) another slew of ``SLEW_DEG``, back and forth (-, +, -, ...) about body +Z
@@ -67,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kart_demo  # noqa: E402
 import mission_demo  # noqa: E402
 import pylon_components as pc  # noqa: E402
+import race_demo  # noqa: E402
 
 DEMO_COMPONENTS = ('sim', 'bridge', 'estimator', 'controller', 'kart', 'kart_stack', 'viewer')
 """What the demo starts: the plan drops the kart's components but for the kart scenario and
@@ -511,14 +517,22 @@ def main(argv: list[str] | None = None) -> int:
     vehicles = mission_demo.vehicles_from_env()
     base = int(os.environ.get('DEMO_DOMAIN_BASE') or mission.DEFAULT_DOMAIN_BASE)
     scenario = os.environ.get('DEMO_SCENARIO', '' if vehicles else pc.DEFAULT_SCENARIO)
+    vehicles = vehicles or (pc.default_vehicles(scenario) if scenario else None)
+    race = race_demo.options_from_env() if vehicles and scenario and pc.race_of(scenario) \
+        else None
     record, plot_dir = os.environ.get('DEMO_RECORD', ''), os.environ.get('DEMO_PLOT', '')
     sim_rate = pc.sim_rate_of(os.environ.get('DEMO_RATE'))
     use_sim_time = pc.parse_bool(os.environ.get('DEMO_USE_SIM_TIME'))
     if args.print_commands:
-        planned_ = (mission_demo.plan(vehicles, overlays, scenario, ports, base,
-                                      record=record, sim_rate=sim_rate,
-                                      use_sim_time=use_sim_time) if vehicles
-                    else planned(overlays, scenario, ports, record, sim_rate, use_sim_time))
+        if race is not None:
+            planned_ = race_demo.plan(vehicles, overlays, scenario, ports, base, record,
+                                      sim_rate, use_sim_time, **race)
+        elif vehicles:
+            planned_ = mission_demo.plan(vehicles, overlays, scenario, ports, base,
+                                         record=record, sim_rate=sim_rate,
+                                         use_sim_time=use_sim_time)
+        else:
+            planned_ = planned(overlays, scenario, ports, record, sim_rate, use_sim_time)
         print(json.dumps([pc.command_line(p) for p in planned_]))
         return 0
     seconds = float(os.environ['DEMO_SECONDS']) if os.environ.get('DEMO_SECONDS') else None
@@ -537,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     if vehicles and args.slew_every is not None:
         print('demo: --slew-every flies one vehicle; unset DEMO_VEHICLES', file=sys.stderr)
         return 2
+    if race is not None:
+        return race_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
+                             Processes(log_dir), record, sim_rate, use_sim_time, **race)
     if vehicles:
         return mission_demo.run(vehicles, seconds, overlays, scenario, ports, base, log_dir,
                                 Processes(log_dir), record, sim_rate=sim_rate,

@@ -27,6 +27,19 @@ the simulator serving N vehicles, ``sim_manager`` and ``referee`` in the managem
 the referee has written the results of an ended mission::
 
     ros2 launch launch/pylon.launch.py vehicles:=2 domain_base:=0 results_path:=/tmp/r.json
+
+With ``scenario:=race`` it is the race of four karts (``vehicles:=1`` or ``2`` keeps the
+first karts; ``race_laps:=``, ``race_time_limit_sec:=`` shorten it): kart k's bridge,
+``kart_interface`` and reference stack in domain ``domain_base + k``, ``sim_manager`` and
+``race_view`` in ``domain_base`` (``components:=default,viewer`` adds the live view there,
+as ``DEMO_SCENARIO=race make demo`` has it). Engage each kart as the competition's
+orchestrator does, once its ``/awsim/state`` is Ready (``count`` starts the race once every
+kart is AUTONOMOUS, or 30 s of game time after they were all Ready); launch ends when the
+management does, after the race::
+
+    ros2 launch launch/pylon.launch.py scenario:=race start_mode:=count
+    ROS_DOMAIN_ID=1 ros2 topic pub --once /awsim/control_mode_request_topic \
+        std_msgs/msg/Bool "{data: true}"
 """
 
 from pathlib import Path
@@ -85,12 +98,20 @@ ARGUMENTS = (
      'N >= 1: a mission of N vehicles, each in its own ROS domain (domain_base + k), the '
      'management and the referee in domain_base; scenario defaults to '
      + ', '.join(f'{n}: {s}' for n, s in pc.MISSION_SCENARIOS.items())
-     + ' (components, overlays apply; use_real_ksp does not)'),
+     + '. With a race scenario (race: 4 karts; 0 = all of its karts) each kart runs its '
+     'bridge, kart_interface and reference stack, the management and race_view (the '
+     "organisers' view) run in domain_base. Overlays apply; of components only the live "
+     'views (viewer, foxglove_bridge), which then run in domain_base; use_real_ksp does not'),
     ('domain_base', '0', 'with vehicles: the management domain; vehicle k uses domain_base + k'),
     ('start_mode', 'count',
      'with vehicles: count starts the mission by itself once every vehicle is Ready and in '
      'control; sync waits for /admin/awsim/start (std_msgs/Bool true) in Ready'),
     ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
+    ('race_laps', '',
+     "with a race: laps to finish ('' the scenario's or its mode's: 6), e.g. 1 for a short race"),
+    ('race_time_limit_sec', '',
+     "with a race: the session's time limit in s of game time ('' the scenario's or its "
+     "mode's: one kart 600, several 420)"),
     ('exit_on_finish', 'true', 'with vehicles: end launch once the mission ended'),
     ('sim_rate', '1.0',
      'pylon_sim runs at this many times real time (--rate, above 0). Not 1: the control runs '
@@ -137,22 +158,38 @@ def _actions(planned) -> list:
     return actions
 
 
-def _mission(arg) -> list:
-    """Return the actions of a mission (``vehicles:=N``); launch ends with the referee."""
-    vehicles = int(arg('vehicles'))
+def _optional(text: str, kind: type):
+    """Return a launch argument as ``kind``, None when it is empty."""
+    return kind(text) if text.strip() else None
+
+
+def _mission(arg, vehicles: int) -> list:
+    """Return the actions of a mission (``vehicles:=N``); launch ends with its last judge.
+
+    The referee's exit, or in a race (no referee) the management's: each stops once the
+    mission ended (``exit_on_finish``).
+    """
     scenario = arg('scenario')
+    viewers = [name for name in pc.select(arg('components')) if name in pc.MISSION_VIEWERS]
     planned = pc.mission_plan(
         vehicles, scenario=scenario,
         overlays=pc.split_list(arg('overlays')), domain_base=int(arg('domain_base')),
         start_mode=arg('start_mode'),
         exit_on_finish=bool(pc.parse_bool(arg('exit_on_finish'))),
         results_path=arg('results_path'), record_output=arg('record'),
-        sim_rate=pc.sim_rate_of(arg('sim_rate')), use_sim_time=pc.parse_bool(arg('use_sim_time')))
-    actions = [LogInfo(msg=f'pylon: mission of {vehicles} vehicles, management domain '
-                           f'{arg("domain_base")}')] + _actions(planned)
-    referee = next(a for a, p in zip(actions[1:], planned) if p.component == 'referee')
+        sim_rate=pc.sim_rate_of(arg('sim_rate')), use_sim_time=pc.parse_bool(arg('use_sim_time')),
+        race_laps=_optional(arg('race_laps'), int),
+        race_time_limit_sec=_optional(arg('race_time_limit_sec'), float), viewers=viewers)
+    race = any(p.component == pc.RACE_VIEW.name for p in planned)
+    actions = [LogInfo(msg=f'pylon: {"race" if race else "mission"} of {vehicles} vehicles, '
+                           f'management domain {arg("domain_base")}'
+                           + (f'; each kart engages on '
+                              f'{pc.topics.name("kart/control_mode_request_topic")} in its '
+                              'domain' if race else ''))] + _actions(planned)
+    last = 'manager' if race else 'referee'
+    judge = next(a for a, p in zip(actions[1:], planned) if p.component == last)
     actions.append(RegisterEventHandler(OnProcessExit(
-        target_action=referee, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
+        target_action=judge, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
     return actions
 
 
@@ -166,8 +203,10 @@ def _setup(context):
     def arg(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
-    if int(arg('vehicles') or 0) > 0:
-        return _mission(arg)
+    vehicles = int(arg('vehicles') or 0) or (pc.default_vehicles(arg('scenario'))
+                                            if arg('scenario') else None)
+    if vehicles:
+        return _mission(arg, vehicles)
     use_real_ksp = bool(pc.parse_bool(arg('use_real_ksp')))
     overlays = pc.split_list(arg('overlays'))
     external = pc.select(arg('external_components')) if arg('external_components') else ()

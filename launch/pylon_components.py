@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import math
 import os
 from pathlib import Path
+import tempfile
 
 from pylon_common import mission, topics
 from pylon_common.parameters import section_node
@@ -510,16 +511,35 @@ MANAGER = Component('manager', 'sim_manager: the mission management (management 
 REFEREE = Component('referee', "referee: scores every vehicle's task from ground truth", (
     Process('pylon_mission', 'referee', topics.REFEREE),
 ))
+RACE_VIEW = Component('race_view', "race_view: the organisers' view of a race (the course "
+                      'and every kart from its ground truth, in map; management domain)', (
+                          Process('pylon_kart', 'race_view', topics.RACE_VIEW),
+                      ))
 CHASER = Component('chaser', 'rendezvous_chaser: an example autonomy flying the rendezvous', (
     Process('pylon_vehicle_control', 'rendezvous_chaser', topics.RENDEZVOUS_CHASER),
 ))
 MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, REFEREE)}
 """What runs in the management domain, besides the simulator."""
+RACE_MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, RACE_VIEW)}
+"""What runs in the management domain of a race: the management and the organisers' view
+(the referee scores a rendezvous; the race is counted by the simulator, ranked by the
+management's judge)."""
 VEHICLE_COMPONENTS: dict[str, Component] = {c.name: c for c in (
     BRIDGE, ESTIMATOR, CONTROLLER, CHASER)}
 """What runs in each vehicle's domain (the chaser only for a vehicle with a task)."""
+RACE_VEHICLE_COMPONENTS: dict[str, Component] = {c.name: c for c in (BRIDGE, KART, KART_STACK)}
+"""What runs in each kart's domain in a race: its bridge (the kart's sensors at the
+competition's names, ``/clock``), ``kart_interface`` and the reference stack."""
+MISSION_VIEWERS = ('foxglove_bridge', 'viewer')
+"""The live views a mission can run, in its management domain (where the organisers look)."""
 MISSION_SCENARIOS = {2: 'rendezvous', 4: 'rendezvous4'}
 """The scenario a mission of that many vehicles flies unless one is named."""
+RACE_SCENARIO = 'race'
+"""The shipped race: four karts (``config/scenarios/race.yaml``); ``race_scenario`` keeps
+its first N for a race of N."""
+RACE_MODE_KEYS = ('laps', 'time_limit_sec')
+"""The race's keys that the mode of its number of karts gives (``pylon_track.race``): a
+race of another number of karts than its scenario's drops them from the task."""
 
 
 @dataclass(frozen=True)
@@ -531,6 +551,7 @@ class VehicleFacts:
     star_tracker: str        # its first star tracker's sensor id ('' none)
     relative_nav: str        # its first relative-navigation sensor's id ('' none)
     scored: bool             # it has the scenario's task (every vehicle but the target)
+    grid_slot: int | None = None     # its grid slot (a kart on a track's grid), else None
 
 
 def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
@@ -542,13 +563,15 @@ def vehicle_facts(scenario: str, vehicles: int) -> list[VehicleFacts]:
                          f'({", ".join(loaded.vehicles)}), not {vehicles}')
     out = []
     for key in loaded.vehicles:
-        spec = loaded.vessel(key).spec
+        vessel = loaded.vessel(key)
+        spec = vessel.spec
         sensors = {kind: next((m.get('sensor_id') for part in spec.parts
                                for m in part.modules if m.kind == kind), '')
                    for kind in ('star_tracker', 'relative_nav')}
         out.append(VehicleFacts(key, spec.vessel_id, sensors['star_tracker'],
                                 sensors['relative_nav'],
-                                loaded.task is not None and key != loaded.task.target))
+                                loaded.task is not None and key != loaded.task.target,
+                                getattr(vessel.start, 'grid', None)))
     return out
 
 
@@ -558,6 +581,85 @@ def _target_vessel_id(scenario: str) -> str:
     # a race task has no target ('')
     return loaded.vessel(loaded.task.target).spec.vessel_id \
         if loaded.task and loaded.task.target else ''
+
+
+def race_of(scenario: str) -> tuple[str, int] | None:
+    """Return (track, karts) of a scenario whose task is a race (``task: {kind: race}``).
+
+    None for any other scenario (no task, a rendezvous); ``ScenarioError`` (a ValueError)
+    for one that does not load.
+    """
+    from pylon_sim.loop.scenario import load_scenario
+    loaded = load_scenario(scenario)
+    if loaded.task is None or getattr(loaded.task, 'kind', '') != 'race':
+        return None
+    return loaded.task.track, len(loaded.vehicles)
+
+
+def default_vehicles(scenario: str) -> int | None:
+    """Return how many vehicles a mission of ``scenario`` has when none is asked for.
+
+    A race of several karts (``race``: 4) is a mission of all of them; anything else None
+    (the one-kart ``kart`` scenario stays the single kart's plan unless vehicles are asked
+    for).
+    """
+    race = race_of(scenario) if scenario else None
+    return race[1] if race is not None and race[1] > 1 else None
+
+
+def race_scenario(scenario: str, vehicles: int, laps: int | None = None,
+                  time_limit_sec: float | None = None) -> str:
+    """Return the scenario of a race of ``vehicles`` karts from race ``scenario``.
+
+    ``scenario`` itself when it has that many karts and no rule is changed; else a copy
+    keeping its first ``vehicles`` karts (on their grid slots), with ``laps`` and
+    ``time_limit_sec`` set when given (a short race) and, when the number of karts is not
+    the scenario's, the mode's keys (``RACE_MODE_KEYS``) left to the mode of that number
+    (one kart: 6 laps in 600 s; several: 6 in 420 s). The copy goes to
+    ``<tmp>/pylon_race_<uid>/<name>_<N>karts[_<L>laps][_<T>s].yaml``: the same path every
+    time (the launch file and the native runner start the same command lines), rewritten
+    atomically; tracks named by a relative path are made absolute. ValueError for a
+    scenario that is not a race, too few karts, or a rule that is not positive.
+    """
+    from pylon_sim.loop.scenario import load_scenario
+    race = race_of(scenario)
+    if race is None:
+        raise ValueError(f'scenario {scenario!r} is not a race (task: {{kind: race}})')
+    if not 1 <= vehicles <= race[1]:
+        raise ValueError(f'scenario {scenario!r} has {race[1]} karts, not {vehicles}')
+    if laps is not None and laps < 1:
+        raise ValueError(f'race laps must be 1 or more, not {laps}')
+    if time_limit_sec is not None and not (math.isfinite(time_limit_sec) and
+                                           time_limit_sec > 0.0):
+        raise ValueError(f'race time limit must be a number of s above 0, not {time_limit_sec}')
+    if vehicles == race[1] and laps is None and time_limit_sec is None:
+        return scenario
+    source = Path(load_scenario(scenario).path)
+    data = yaml.safe_load(source.read_text(encoding='utf-8'))
+    keep = data['vehicles'][:vehicles]
+    data['vehicles'] = keep
+    data['vessels'] = [v for v in data['vessels'] if v['key'] in keep]
+    task = {k: v for k, v in data['task'].items()
+            if vehicles == race[1] or k not in RACE_MODE_KEYS}
+    task.update({k: v for k, v in (('laps', laps), ('time_limit_sec', time_limit_sec))
+                 if v is not None})
+    data['task'] = task
+    for block in (task, data.get('terrain') or {}, *(v.get('surface') or {}
+                                                     for v in data['vessels'])):
+        track = block.get('track')
+        if isinstance(track, str) and ('/' in track or track.endswith(('.yaml', '.yml'))):
+            block['track'] = str((source.parent / track).resolve())
+    data['description'] = (f'{data.get("description", "")} (first {vehicles} of its karts'
+                           + (f', {laps} laps' if laps else '')
+                           + (f', {time_limit_sec:g} s' if time_limit_sec else '') + ')')
+    folder = Path(tempfile.gettempdir()) / f'pylon_race_{os.getuid()}'
+    folder.mkdir(exist_ok=True)
+    name = (f'{source.stem}_{vehicles}karts' + (f'_{laps}laps' if laps else '')
+            + (f'_{time_limit_sec:g}s' if time_limit_sec else '') + '.yaml')
+    partial = folder / f'.{name}.{os.getpid()}'
+    partial.write_text(yaml.safe_dump(data, sort_keys=False), encoding='utf-8')
+    os.replace(partial, folder / name)
+    return str(folder / name)
 
 
 def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
@@ -587,14 +689,43 @@ def _vehicle_parameters(component: str, k: int, facts: VehicleFacts, base: int,
     return {}
 
 
+def _kart_parameters(process: Process, k: int, facts: VehicleFacts, base: int,
+                     ports: Sequence[int], game_time: bool) -> dict[str, object]:
+    """Return the fixed parameters of kart k's ``process`` in a race.
+
+    The bridge: a mission vehicle's (its ports, ground truth to the management domain) with
+    the kart's sensing (``pylon_kart.sensing``) and ``/clock``; every kart node on game time
+    (unless ``use_sim_time`` is false, as for the single kart); the localizer starts on the
+    kart's own grid slot.
+    """
+    if process.executable == 'udp_bridge':
+        return {**_vehicle_parameters(BRIDGE.name, k, facts, base, ports, ''),
+                **sensing.BRIDGE_PARAMETERS, 'publish_clock': True}
+    fixed: dict[str, object] = {'use_sim_time': True} if game_time else {}
+    if process.node == topics.KART_LOCALIZER and facts.grid_slot is not None:
+        fixed['grid_slot'] = facts.grid_slot
+    return fixed
+
+
+def _kart_process_remappings(process: Process, k: int) -> tuple[tuple[str, str], ...]:
+    """Return kart k's remappings of ``process`` in a race: ground truth's names, sensing."""
+    if process.executable == 'udp_bridge':
+        return (*mission.ground_truth_remappings(k), *kart_remappings())
+    if process.node == topics.KART_INTERFACE:
+        return tuple(sensing.interface_remapping().items())
+    return ()
+
+
 def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] = (),
                  domain_base: int = mission.DEFAULT_DOMAIN_BASE,
                  ports: Sequence[int] | None = None,
                  management_port: int = management.MANAGEMENT_PORT, start_mode: str = 'count',
                  exit_on_finish: bool = False, results_path: str = '',
-                 vehicle_components: Sequence[str] = tuple(VEHICLE_COMPONENTS),
+                 vehicle_components: Sequence[str] | None = None,
                  record_output: str = '', sim_rate: float = 1.0,
-                 use_sim_time: bool | None = None) -> list[Planned]:
+                 use_sim_time: bool | None = None, race_laps: int | None = None,
+                 race_time_limit_sec: float | None = None,
+                 viewers: Sequence[str] = ()) -> list[Planned]:
     """Return every process of a mission of ``vehicles`` vehicles, in start order.
 
     The simulator (``--management-port``; vehicle k on the first ``ports`` plus
@@ -608,7 +739,15 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     recorder to every domain, each writing its own file (``mission_record_path``).
     ``sim_rate``/``use_sim_time``: game time as in ``plan``; each vehicle's bridge publishes
     ``/clock`` in its own domain (the management domain has none: the manager and the
-    referee judge on the simulator's UT and the stamps).
+    referee judge on the simulator's UT and the stamps). ``vehicle_components`` (None: the
+    scenario's) chooses what runs in each vehicle's domain.
+
+    **A race** (``race_of``: ``race``, or ``kart`` as a one-kart mission): ``race_scenario``
+    of ``vehicles`` karts, ``race_laps`` and ``race_time_limit_sec`` (a short race);
+    ``sim_manager`` and ``race_view`` (the organisers' view), no referee, in the management
+    domain; in each kart's ``RACE_VEHICLE_COMPONENTS`` (``_kart_parameters``), every kart
+    node on game time unless ``use_sim_time`` is false. ``viewers`` (``MISSION_VIEWERS``)
+    run in the management domain.
     """
     game_time = on_game_time(sim_rate, use_sim_time)
     scenario = scenario or MISSION_SCENARIOS.get(vehicles, '')
@@ -616,6 +755,12 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
         raise ValueError(f'no shipped scenario has {vehicles} vehicles '
                          f'({", ".join(f"{n}: {s}" for n, s in MISSION_SCENARIOS.items())}); '
                          'name one')
+    race = race_of(scenario)
+    if race is not None:
+        scenario = race_scenario(scenario, vehicles, race_laps, race_time_limit_sec)
+        game_time = use_sim_time is not False
+    elif race_laps is not None or race_time_limit_sec is not None:
+        raise ValueError(f'race laps and time limit need a race; {scenario!r} is not one')
     facts = vehicle_facts(scenario, vehicles)
     ports = tuple(ports) if ports is not None else (STATE_PORT, COMMAND_PORT, ADMIN_PORT)
     target = _target_vessel_id(scenario)
@@ -626,23 +771,50 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
     fixed = {'manager': {'management_port': management_port, 'vehicles': vehicles,
                          'domain_base': domain_base, 'start_mode': start_mode,
                          'exit_on_finish': exit_on_finish},
-             'referee': {'results_path': results_path, 'exit_on_finish': exit_on_finish}}
-    out = [sim, *(_planned(name, MISSION_COMPONENTS[name], overlays, fixed[name],
-                           domain_base, None) for name in MISSION_COMPONENTS)]
+             'referee': {'results_path': results_path, 'exit_on_finish': exit_on_finish},
+             'race_view': {'track': race[0] if race else '', 'vehicles': vehicles,
+                           'grid_slots': ','.join(str(f.grid_slot) for f in facts)},
+             VIEWER.name: {}, FOXGLOVE_BRIDGE.name: {}}
+    management_side = dict(RACE_MISSION_COMPONENTS if race else MISSION_COMPONENTS)
+    for name in viewers:
+        if name not in MISSION_VIEWERS:
+            raise ValueError(f'a mission shows its management domain with '
+                             f'{" or ".join(MISSION_VIEWERS)}, not {name!r}')
+        management_side[name] = COMPONENTS[name]
+    out = [sim, *(_planned(name, management_side[name], overlays, fixed[name],
+                           domain_base, None) for name in management_side)]
+    chosen = vehicle_components if vehicle_components is not None else \
+        tuple(RACE_VEHICLE_COMPONENTS if race else VEHICLE_COMPONENTS)
     for k, vehicle in enumerate(facts, start=1):
-        for name in vehicle_components:
-            if name == 'chaser' and not (vehicle.scored and vehicle.relative_nav):
-                continue
-            params = _vehicle_parameters(name, k, vehicle, domain_base, ports, target,
-                                         game_time)
-            remappings = mission.ground_truth_remappings(k) if name == BRIDGE.name else ()
-            out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params,
-                                mission.vehicle_domain(domain_base, k), k, remappings))
+        out += _vehicle_stack(chosen, k, vehicle, overlays, domain_base, ports, target,
+                              game_time, race is not None)
     if record_output:
         out += [_planned(RECORD.name, RECORD, overlays,
                          {'output': mission_record_path(record_output, k)},
                          domain_base if k is None else mission.vehicle_domain(domain_base, k),
                          k) for k in (None, *range(1, vehicles + 1))]
+    return out
+
+
+def _vehicle_stack(components: Sequence[str], k: int, vehicle: VehicleFacts,
+                   overlays: Sequence[str], base: int, ports: Sequence[int], target: str,
+                   game_time: bool, race: bool) -> list[Planned]:
+    """Return vehicle k's processes of ``components`` in its domain (a kart's in a race)."""
+    domain = mission.vehicle_domain(base, k)
+    out = []
+    for name in components:
+        if race:
+            out += [_planned(name, RACE_VEHICLE_COMPONENTS[name], overlays,
+                             _kart_parameters(proc, k, vehicle, base, ports, game_time),
+                             domain, k, _kart_process_remappings(proc, k), proc)
+                    for proc in RACE_VEHICLE_COMPONENTS[name].processes]
+            continue
+        if name == 'chaser' and not (vehicle.scored and vehicle.relative_nav):
+            continue
+        params = _vehicle_parameters(name, k, vehicle, base, ports, target, game_time)
+        remappings = mission.ground_truth_remappings(k) if name == BRIDGE.name else ()
+        out.append(_planned(name, VEHICLE_COMPONENTS[name], overlays, params, domain, k,
+                            remappings))
     return out
 
 
@@ -659,14 +831,19 @@ def mission_record_path(output: str, vehicle: int | None) -> str:
 
 def _planned(name: str, component: Component, overlays: Sequence[str], fixed: dict,
              domain: int, vehicle: int | None,
-             remappings: tuple[tuple[str, str], ...] = ()) -> Planned:
-    """Return the one ROS process of a mission component, resolved (``remappings`` added)."""
-    (proc,) = component.processes
-    files = parameter_files(component, overlays, proc)
-    return Planned(name, proc.package, proc.executable, proc.node, tuple(proc.arguments),
-                   tuple(str(f) for f in files), tuple({**dict(proc.parameters),
-                                                        **fixed}.items()),
-                   (*proc.remappings, *remappings), domain, vehicle)
+             remappings: tuple[tuple[str, str], ...] = (),
+             process: Process | None = None) -> Planned:
+    """Return one ROS process of a mission component, resolved (``remappings`` added).
+
+    ``process``: which of the component's processes (None: its only one).
+    """
+    if process is None:
+        (process,) = component.processes
+    files = parameter_files(component, overlays, process)
+    return Planned(name, process.package, process.executable, process.node,
+                   tuple(process.arguments), tuple(str(f) for f in files),
+                   tuple({**dict(process.parameters), **fixed}.items()),
+                   (*process.remappings, *remappings), domain, vehicle)
 
 
 def _ros_value(value: object) -> str:

@@ -224,11 +224,12 @@ def test_dockerfile_paths_match_the_components_module():
 
 def test_compose_services():
     expected = {'sim', 'bridge', 'robot_state_publisher', 'controller', 'estimator', 'rviz',
-                'foxglove', 'rviz-x11', 'record', 'mission', 'kart'}
+                'foxglove', 'rviz-x11', 'record', 'mission', 'kart', 'race'}
     assert set(SERVICES) == expected
     default = {n for n, s in SERVICES.items() if not s.get('profiles')}
-    assert default == expected - {'rviz-x11', 'record', 'mission', 'kart'}
+    assert default == expected - {'rviz-x11', 'record', 'mission', 'kart', 'race'}
     assert SERVICES['kart']['profiles'] == ['kart']
+    assert SERVICES['race']['profiles'] == ['race']
     assert SERVICES['rviz-x11']['profiles'] == ['x11']
     assert SERVICES['record']['profiles'] == ['record']
     assert SERVICES['mission']['profiles'] == ['mission']
@@ -320,6 +321,22 @@ def test_compose_kart_runs_the_kart_plan_and_rviz_follows_the_scenario():
             '${PYLON_SCENARIO:-orbit}', name
     (rviz,) = pc.plan('rviz', scenario='kart')
     assert rviz.arguments == ('-d', str(ROOT / 'rviz' / 'kart.rviz'))
+
+
+def test_compose_race_runs_the_race_in_its_domains():
+    service = SERVICES['race']
+    args = _launch_args(service['command'])
+    assert args['scenario'] == pc.RACE_SCENARIO == 'race'
+    assert args['vehicles'] == '${PYLON_VEHICLES:-4}'
+    assert args['domain_base'] == '${PYLON_DOMAIN_BASE:-0}'
+    assert args['start_mode'] == '${PYLON_START_MODE:-count}'
+    assert {'race_laps', 'race_time_limit_sec', 'overlays', 'sim_rate'} <= set(args)
+    # the container's own domain (its health check's) is the management domain, where the
+    # organisers' view runs (and the foxglove service serves it, domain 0 by default)
+    assert service['environment']['ROS_DOMAIN_ID'] == '${PYLON_DOMAIN_BASE:-0}'
+    nodes = {p.node for p in pc.mission_plan(4, scenario='race') if p.domain == 0}
+    assert service['environment']['PYLON_HEALTH_NODE'].lstrip('/') in nodes
+    assert SERVICES['foxglove']['environment']['ROS_DOMAIN_ID'] == '${ROS_DOMAIN_ID:-0}'
 
 
 def test_web_vnc_is_on_localhost_6080():
