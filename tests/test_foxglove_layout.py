@@ -9,6 +9,8 @@ panel shows the scene from ``pylon_root`` as the RViz config does.
 The kart's layout (``foxglove/kart_layout.json``, ``DEMO_SCENARIO=kart make demo``) is
 held to the same rules, its sensors at the competition's names (``pylon_kart.sensing``: a
 name there stands for the bridge's topic it is remapped from), its 3D panel in ``map``.
+So is the race's (``foxglove/race_layout.json``, ``DEMO_SCENARIO=race make demo``): the
+organisers' view in the management domain, every topic one of it.
 """
 
 import importlib
@@ -17,7 +19,7 @@ from pathlib import Path
 import re
 
 import foxglove.layouts as fl
-from pylon_common import topics
+from pylon_common import mission, topics
 from pylon_kart import sensing
 from pylon_kart.kart_limits import MAP
 from pylon_protocol import frames
@@ -289,3 +291,84 @@ def test_every_kart_message_path_walks_real_fields_to_a_value(path):
 def test_the_readme_tells_how_to_import_the_kart_layout():
     readme = (ROOT / 'README.md').read_text(encoding='utf-8')
     assert 'foxglove/kart_layout.json' in readme
+
+
+# -- the race's layout (the organisers' view, management domain) ------------------------------
+
+RACE_PATH = ROOT / 'foxglove' / 'race_layout.json'
+RACE = json.loads(RACE_PATH.read_text(encoding='utf-8'))
+RACE_PANELS = RACE['configById']
+RACE_KARTS = 4
+"""The karts the layout plots (the shipped race's; a race of fewer leaves the rest empty)."""
+
+
+def race_topics() -> set[str]:
+    """Return every topic the race's layout names (panels, layers, message paths)."""
+    found = set(RACE_PANELS['3D!race']['topics'])
+    found.add(RACE_PANELS['RawMessages!ranking']['topicPath'])
+    paths = _paths('Plot', RACE_PANELS) + _paths('StateTransitions', RACE_PANELS)
+    return found | {path.split('.', 1)[0] for path in paths}
+
+
+def test_the_race_layout_is_a_tree_of_its_panels_each_known_to_the_sdk():
+    assert set(RACE) == set(LAYOUT)
+    assert sorted(_leaves(RACE['layout'])) == sorted(RACE_PANELS)
+    three_d = RACE_PANELS['3D!race']
+    assert set(three_d) <= _schema(fl.ThreeDeeConfig)
+    assert set(three_d['scene']) <= _schema(fl.BaseRendererSceneSettings)
+    assert set(three_d['cameraState']) <= _schema(fl.ThreeDeeCameraState)
+    for topic, config in three_d['topics'].items():
+        assert set(config) <= _schema(fl.BaseRendererRosMarkerTopicSettings), topic
+    for layer_id, layer in three_d['layers'].items():
+        assert layer['instanceId'] == layer_id and layer['layerId'] == 'foxglove.Grid'
+        assert set(layer) <= _schema(fl.BaseRendererGridLayerSettings), layer_id
+    assert set(RACE_PANELS['RawMessages!ranking']) <= _schema(fl.RawMessagesConfig)
+    for panel_id, config in RACE_PANELS.items():
+        kind = panel_id.split('!')[0]
+        if kind in ('Plot', 'StateTransitions'):
+            panel, series = {'Plot': (fl.PlotConfig, fl.PlotSeries),
+                             'StateTransitions': (fl.StateTransitionsConfig,
+                                                  fl.StateTransitionsSeries)}[kind]
+            assert set(config) <= _schema(panel), panel_id
+            for entry in config['paths']:
+                assert set(entry) <= _schema(series), (panel_id, entry)
+
+
+def test_the_race_scene_is_the_course_and_the_karts_in_map_with_the_ranking():
+    three_d = RACE_PANELS['3D!race']
+    assert three_d['followTf'] == MAP == 'map'
+    assert {row_of(t).key for t in three_d['topics']} == {'race/course_markers',
+                                                          'race/kart_markers'}
+    (grid,) = three_d['layers'].values()
+    assert grid['frameId'] == MAP
+    assert RACE_PANELS['RawMessages!ranking']['topicPath'] == topics.name('admin/ranking')
+    paths = _paths('Plot', RACE_PANELS) + _paths('StateTransitions', RACE_PANELS)
+    index = mission.STATUS_INDEX
+    for k in range(1, RACE_KARTS + 1):
+        status = topics.name('admin/vehicle_status', id=str(k))
+        assert f'{status}.data[{index["lapCount"]}]' in paths
+        assert f'{status}.data[{index["thisLapTime"]}]' in paths
+        assert f'{topics.name("admin/vehicle_state", id=str(k))}.data' in paths
+    assert f'{topics.name("admin/state")}.data' in paths
+
+
+@pytest.mark.parametrize('topic', sorted(race_topics()))
+def test_every_race_topic_is_in_the_management_domain_contract(topic):
+    row = contract_row(topic)
+    assert row is not None, f'{topic} is no topic of the contract'
+    assert row.key.startswith(('admin/', 'race/')), (topic, row.key)   # domain 0's
+    if '{id}' in row.name:                                # a vehicle number of the race
+        pattern = re.escape(row.default_name(id='{id}')).replace(r'\{id\}', '([^/]+)')
+        assert 1 <= int(re.fullmatch(pattern, topic).group(1)) <= RACE_KARTS, topic
+
+
+@pytest.mark.parametrize('path', _paths('Plot', RACE_PANELS) + _paths('StateTransitions',
+                                                                        RACE_PANELS))
+def test_every_race_message_path_walks_real_fields_to_a_value(path):
+    end = walk(path)
+    assert '/' not in end, f'{path} ends at a message ({end}), not a value'
+
+
+def test_the_readme_tells_how_to_import_the_race_layout():
+    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    assert 'foxglove/race_layout.json' in readme
