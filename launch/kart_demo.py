@@ -41,18 +41,6 @@ ENGAGE_RETRY_SEC = 2.0           # wall time between two AUTONOMOUS requests whi
 DRIVING_FROM_M = 20.0            # cross-track figures once this far from the grid slot
 SPIN_SEC = 0.1
 SOURCE = 'localizer estimate (/localization/kinematic_state)'
-SET_INITIAL_POSE = '/set_initial_pose'
-"""The competition's service (``std_srvs/srv/Trigger``) its orchestrator calls before it asks
-for AUTONOMOUS: the localizer starts again at the kart's grid slot."""
-
-
-def _trigger_type():
-    """Return ``std_srvs/srv/Trigger`` (None where std_srvs is not installed)."""
-    try:
-        from std_srvs.srv import Trigger
-    except ImportError:
-        return None
-    return Trigger
 
 
 class KartPilot:
@@ -106,9 +94,9 @@ class KartPilot:
                 String, topics.name('awsim/state'), self._on_vehicle_state, 10))
         key = 'kart/control_mode_request_topic'
         self.request = self.node.create_publisher(Bool, topics.name(key), topics.qos(key))
-        self.trigger = _trigger_type() if engage_states else None
-        self.initial_pose = self.node.create_client(self.trigger, SET_INITIAL_POSE) \
-            if self.trigger is not None else None
+        key = 'stack/set_initial_pose'      # the localizer's: back on the kart's grid slot
+        self.initial_pose = self.node.create_client(
+            topics.message_class(key), topics.name(key)) if engage_states else None
         self.initial_pose_call = None
         self.requested_at: float | None = None
 
@@ -149,7 +137,8 @@ class KartPilot:
             return
         if self.initial_pose is not None and self.initial_pose.service_is_ready():
             if self.initial_pose_call is None:
-                self.initial_pose_call = self.initial_pose.call_async(self.trigger.Request())
+                self.initial_pose_call = self.initial_pose.call_async(
+                    self.initial_pose.srv_type.Request())
             if not self.initial_pose_call.done():
                 return
         now = time.monotonic()
