@@ -54,13 +54,13 @@ from pylon_testing.bench import (
     status_kb,
 )
 from pylon_testing.isolation import claim_domain_block, claim_udp_port_series
+from pylon_testing.plan import load_components, load_launch_module
 from std_msgs.msg import Float32MultiArray, String
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'launch'))
-import kart_demo  # noqa: E402
-import pylon_components as pc  # noqa: E402
-import race_demo  # noqa: E402
+pc = load_components(ROOT)
+race_demo = load_launch_module(ROOT, 'race_demo')
+kart_demo = load_launch_module(ROOT, 'kart_demo')
 
 WARMUP_SECONDS = 10.0
 WINDOW_SECONDS = 60.0

@@ -2,7 +2,8 @@
 
 The plan lives beside the launch file (``launch/``, not a package); tests and benchmarks
 import it from the repository they run in with ``load_components(root)``, once per
-process (the module registers itself, as its dataclasses need).
+process (the module registers itself, as its dataclasses need); ``load_launch_module`` the
+demo's modules beside it (``race_demo``, ``kart_demo``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,19 @@ MODULE = 'pylon_components'
 
 def load_components(root: Path) -> ModuleType:
     """Return ``<root>/launch/pylon_components.py`` as the module ``pylon_components``."""
-    if MODULE in sys.modules:
-        return sys.modules[MODULE]
-    spec = importlib.util.spec_from_file_location(MODULE, Path(root) / 'launch' / f'{MODULE}.py')
+    return load_launch_module(root, MODULE)
+
+
+def load_launch_module(root: Path, name: str) -> ModuleType:
+    """Return ``<root>/launch/<name>.py`` as the module ``name`` (e.g. ``race_demo``).
+
+    The demo modules import their neighbours themselves (``native_demo`` does the same).
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(root) / 'launch' / f'{name}.py')
     module = importlib.util.module_from_spec(spec)
-    sys.modules[MODULE] = module          # dataclasses look their module up while it loads
+    sys.modules[name] = module            # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module
 
