@@ -3,7 +3,8 @@
 Each count runs what ``DEMO_SCENARIO=race make demo`` runs (``race_demo.plan``, the launch
 file's ``scenario:=race``): ``pylon_sim --rate 1`` serving N karts of ``race`` with every
 sensor (IMU with its AHRS, GNSS, the 1080-point LiDAR at 40 Hz, the camera at 5 Hz),
-``sim_manager`` (count), ``race_view`` and ``pylon_viewer`` in a management domain, and kart
+``sim_manager`` (count), the referee (the race's judge), ``race_view`` and
+``pylon_viewer`` in a management domain, and kart
 k's ``udp_bridge``, ``kart_interface``, ``kart_localizer``, ``trajectory_publisher`` and
 ``pure_pursuit`` in a domain of its own; the bench plays each kart's orchestrator
 (``kart_demo.KartPilot``, as the demo does). Once the race has started and
@@ -70,7 +71,8 @@ TARGET_PACE = 0.98
 TARGET_JITTER_P99_MS = 10.0
 TARGET_SIM_ALONE_PERCENT = 60.0
 PERIOD_SEC = next(p.default for p in PURE_PURSUIT_PARAMETERS if p.name == 'control_period_sec')
-KINDS = {'pylon_sim': 'simulator', 'sim_manager': 'management', 'race_view': 'race_view',
+KINDS = {'pylon_sim': 'simulator', 'sim_manager': 'management', 'referee': 'referee',
+         'race_view': 'race_view',
          'pylon_viewer': 'viewer', 'udp_bridge': 'bridges', 'kart_interface': 'interfaces',
          'kart_localizer': 'localizers', 'trajectory_publisher': 'trajectory_publishers',
          'pure_pursuit': 'pure_pursuits'}

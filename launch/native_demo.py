@@ -525,8 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     use_sim_time = pc.parse_bool(os.environ.get('DEMO_USE_SIM_TIME'))
     if args.print_commands:
         if race is not None:
-            planned_ = race_demo.plan(vehicles, overlays, scenario, ports, base, record,
-                                      sim_rate, use_sim_time, **race)
+            planned_ = race_demo.plan(vehicles, overlays, scenario, ports, base, record=record,
+                                      sim_rate=sim_rate, use_sim_time=use_sim_time, **race)
         elif vehicles:
             planned_ = mission_demo.plan(vehicles, overlays, scenario, ports, base,
                                          record=record, sim_rate=sim_rate,

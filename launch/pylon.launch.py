@@ -30,14 +30,15 @@ the referee has written the results of an ended mission::
 
 With ``scenario:=race`` it is the race of four karts (``vehicles:=1`` or ``2`` keeps the
 first karts; ``race_laps:=``, ``race_time_limit_sec:=`` shorten it): kart k's bridge,
-``kart_interface`` and reference stack in domain ``domain_base + k``, ``sim_manager`` and
-``race_view`` in ``domain_base`` (``components:=default,viewer`` adds the live view there,
-as ``DEMO_SCENARIO=race make demo`` has it). Engage each kart as the competition's
+``kart_interface`` and reference stack in domain ``domain_base + k``, ``sim_manager``, the
+referee and ``race_view`` in ``domain_base`` (``components:=default,viewer`` adds the live
+view there, as ``DEMO_SCENARIO=race make demo`` has it). Engage each kart as the competition's
 orchestrator does, once its ``/awsim/state`` is Ready (``count`` starts the race once every
 kart is AUTONOMOUS, or 30 s of game time after they were all Ready); launch ends when the
-management does, after the race::
+referee, the race's judge, has written the results (``results_path:=``, the result files
+beside it)::
 
-    ros2 launch launch/pylon.launch.py scenario:=race start_mode:=count
+    ros2 launch launch/pylon.launch.py scenario:=race results_path:=/tmp/race/results.json
     ROS_DOMAIN_ID=1 ros2 topic pub --once /awsim/control_mode_request_topic \
         std_msgs/msg/Bool "{data: true}"
 """
@@ -99,14 +100,16 @@ ARGUMENTS = (
      'management and the referee in domain_base; scenario defaults to '
      + ', '.join(f'{n}: {s}' for n, s in pc.MISSION_SCENARIOS.items())
      + '. With a race scenario (race: 4 karts; 0 = all of its karts) each kart runs its '
-     'bridge, kart_interface and reference stack, the management and race_view (the '
-     "organisers' view) run in domain_base. Overlays apply; of components only the live "
-     'views (viewer, foxglove_bridge), which then run in domain_base; use_real_ksp does not'),
+     'bridge, kart_interface and reference stack, the management, the referee (the '
+     "race's judge) and race_view (the organisers' view) run in domain_base. Overlays "
+     'apply; of components only the live views (viewer, foxglove_bridge), which then run '
+     'in domain_base; use_real_ksp does not'),
     ('domain_base', '0', 'with vehicles: the management domain; vehicle k uses domain_base + k'),
     ('start_mode', 'count',
      'with vehicles: count starts the mission by itself once every vehicle is Ready and in '
      'control; sync waits for /admin/awsim/start (std_msgs/Bool true) in Ready'),
-    ('results_path', '', "with vehicles: where the referee writes the results ('' none)"),
+    ('results_path', '', "with vehicles: where the referee writes the results ('' none); "
+                         "a race's judge writes its result files beside it"),
     ('race_laps', '',
      "with a race: laps to finish ('' the scenario's or its mode's: 6), e.g. 1 for a short race"),
     ('race_time_limit_sec', '',
@@ -164,10 +167,10 @@ def _optional(text: str, kind: type):
 
 
 def _mission(arg, vehicles: int) -> list:
-    """Return the actions of a mission (``vehicles:=N``); launch ends with its last judge.
+    """Return the actions of a mission (``vehicles:=N``); launch ends with the referee.
 
-    The referee's exit, or in a race (no referee) the management's: each stops once the
-    mission ended (``exit_on_finish``).
+    The referee (a race's judge too) stops once it wrote an ended mission's results
+    (``exit_on_finish``).
     """
     scenario = arg('scenario')
     viewers = [name for name in pc.select(arg('components')) if name in pc.MISSION_VIEWERS]
@@ -186,10 +189,9 @@ def _mission(arg, vehicles: int) -> list:
                            + (f'; each kart engages on '
                               f'{pc.topics.name("kart/control_mode_request_topic")} in its '
                               'domain' if race else ''))] + _actions(planned)
-    last = 'manager' if race else 'referee'
-    judge = next(a for a, p in zip(actions[1:], planned) if p.component == last)
+    referee = next(a for a, p in zip(actions[1:], planned) if p.component == 'referee')
     actions.append(RegisterEventHandler(OnProcessExit(
-        target_action=judge, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
+        target_action=referee, on_exit=[EmitEvent(event=Shutdown(reason='mission ended'))])))
     return actions
 
 

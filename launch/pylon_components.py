@@ -520,10 +520,10 @@ CHASER = Component('chaser', 'rendezvous_chaser: an example autonomy flying the 
 ))
 MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, REFEREE)}
 """What runs in the management domain, besides the simulator."""
-RACE_MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, RACE_VIEW)}
-"""What runs in the management domain of a race: the management and the organisers' view
-(the referee scores a rendezvous; the race is counted by the simulator, ranked by the
-management's judge)."""
+RACE_MISSION_COMPONENTS: dict[str, Component] = {c.name: c for c in (MANAGER, REFEREE,
+                                                                     RACE_VIEW)}
+"""What runs in the management domain of a race: the management, the referee (the race's
+judge there: its ranking and result files) and the organisers' view."""
 VEHICLE_COMPONENTS: dict[str, Component] = {c.name: c for c in (
     BRIDGE, ESTIMATOR, CONTROLLER, CHASER)}
 """What runs in each vehicle's domain (the chaser only for a vehicle with a task)."""
@@ -744,8 +744,8 @@ def mission_plan(vehicles: int, *, scenario: str = '', overlays: Sequence[str] =
 
     **A race** (``race_of``: ``race``, or ``kart`` as a one-kart mission): ``race_scenario``
     of ``vehicles`` karts, ``race_laps`` and ``race_time_limit_sec`` (a short race);
-    ``sim_manager`` and ``race_view`` (the organisers' view), no referee, in the management
-    domain; in each kart's ``RACE_VEHICLE_COMPONENTS`` (``_kart_parameters``), every kart
+    ``RACE_MISSION_COMPONENTS`` in the management domain (the referee judges the race, its
+    files beside ``results_path``); in each kart's ``RACE_VEHICLE_COMPONENTS``, every kart
     node on game time unless ``use_sim_time`` is false. ``viewers`` (``MISSION_VIEWERS``)
     run in the management domain.
     """

@@ -25,15 +25,18 @@ Then it plays the competition's tools (``AICHALLENGE`` section 4 behaviour):
 
 Every second a status line: the management state and, per kart, its control mode, laps,
 time into the lap, section and boosts left (the status mirrored in the management domain).
-The race ends with the management's Finish or FinishAll (``sim_manager`` exits, as the
-competition's state manager stops the simulator); ``DEMO_SECONDS`` stops it earlier. Then
-it prints the result (``demo result (...): {json}``): the judge's ``result-summary.json``
-when one was written into the log directory (``judge``), the ranking on
-``/admin/awsim/ranking`` when one was published (``ranking_topic``), and always the
-standings from the mirrored statuses (``standings``: laps, each lap's time, the best,
+The race ends with the management's FinishAll (every kart at the lap target) or Finish
+(the session's time ran out); the referee, the race's judge, writes its files and exits, the
+management exits too (as the competition's state manager stops the simulator);
+``DEMO_SECONDS`` stops it earlier. Then it prints the result (``demo result (...):
+{json}``): the judge's ``result-summary.json`` (``judge``; its ``d<N>-result-details.json``
+and the ranking, ``results.json``, are beside it in the log directory), the last ranking on
+``/admin/awsim/ranking`` (``ranking_topic``), the standings from the mirrored statuses
+(``standings``: the judge's place, laps, each lap's time, the best,
 ``pylon_kart.race_view.Standings``) and each kart's orchestration (``karts``: mode, wall s
-to MANUAL and to AUTONOMOUS). Exit status 0 unless a process died, the management never
-said anything, or a kart never drove AUTONOMOUS.
+to MANUAL and to AUTONOMOUS); then one line a kart in the judge's order. Exit status 0
+unless a process died, the management never said anything, or a kart never drove
+AUTONOMOUS.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import time
 
 from pylon_common import mission, topics
 from pylon_kart.race_view import Standings
+from pylon_mission.judge import SUMMARY_FILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kart_demo  # noqa: E402
@@ -55,31 +59,37 @@ import mission_demo  # noqa: E402
 import pylon_components as pc  # noqa: E402
 
 LAYOUT = 'foxglove/race_layout.json'
-SUMMARY_FILE = 'result-summary.json'
-"""The judge's summary (``pylon_mission.judge.SUMMARY_FILE``), looked for in the log folder."""
+
 ENGAGE_STATES = (mission.VEHICLE_READY, mission.VEHICLE_START)
 """The vehicle states the competition's orchestrator waits for (its default list)."""
 START_MODES = ('count', 'sync')
+ENDING = ('sim_manager', 'referee')
+"""The processes that end with the race (``exit_on_finish``): the referee once it wrote the
+judge's files, the management ``exit_delay_sec`` (2 s) after its final state."""
 END_GRACE_SEC = 8.0
-"""s (wall) the demo waits after the final state for the management to exit and the judge's
-files (the management holds the final state ``exit_delay_sec``, 2 s, before it exits)."""
+"""s (wall) the demo waits after the final state for ``ENDING`` to exit."""
 STATUS_PERIOD_SEC = 1.0
 
 
 def plan(vehicles: int, overlays=(), scenario: str = pc.RACE_SCENARIO, ports=None,
-         domain_base: int = mission.DEFAULT_DOMAIN_BASE, record: str = '',
-         sim_rate: float = 1.0, use_sim_time: bool | None = None, laps: int | None = None,
-         time_limit_sec: float | None = None, start_mode: str = 'count') -> list:
+         domain_base: int = mission.DEFAULT_DOMAIN_BASE, log_dir: Path | None = None,
+         record: str = '', sim_rate: float = 1.0, use_sim_time: bool | None = None,
+         laps: int | None = None, time_limit_sec: float | None = None,
+         start_mode: str = 'count') -> list:
     """Return the race demo's processes: the race's mission plan with the live view.
 
     ``ports``: the first kart's state, command and admin ports, and optionally the
-    management port. ``$DEMO_VIEWER_PORT`` sets the live view's port.
+    management port. The judge (the referee) writes the ranking to ``results.json`` in
+    ``log_dir`` and its result files beside it. ``$DEMO_VIEWER_PORT`` sets the live view's
+    port.
     """
     extra = {} if ports is None or len(ports) < 4 else {'management_port': ports[3]}
     planned = pc.mission_plan(vehicles, scenario=scenario, overlays=overlays,
                               domain_base=domain_base,
                               ports=None if ports is None else ports[:3],
                               start_mode=start_mode, exit_on_finish=True,
+                              results_path=str(log_dir / mission_demo.RESULTS)
+                              if log_dir else '',
                               record_output=record, sim_rate=sim_rate,
                               use_sim_time=use_sim_time, race_laps=laps,
                               race_time_limit_sec=time_limit_sec, viewers=('viewer',),
@@ -186,7 +196,7 @@ def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str
     if start_mode not in START_MODES:
         raise ValueError(f'DEMO_START_MODE must be one of {", ".join(START_MODES)}, '
                          f'not {start_mode!r}')
-    planned = plan(vehicles, overlays, scenario, ports, domain_base, record, sim_rate,
+    planned = plan(vehicles, overlays, scenario, ports, domain_base, log_dir, record, sim_rate,
                    use_sim_time, laps, time_limit_sec, start_mode)
     domains = [mission.vehicle_domain(domain_base, k) for k in range(1, vehicles + 1)]
     print(f'demo: logs in {log_dir}; a race of {vehicles} kart(s), start mode {start_mode}; '
@@ -215,21 +225,26 @@ def run(vehicles: int, seconds: float | None, overlays: list[str], scenario: str
         processes.stop()
     if status == 0 and (not watcher.state or any(p.autonomous_s is None for p in pilots)):
         status = 1            # the management never said anything, or a kart never drove
-    print_result(outcome, ended, watcher.end or watcher.state)
+    print_result(outcome, ended, watcher.end or watcher.state, log_dir)
     files = [dict(p.parameters)['output'] for p in planned if p.component == 'record']
     if files:
         print(f'demo: recorded {", ".join(files)}', flush=True)
     return status
 
 
-def print_result(outcome: dict, ended: bool, state: str) -> None:
-    """Print the result as JSON and the standings one kart a line."""
+def print_result(outcome: dict, ended: bool, state: str, log_dir: Path) -> None:
+    """Print the result as JSON, then one kart a line (the judge's ranking when it wrote one)."""
     print(f'\ndemo result ({"race ended" if ended else "stopped before the end"}'
           f', {state or "no state"}): {json.dumps(outcome)}', flush=True)
-    for row in outcome['standings']:
-        laps_text = ', '.join(f'{t:.2f}' for t in row['lap_times_sec']) or '-'
-        print(f"demo: P{row['rank']} kart {row['vehicle']}: {row['laps']} lap(s) "
+    laps = {row['vehicle']: row['lap_times_sec'] for row in outcome['standings']}
+    rows = (outcome['judge'] or {}).get('ranking') or outcome['standings']
+    for row in rows:
+        laps_text = ', '.join(f'{t:.2f}' for t in laps.get(row['vehicle'], ())) or '-'
+        print(f"demo: P{row['rank'] or '-'} kart {row['vehicle']}: {row['laps']} lap(s) "
               f"(lap times s: {laps_text}; best {row['best_lap_sec']})", flush=True)
+    if outcome['judge'] is not None:
+        print(f"demo: the judge's files: {log_dir / SUMMARY_FILE} and "
+              f"d<N>-result-details.json beside it", flush=True)
 
 
 def watch(watcher: RaceWatcher, pilots: list, processes, seconds: float | None,
@@ -250,10 +265,11 @@ def watch(watcher: RaceWatcher, pilots: list, processes, seconds: float | None,
         if watcher.end and ended_at is None:
             ended_at = now
         dead = processes.dead()
-        if ended_at is not None and ('sim_manager' in dead or now - ended_at >= END_GRACE_SEC):
+        if ended_at is not None and (set(ENDING) <= set(dead) or now - ended_at >= END_GRACE_SEC):
             break
-        if dead:
-            print(f'\ndemo: {", ".join(dead)} exited; see {log_dir}', flush=True)
+        died = [name for name in dead if ended_at is None or name not in ENDING]
+        if died:
+            print(f'\ndemo: {", ".join(died)} exited; see {log_dir}', flush=True)
             return 1, ended_at is not None
         for pilot in pilots:
             pilot.engage()

@@ -310,30 +310,31 @@ def test_launch_and_native_demo_start_the_same_race(launch_file, monkeypatch, ve
     """scenario:=race (with the live view named) and DEMO_SCENARIO=race start the same race.
 
     Every kart's bridge, interface and reference stack in its domain, the management, the
-    organisers' view and the live view in the management domain; launch ends with the
-    management (there is no referee in a race). ``vehicles:=0``: every kart of the race.
+    referee (the race's judge), the organisers' view and the live view in the management
+    domain; launch ends with the referee. ``vehicles:=0``: every kart of the race.
     """
     monkeypatch.delenv('DEMO_VIEWER_PORT', raising=False)
     native = _module('native_demo_under_test', ROOT / 'launch' / 'native_demo.py')
     race = sys.modules['race_demo']
     actions = launch_file._setup(_context(
         launch_file, vehicles=vehicles, scenario='race', domain_base='7', race_laps=laps,
-        components='default,viewer'))
+        components='default,viewer', results_path='/tmp/results.json'))
     started = [a for a in actions if 'cmd' in a.kwargs or 'package' in a.kwargs]
     karts = int(vehicles) or 4
-    planned = race.plan(karts, scenario='race', domain_base=7,
+    planned = race.plan(karts, scenario='race', domain_base=7, log_dir=Path('/tmp'),
                         laps=int(laps) if laps else None)
     assert _as_commands(started) == [native.pc.command_line(p) for p in planned]
     domains = [a.kwargs['additional_env'].get('ROS_DOMAIN_ID') for a in started]
-    assert domains[:4] == [None, '7', '7', '7']
-    assert sorted(set(domains[4:]), key=int) == [str(7 + k) for k in range(1, karts + 1)]
-    assert [cmd[0] for cmd in _as_commands(started)[:4]] == [
-        'pylon_sim', 'sim_manager', 'race_view', 'pylon_viewer']
+    assert domains[:5] == [None, '7', '7', '7', '7']
+    assert sorted(set(domains[5:]), key=int) == [str(7 + k) for k in range(1, karts + 1)]
+    assert [cmd[0] for cmd in _as_commands(started)[:5]] == [
+        'pylon_sim', 'sim_manager', 'referee', 'race_view', 'pylon_viewer']
     (handler,) = [a for a in actions
                   if a.args and 'target_action' in getattr(a.args[0], 'kwargs', {})]
-    assert handler.args[0].kwargs['target_action'].kwargs['executable'] == 'sim_manager'
+    assert handler.args[0].kwargs['target_action'].kwargs['executable'] == 'referee'
     # without the live view named, the same race without it
     bare = launch_file._setup(_context(launch_file, vehicles=vehicles, scenario='race',
-                                       domain_base='7', race_laps=laps))
+                                       domain_base='7', race_laps=laps,
+                                       results_path='/tmp/results.json'))
     launched = _as_commands([a for a in bare if 'cmd' in a.kwargs or 'package' in a.kwargs])
     assert launched == [cmd for cmd in _as_commands(started) if cmd[0] != 'pylon_viewer']

@@ -8,7 +8,7 @@ asks for AUTONOMOUS), and ends with the management's Finish: the session's time 
 ``TIME_LIMIT_SEC`` of game time (``DEMO_RACE_TIME_LIMIT``), so that it costs well under a
 minute on this machine. Meanwhile the test watches the organisers' view in the management
 domain: the course, and every kart on it from its ground truth (first on its grid slot, then
-down the track).
+down the track). The referee judges the race: its ranking and result files are printed.
 """
 
 import json
@@ -65,12 +65,26 @@ def test_a_two_kart_race_runs_to_its_end(free_udp_port, free_udp_port_series,
     result = json.loads(line.split('): ', 1)[1])
     assert [k['mode'] for k in result['karts']] == ['AUTONOMOUS'] * KARTS, result['karts']
     assert all(k['ready_s'] <= k['autonomous_s'] for k in result['karts']), result['karts']
-    assert result['processes_exited'] == ['sim_manager'], result   # it ends the race
+    # the management and the judge end with the race
+    assert sorted(result['processes_exited']) == ['referee', 'sim_manager'], result
     standings = result['standings']
     assert sorted(row['vehicle'] for row in standings) == [1, 2]
     assert all(row['statuses_seen'] > 50 for row in standings), standings
+    assert sorted(row['rank'] for row in standings) == [1, 2]          # the judge's places
+    # the judge's summary (its files in the log directory), as the ranking topic had it
+    judge = result['judge']
+    assert judge is not None and judge['end'] == 'Finish', judge
+    assert judge['time_limit_sec'] == TIME_LIMIT_SEC
+    assert [row['vehicle'] for row in judge['ranking']] == \
+        [row['vehicle'] for row in standings]
+    assert judge == json.loads((logs / 'result-summary.json').read_text(encoding='utf-8'))
     for k in (1, 2):
-        assert f'kart {k}: ' in text.split(line, 1)[1]      # the summary lists both karts
+        assert (logs / f'd{k}-result-details.json').is_file(), k
+    assert result['ranking_topic']['end'] == 'Finish'
+    tail = text.split(line, 1)[1]
+    for k in (1, 2):
+        assert f'kart {k}: ' in tail                    # the summary lists both karts
+    assert "the judge's files: " in tail
     # the organisers' view: the course, and every kart from its ground truth
     course = view.last('race/course_markers')
     assert course is not None and len(course.markers) == 4

@@ -39,15 +39,19 @@ def test_four_karts_each_in_its_domain_with_bridge_interface_and_stack():
     assert sim.executable == 'pylon_sim'
     assert sim.arguments[:2] == ('--scenario', 'race')        # the shipped four-kart race
     assert sim.arguments[-2:] == ('--management-port', str(management.MANAGEMENT_PORT))
-    assert [p.executable for p in domains.pop(10)] == ['sim_manager', 'race_view',
+    assert [p.executable for p in domains.pop(10)] == ['sim_manager', 'referee', 'race_view',
                                                         'pylon_viewer']
     assert sorted(domains) == [11, 12, 13, 14]
     for k, domain in enumerate(sorted(domains), start=1):
         procs = domains[domain]
         assert tuple(p.executable for p in procs) == KART_NODES, domain
         assert {p.vehicle for p in procs} == {k} and domain == mission.vehicle_domain(10, k)
-    # no referee in a race (it scores a rendezvous); the management stops at the end
-    assert 'referee' not in {p.executable for p in planned}
+    # the referee is the race's judge: its files beside results_path
+    referee = dict(next(p for p in planned if p.executable == 'referee').parameters)
+    assert referee == {'results_path': '', 'exit_on_finish': False}
+    judged = _race(2, results_path='/tmp/race/results.json', exit_on_finish=True)
+    assert dict(next(p for p in judged if p.executable == 'referee').parameters) == {
+        'results_path': '/tmp/race/results.json', 'exit_on_finish': True}
     manager = dict(next(p for p in planned if p.executable == 'sim_manager').parameters)
     assert manager['vehicles'] == 4 and manager['domain_base'] == 10
     assert manager['start_mode'] == 'count' and manager['exit_on_finish'] is False

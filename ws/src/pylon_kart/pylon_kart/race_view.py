@@ -7,24 +7,23 @@ East-North-Up frame whose origin is where that kart stood when its runtime sessi
 (the simulator's ground-truth anchor: its grid slot, at the start and after every reset).
 Every kart has its own such frame; ``GroundTruthFrame`` takes one into the track's ``map``
 (``pylon_track``: ENU at the track's origin) exactly, through the body-fixed frame: the
-anchor's position is the grid slot's point of ``map`` (its height, the kart's centre of
-mass above the ground, is left out: ``z`` is then the height above the slot's centre of
-mass, about -0.14 m on the ground), its axes are the ENU axes there (a few 1e-5 rad from
-the track origin's at the kart circuit's size).
+anchor's position is the grid slot's point of ``map`` at z 0 (the height of the kart's
+centre of mass above the ground is left out: ``z`` is the height above where it stood on
+the slot), its axes are the ENU axes there (a few 1e-5 rad from the track origin's at the
+kart circuit's size).
 
-``Standings`` ranks the karts from the status arrays the management mirrors into domain 0
-(``/d<N>/awsim/status``, ``pylon_common.mission.STATUS_FIELDS``): laps first, then the
-earlier crossing of the line that completed the last lap (the race time, ``elapsed_sec`` -
-``thisLapTime`` right after the crossing), then the vehicle number, as the judge ranks;
-each lap's time is the difference of two crossings (the finishing lap's to a status period,
-0.1 s: after the finish ``thisLapTime`` stays 0, so its crossing is the first status that
-counts it). It is what the demo prints when no
-judge's result is there, and what the live view labels the karts with.
+``Standings`` keeps every kart's race from the status arrays the management mirrors into
+domain 0 (``/d<N>/awsim/status``, ``pylon_common.mission.STATUS_FIELDS``): laps, the time
+into the lap, section, boosts, the judge's place (``rank``) and best lap, and each lap's
+time: from the race time its first crossing of the line (``elapsed_sec`` -
+``thisLapTime`` on its first lap) or its previous lap's end to the end of that lap
+(``last_lap_end_sec``, the race's own interpolated crossing). It is what the demo prints
+beside the judge's files, and what the live view labels the karts with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
 
@@ -35,8 +34,6 @@ from pylon_track import Track
 KART_COLOURS = ((0.95, 0.26, 0.21), (0.13, 0.59, 0.95), (0.30, 0.69, 0.31),
                 (1.00, 0.76, 0.03), (0.61, 0.15, 0.69), (0.00, 0.74, 0.83))
 """The colour (r, g, b) of kart k: ``KART_COLOURS[(k - 1) % 6]`` (red, blue, green, amber...)."""
-LINE_GAP_SEC = 0.5
-"""s: two crossings of the line closer than this are one (the float32 status's rounding)."""
 KART_SIZE = (1.4, 0.8, 0.4)
 """m: the box a kart is drawn as (the chassis' length and width, a driver's height)."""
 
@@ -102,26 +99,26 @@ class KartRecord:
     section: int = 0
     boosts_left: int = 0
     boosting: bool = False
-    crossings: list[float] = field(default_factory=list)    # race time of each line crossing
+    rank: int = 0                         # the judge's place (0: not ranked)
+    best_lap: float | None = None         # the judge's best lap
+    started: float | None = None          # race time of its first crossing of the line
+    lap_ends: list[float] = field(default_factory=list)     # race time each lap ended
     lap_times: list[float] = field(default_factory=list)
     samples: int = 0
-    laps_at_line: int = 0                 # laps counted at the last crossing
 
     @property
     def last_line(self) -> float | None:
-        """Return the race time of the crossing that completed the last lap (None: no lap)."""
-        return self.crossings[-1] if self.laps and self.crossings else None
-
-    @property
-    def best_lap(self) -> float | None:
-        """Return the fastest lap seen (None: no lap yet)."""
-        return min(self.lap_times) if self.lap_times else None
+        """Return the race time its last counted lap ended (None: no lap yet)."""
+        return self.lap_ends[-1] if self.lap_ends else None
 
 
 class Standings:
-    """The karts' laps and lap times from their status arrays, ranked as the judge ranks."""
+    """The karts' places, laps and lap times from their status arrays."""
 
     INDEX = mission.STATUS_INDEX
+    USED = ('lapCount', 'thisLapTime', 'section', 'boostRemaining', 'isBoosting',
+            'elapsed_sec', 'rank', 'best_lap_sec', 'last_lap_end_sec')
+    """The status fields it reads: a shorter array (another mission's) is ignored."""
 
     def __init__(self, vehicles: int) -> None:
         """Start with every kart on the grid."""
@@ -130,55 +127,50 @@ class Standings:
     def update(self, vehicle: int, values: Sequence[float]) -> None:
         """Take one status array of ``vehicle``; a short or non-finite one is ignored."""
         kart = self.karts.get(vehicle)
-        index = self.INDEX
-        if kart is None or len(values) <= index['elapsed_sec'] or \
-                not all(math.isfinite(v) for v in values[:index['elapsed_sec'] + 1]):
+        value = {name: float(values[self.INDEX[name]]) for name in self.USED
+                 if self.INDEX[name] < len(values)}
+        if kart is None or len(value) < len(self.USED) or \
+                not all(math.isfinite(v) for v in value.values()):
             return
-        laps = int(values[index['lapCount']])
-        lap_time = float(values[index['thisLapTime']])
-        elapsed = float(values[index['elapsed_sec']])
+        laps = int(value['lapCount'])
         if laps < kart.laps:                       # a reset: back on the grid
             self.karts[vehicle] = kart = KartRecord(vehicle)
-        # the line's crossing: race time less the time into the lap; at the finish the
-        # lap time is 0 from then on, so the crossing is this sample's (a status late)
-        finished = laps > kart.laps and lap_time <= 0.0
-        if lap_time > 0.0 or finished:
-            crossing = elapsed - lap_time
-            if not kart.crossings or crossing > kart.crossings[-1] + LINE_GAP_SEC:
-                if kart.crossings and laps > kart.laps_at_line:
-                    kart.lap_times.append(crossing - kart.crossings[-1])
-                kart.crossings.append(crossing)
-                kart.laps_at_line = laps
+        if kart.started is None and laps == 0 and value['thisLapTime'] > 0.0:
+            kart.started = value['elapsed_sec'] - value['thisLapTime']
+        if laps > kart.laps and value['last_lap_end_sec'] > 0.0:
+            line = kart.last_line if kart.lap_ends else kart.started
+            if line is not None and laps == kart.laps + 1:   # one lap since the last look
+                kart.lap_times.append(value['last_lap_end_sec'] - line)
+            kart.lap_ends.append(value['last_lap_end_sec'])
         kart.laps = laps
-        kart.lap_time = lap_time
-        kart.section = int(values[index['section']])
-        kart.boosts_left = int(values[index['boostRemaining']])
-        kart.boosting = values[index['isBoosting']] >= 0.5
+        kart.lap_time = value['thisLapTime']
+        kart.section = int(value['section'])
+        kart.boosts_left = int(value['boostRemaining'])
+        kart.boosting = value['isBoosting'] >= 0.5
+        kart.rank = int(value['rank'])
+        kart.best_lap = value['best_lap_sec'] if value['best_lap_sec'] > 0.0 else None
         kart.samples += 1
 
     def ranked(self) -> list[KartRecord]:
-        """Return the karts in ranking order: laps, then the last lap's line, then number."""
-        return sorted(self.karts.values(), key=lambda k: (
-            -k.laps, k.last_line if k.last_line is not None else math.inf, k.vehicle))
+        """Return the karts in the judge's order (unranked ones last, by their number)."""
+        return sorted(self.karts.values(), key=lambda k: (k.rank if k.rank > 0 else math.inf,
+                                                          k.vehicle))
 
     def table(self) -> list[dict]:
         """Return the ranking as JSON-ready rows (times rounded to 0.01 s)."""
         def rounded(value):
             return None if value is None else round(value, 2)
-        return [{'rank': position, 'vehicle': k.vehicle, 'laps': k.laps,
+        return [{'rank': k.rank, 'vehicle': k.vehicle, 'laps': k.laps,
                  'lap_times_sec': [round(t, 2) for t in k.lap_times],
                  'best_lap_sec': rounded(k.best_lap), 'last_line_sec': rounded(k.last_line),
-                 'section': k.section, 'boosts_left': k.boosts_left,
-                 'statuses_seen': k.samples}
-                for position, k in enumerate(self.ranked(), start=1)]
-
-    def positions(self) -> Mapping[int, int]:
-        """Return each vehicle's place (1: leading)."""
-        return {k.vehicle: position for position, k in enumerate(self.ranked(), start=1)}
+                 'first_line_sec': rounded(k.started), 'section': k.section,
+                 'boosts_left': k.boosts_left, 'statuses_seen': k.samples}
+                for k in self.ranked()]
 
 
-def label(kart: KartRecord, position: int) -> str:
-    """Return a kart's label in the view: place, number, laps, lap time, boosts."""
+def label(kart: KartRecord) -> str:
+    """Return a kart's label in the view: place (the judge's), number, laps, lap time, boosts."""
+    place = f'P{kart.rank}' if kart.rank > 0 else 'P-'
     boost = ' BOOST' if kart.boosting else ''
-    return (f'P{position} #{kart.vehicle} lap {kart.laps} '
+    return (f'{place} #{kart.vehicle} lap {kart.laps} '
             f'{kart.lap_time:5.1f}s b{kart.boosts_left}{boost}')

@@ -12,9 +12,10 @@ What a viewer (``pylon_viewer``, Foxglove) draws of the race, in the track's ``m
 Kart k's pose is its ground truth in the management domain,
 ``/d<k>/awsim/ground_truth/localization/kinematic_state`` (``pylon_common.mission``), taken
 from its ENU frame into ``map`` by ``race_view.GroundTruthFrame`` anchored at its grid slot
-(``grid_slots``); the places and laps come from its mirrored ``/d<k>/awsim/status``
-(``race_view.Standings``). A kart not heard from yet is not drawn. It reads nothing of a
-vehicle's domain and publishes nothing there: it runs in the management domain only.
+(``grid_slots``); its place (the judge's), laps and lap time come from its mirrored
+``/d<k>/awsim/status`` (``race_view.Standings``). A kart not heard from yet is not drawn.
+It reads nothing of a vehicle's domain and publishes nothing there: it runs in the
+management domain only.
 """
 
 from __future__ import annotations
@@ -98,7 +99,6 @@ class RaceViewNode(Node):
 
     def _publish(self) -> None:
         out = MarkerArray()
-        places = self.standings.positions()
         now = self._now()
         for k, (x, y, z, yaw) in sorted(self.poses.items()):
             alpha = 1.0 if now - self.heard[k] < STALE_SEC else 0.3
@@ -108,7 +108,7 @@ class RaceViewNode(Node):
             text = self._marker(k, Marker.TEXT_VIEW_FACING, x, y, z + LABEL_HEIGHT_M, 0.0,
                                 (1.0, 1.0, 1.0, alpha), namespace='labels')
             text.scale.z = 0.8
-            text.text = race_view.label(self.standings.karts[k], places[k])
+            text.text = race_view.label(self.standings.karts[k])
             out.markers += [box, text]
         if out.markers:
             self.kart_pub.publish(out)

@@ -64,61 +64,69 @@ def test_grid_slots_parse_one_per_vehicle():
 
 
 def _status(laps: int, lap_time: float, elapsed: float, section: int = 0, boosts: int = 3,
-            boosting: bool = False) -> list[float]:
+            boosting: bool = False, rank: int = 0, best: float = 0.0,
+            lap_end: float = 0.0) -> list[float]:
     values = [0.0] * len(mission.STATUS_FIELDS)
-    values[INDEX['lapCount']], values[INDEX['thisLapTime']] = laps, lap_time
-    values[INDEX['elapsed_sec']], values[INDEX['section']] = elapsed, section
-    values[INDEX['boostRemaining']], values[INDEX['isBoosting']] = boosts, float(boosting)
+    for name, value in (('lapCount', laps), ('thisLapTime', lap_time), ('elapsed_sec', elapsed),
+                        ('section', section), ('boostRemaining', boosts),
+                        ('isBoosting', float(boosting)), ('rank', rank), ('best_lap_sec', best),
+                        ('last_lap_end_sec', lap_end)):
+        values[INDEX[name]] = value
     return values
 
 
-def test_standings_count_laps_and_time_them_from_the_line_crossings():
+def test_standings_time_each_lap_from_the_line_to_the_race_s_lap_ends():
     standings = race_view.Standings(2)
-    # kart 1 crosses the line at 1.4 s (its first lap begins), 41.4 s and 80.9 s
+    # kart 1 crosses the line at 1.4 s (its first lap begins); its laps end at 41.4 and 80.9
     for t in np.arange(0.0, 90.0, 0.1):
-        laps = int(t >= 41.4) + int(t >= 80.9)
-        line = 80.9 if t >= 80.9 else 41.4 if t >= 41.4 else 1.4
-        standings.update(1, _status(laps, t - line if t >= 1.4 else 0.0, t,
-                                    section=int(t // 10) % 5))
+        ends = [end for end in (41.4, 80.9) if t >= end]
+        line = ends[-1] if ends else 1.4
+        standings.update(1, _status(len(ends), t - line if t >= 1.4 else 0.0, t,
+                                    section=int(t // 10) % 5, rank=1,
+                                    best=39.5 if len(ends) == 2 else 40.0 if ends else 0.0,
+                                    lap_end=ends[-1] if ends else 0.0))
     kart = standings.karts[1]
-    assert kart.laps == 2 and kart.crossings == pytest.approx([1.4, 41.4, 80.9], abs=1e-6)
+    assert kart.laps == 2 and kart.started == pytest.approx(1.4, abs=1e-6)
+    assert kart.lap_ends == pytest.approx([41.4, 80.9])
     assert kart.lap_times == pytest.approx([40.0, 39.5], abs=1e-6)
     assert kart.best_lap == pytest.approx(39.5) and kart.last_line == pytest.approx(80.9)
-    # kart 2 finished its one-lap race at 42.0 s: its lap time stays 0 from then on, so its
-    # crossing is the first status that counts the lap (0.1 s late at most)
-    standings.update(2, _status(0, 1.0, 2.0))
-    standings.update(2, _status(0, 39.95, 40.95))
-    standings.update(2, _status(1, 0.0, 42.05))
-    standings.update(2, _status(1, 0.0, 50.0))
-    assert standings.karts[2].lap_times == pytest.approx([41.05])
+    # kart 2 finished its one-lap race: its time into the lap is 0 from then on, the lap's
+    # end is the race's (exact), whenever the status comes
+    standings.update(2, _status(0, 1.0, 2.0, rank=2))
+    standings.update(2, _status(1, 0.0, 44.0, rank=2, best=41.5, lap_end=42.5))
+    standings.update(2, _status(1, 0.0, 50.0, rank=2, best=41.5, lap_end=42.5))
+    assert standings.karts[2].lap_times == pytest.approx([41.5])
     assert [row['vehicle'] for row in standings.table()] == [1, 2]
-    assert standings.positions() == {1: 1, 2: 2}
 
 
-def test_standings_rank_laps_then_the_earlier_line_then_the_number():
+def test_standings_follow_the_judge_s_places_and_know_no_lap_they_missed():
     standings = race_view.Standings(4)
-    standings.update(3, _status(0, 1.0, 2.0))
-    standings.update(3, _status(1, 0.5, 42.5))      # lap completed at 42.0
-    standings.update(2, _status(0, 1.0, 2.0))
-    standings.update(2, _status(1, 0.5, 41.5))      # ... at 41.0: ahead of kart 3
+    standings.update(3, _status(0, 1.0, 2.0, rank=2))
+    standings.update(3, _status(1, 0.5, 42.5, rank=2, best=40.0, lap_end=42.0))
+    standings.update(2, _status(0, 1.0, 2.0, rank=1))
+    standings.update(2, _status(2, 0.5, 82.5, rank=1, best=39.0, lap_end=82.0))   # 2 at once
     assert [row['vehicle'] for row in standings.table()] == [2, 3, 1, 4]
     table = standings.table()
-    assert table[0] == {'rank': 1, 'vehicle': 2, 'laps': 1, 'lap_times_sec': [40.0],
-                        'best_lap_sec': 40.0, 'last_line_sec': 41.0, 'section': 0,
-                        'boosts_left': 3, 'statuses_seen': 2}
+    assert table[0]['lap_times_sec'] == [] and table[0]['best_lap_sec'] == 39.0
+    assert table[1] == {'rank': 2, 'vehicle': 3, 'laps': 1, 'lap_times_sec': [41.0],
+                        'best_lap_sec': 40.0, 'last_line_sec': 42.0, 'first_line_sec': 1.0,
+                        'section': 0, 'boosts_left': 3, 'statuses_seen': 2}
+    assert table[2]['rank'] == 0 and table[2]['statuses_seen'] == 0     # never heard of
 
 
 def test_standings_ignore_bad_statuses_and_start_again_after_a_reset():
     standings = race_view.Standings(1)
-    standings.update(1, _status(0, 1.0, 2.0))
-    standings.update(1, _status(1, 0.5, 42.5))
+    standings.update(1, _status(0, 1.0, 2.0, rank=1))
+    standings.update(1, _status(1, 0.5, 42.5, rank=1, lap_end=42.0))
     standings.update(1, [1.0, 2.0])                               # short
+    standings.update(1, _status(0, 1.0, 2.0)[:13])                # a rendezvous's layout
     standings.update(1, _status(5, float('nan'), 50.0))           # not finite
     standings.update(7, _status(5, 1.0, 50.0))                    # no such kart
     assert standings.karts[1].laps == 1 and standings.karts[1].samples == 2
     standings.update(1, _status(0, 0.0, 0.0, boosts=3))           # reset: back on the grid
     assert standings.karts[1].laps == 0 and standings.karts[1].lap_times == []
-    standings.update(1, _status(0, 2.0, 5.0, boosts=2, boosting=True))
+    standings.update(1, _status(0, 2.0, 5.0, boosts=2, boosting=True, rank=1))
     kart = standings.karts[1]
     assert kart.boosting and kart.boosts_left == 2
-    assert race_view.label(kart, 1) == 'P1 #1 lap 0   2.0s b2 BOOST'
+    assert race_view.label(kart) == 'P1 #1 lap 0   2.0s b2 BOOST'
+    assert race_view.label(race_view.KartRecord(3)) == 'P- #3 lap 0   0.0s b0'
