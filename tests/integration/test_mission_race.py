@@ -185,6 +185,32 @@ def results(path: Path, end: str, view: TopicRecorder) -> tuple[dict, list[dict]
                 encoding='utf-8')) for k in (1, 2)])
 
 
+def check_results(stack, path: Path, admin: TopicRecorder, since, races) -> None:
+    """Check the ranking and the judge's files of the two-kart race (both finished)."""
+    one, two = races
+    # the ranking and the judge's files: laps, then who ended the last lap first
+    summary, details = results(path, mission.FINISH_ALL, admin)
+    assert (summary['lap_target'], summary['time_limit_sec']) == (1, TIME_LIMIT_SEC)
+    assert [(e['rank'], e['vehicle'], e['laps'], e['finished']) for e in summary['ranking']] \
+        == [(1, 1, 1, True), (2, 2, 1, True)]
+    for k, (entry, race_k) in enumerate(zip(details, (one, two)), start=1):
+        assert (entry['vehicle'], entry['rank'], entry['laps']) == (k, k, 1)
+        assert entry['lap_times_sec'] == [round(race_k['lapTimes'][0], 3)]
+        assert entry['total_time_sec'] == round(race_k['finishTime'], 3)
+        assert len(entry['section_times_sec'][0]) == 3
+        assert sum(entry['section_times_sec'][0]) == pytest.approx(
+            entry['lap_times_sec'][0], abs=0.01)
+        assert (entry['boosts_used'], entry['penalty_count'], entry['collisions']) == (
+            0, race_k['penalties']['count'], [])
+    ranking = json.loads(admin.wait_for('admin/ranking', lambda m: json.loads(m.data).get(
+        'end') == mission.FINISH_ALL, since, 'the final ranking').data)
+    assert [(e['vehicle'], e['rank']) for e in ranking['vehicles']] == [(1, 1), (2, 2)]
+    assert ranking['all_completed'] and ranking['kind'] == 'race'
+    assert json.loads(path.read_text(encoding='utf-8'))['end'] == mission.FINISH_ALL
+    log = stack.processes['referee'].log()
+    assert 'race FinishAll' in log and 'rank 1: vehicle 1' in log
+
+
 def test_two_karts_lap_to_finish_all(race, ros_node_in):
     stack, path, vessels = race
     # each kart's driver: its lease held (again after a reset), then its wheels at the start
@@ -248,27 +274,7 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
         # the organisers' on_collision: every poll, never true without a collision
         said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
         assert len(said) >= 20 and not any(said)
-    # the ranking and the judge's files: laps, then who ended the last lap first
-    summary, details = results(path, mission.FINISH_ALL, admin)
-    assert (summary['lap_target'], summary['time_limit_sec']) == (1, TIME_LIMIT_SEC)
-    assert [(e['rank'], e['vehicle'], e['laps'], e['finished']) for e in summary['ranking']] \
-        == [(1, 1, 1, True), (2, 2, 1, True)]
-    for k, (entry, race_k) in enumerate(zip(details, (one, two)), start=1):
-        assert (entry['vehicle'], entry['rank'], entry['laps']) == (k, k, 1)
-        assert entry['lap_times_sec'] == [round(race_k['lapTimes'][0], 3)]
-        assert entry['total_time_sec'] == round(race_k['finishTime'], 3)
-        assert len(entry['section_times_sec'][0]) == 3
-        assert sum(entry['section_times_sec'][0]) == pytest.approx(
-            entry['lap_times_sec'][0], abs=0.01)
-        assert (entry['boosts_used'], entry['penalty_count'], entry['collisions']) == (
-            0, race_k['penalties']['count'], [])
-    ranking = json.loads(admin.wait_for('admin/ranking', lambda m: json.loads(m.data).get(
-        'end') == mission.FINISH_ALL, since, 'the final ranking').data)
-    assert [(e['vehicle'], e['rank']) for e in ranking['vehicles']] == [(1, 1), (2, 2)]
-    assert ranking['all_completed'] and ranking['kind'] == 'race'
-    assert json.loads(path.read_text(encoding='utf-8'))['end'] == mission.FINISH_ALL
-    log = stack.processes['referee'].log()
-    assert 'race FinishAll' in log and 'rank 1: vehicle 1' in log
+    check_results(stack, path, admin, since, (one, two))
 
 
 def manager_counts(node, holds=None) -> dict:
