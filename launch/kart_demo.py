@@ -43,6 +43,19 @@ SPIN_SEC = 0.1
 SOURCE = 'localizer estimate (/localization/kinematic_state)'
 
 
+def spin_in_thread(executor, name: str) -> threading.Thread:
+    """Start a daemon thread spinning ``executor`` until its context shuts down; return it."""
+    def spin() -> None:
+        from rclpy.executors import ExternalShutdownException
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+    thread = threading.Thread(target=spin, daemon=True, name=name)
+    thread.start()
+    return thread
+
+
 class KartPilot:
     """The demo's ROS node: the mode report and the estimate in, the mode request out.
 
@@ -155,16 +168,7 @@ class KartPilot:
 
     def spin_in_thread(self) -> None:
         """Process callbacks in a thread of its own from now on, until ``close``."""
-        self.thread = threading.Thread(target=self._spin_forever, daemon=True,
-                                       name=self.node.get_name())
-        self.thread.start()
-
-    def _spin_forever(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-        try:
-            self.executor.spin()
-        except ExternalShutdownException:
-            pass
+        self.thread = spin_in_thread(self.executor, self.node.get_name())
 
     def mode_name(self) -> str:
         """Return the control mode's name, ``waiting`` before the first report."""

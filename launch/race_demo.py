@@ -129,17 +129,7 @@ class RaceWatcher(mission_demo.Watcher):
 
     def spin_in_thread(self) -> None:
         """Process callbacks in a thread of its own from now on, until ``close``."""
-        import threading
-        self.thread = threading.Thread(target=self._spin_forever, daemon=True,
-                                       name='race_watcher')
-        self.thread.start()
-
-    def _spin_forever(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-        try:
-            self.executor.spin()
-        except ExternalShutdownException:
-            pass
+        self.thread = kart_demo.spin_in_thread(self.executor, 'race_watcher')
 
     def close(self) -> None:
         """Stop the spinning thread, destroy the node and its context."""
