@@ -157,7 +157,9 @@ def check_status(statuses: list, described: list[dict], vehicle: int) -> int:
         t = values['elapsed_sec']
         assert values['sessionTime'] == pytest.approx(max(0.0, TIME_LIMIT_SEC - t),
                                                       rel=F32, abs=1e-5), values
-        assert 0.0 <= values['timeScale'] <= RATE * 1.5, values
+        # measured over the manager's last wall second, it swings while a stalled simulator
+        # catches up; test_mission judges it against its window (time_scale_misfits)
+        assert math.isfinite(values['timeScale']) and values['timeScale'] >= 0.0, values
         found = [d for time, ds in by_time.items() if time == pytest.approx(t, rel=F32)
                  for d in ds]
         if not found:
