@@ -63,6 +63,7 @@ import time
 
 from pylon_bridge.vessel_session import ACTIVE, CHANGED, STATE_NAMES
 from pylon_common import mission, stamps, topics
+from pylon_common.children import die_with_parent
 from pylon_interfaces.msg import ControlAuthorityState
 from pylon_protocol import rotations
 from pylon_protocol.threads import limit_threads
@@ -131,7 +132,8 @@ class Processes:
         env = dict(os.environ) if domain is None else {**os.environ,
                                                        'ROS_DOMAIN_ID': str(domain)}
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=die_with_parent)
         log.close()
         self.running.append((name, proc))
 

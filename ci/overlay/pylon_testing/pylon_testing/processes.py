@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 import contextlib
-import ctypes
 import itertools
 import os
 from pathlib import Path
@@ -27,17 +26,13 @@ import signal
 import subprocess
 import time
 
-PR_SET_PDEATHSIG = 1
+from pylon_common.children import die_with_parent
+
 SIGINT_GRACE_SEC = 5.0
 SIGTERM_GRACE_SEC = 3.0
 POLL_PERIOD_SEC = 0.02
 LOG_TAIL_LINES = 15
 READ_CHUNK_BYTES = 65536
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class ProcessError(AssertionError):
@@ -67,7 +62,7 @@ class RosProcess:
         self.popen = subprocess.Popen(
             self.cmd, stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
             stdout=subprocess.PIPE if pipes else self._log, stderr=self._log,
-            env=dict(env), cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent)
+            env=dict(env), cwd=cwd, start_new_session=True, preexec_fn=die_with_parent)
         self.pid = self.popen.pid
         self.stopped = False
         self._lines: list[str] = []
