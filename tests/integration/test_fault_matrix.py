@@ -74,6 +74,15 @@ def test_every_row_has_an_expectation():
 @pytest.mark.parametrize('row', ROWS)
 def test_a_fault_never_leaves_the_vessel_pushing_without_a_live_command(matrix, row):
     outcome = matrix.run(row)
+    try:
+        check(row, outcome)
+    except AssertionError:
+        matrix.failed = True          # the next row starts on a fresh stack
+        raise
+
+
+def check(row: str, outcome) -> None:
+    """Check one row's outcome against its expectation (``EXPECT``, ``REARMS``)."""
     cut, disarms = EXPECT[row]
     assert outcome.unbacked_steps == 0, outcome
     # the simulator pushed again, after the controller was armed by the fresh MODE_IDLE
@@ -109,3 +118,14 @@ def test_a_fault_never_leaves_the_vessel_pushing_without_a_live_command(matrix, 
         assert 0.0 <= outcome.time_to_safe <= RAMP_SEC, outcome
     else:      # RESTARTED: nothing pushed from the restarted simulator's first frame on
         assert outcome.time_to_safe == 0.0, outcome
+
+
+def test_a_failed_row_leaves_the_next_a_fresh_stack(matrix):
+    """After a row that failed, the whole stack starts again and the next row flies on it."""
+    starts = matrix.fresh_starts
+    sim = matrix.processes['sim'].pid
+    matrix.failed = True              # as a row whose checks failed leaves it
+    outcome = matrix.run('loss_10')
+    assert matrix.fresh_starts == starts + 1 and not matrix.failed
+    assert matrix.processes['sim'].pid != sim
+    check('loss_10', outcome)

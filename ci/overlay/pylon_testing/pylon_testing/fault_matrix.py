@@ -336,11 +336,20 @@ class Matrix(FaultFlight):
 
     audit_start = 0        # the simulator's unbacked_steps when the row began
     before: dict = {}      # the simulator's control status when the fault hit
+    failed = False         # the last row did not end well: what it left is not to be trusted
+    fresh_starts = 0       # how often the whole stack started again after a failed row
 
     def run(self, row: str) -> Outcome:
-        """Fly a slew (or the row's phase), inject the row's fault, recover; the outcome."""
+        """Fly a slew (or the row's phase), inject the row's fault, recover; the outcome.
+
+        After a row that failed (``failed``: an exception here, or the caller's checks
+        said so) the whole stack starts again first, so that one failure stays one.
+        """
         if row not in ROWS:
             raise ValueError(f'unknown row {row!r}')
+        if self.failed:
+            self.fresh()
+        self.failed = True            # until the row came through
         self.prepare()
         self.audit_start = self.control()['unbacked_steps']
         self.fly(row)
@@ -351,7 +360,19 @@ class Matrix(FaultFlight):
         getattr(self, f'_{row}')(outcome)
         self._recover(outcome)
         outcome.unbacked_steps = self.control()['unbacked_steps'] - self.audit_start
+        self.failed = False
         return outcome
+
+    def fresh(self) -> None:
+        """Start every process of the stack again, the network healed, nothing commanded."""
+        self.relay.heal()
+        self.setpoint = None
+        for name in ('controller', 'estimator', 'bridge', 'sim'):
+            if self.processes[name].popen.poll() is None:
+                self.kill(name)
+        for name in ('sim', 'bridge', 'estimator', 'controller'):
+            self.restart(name)
+        self.fresh_starts += 1
 
     def fly(self, row: str) -> None:
         """Put the controller in the phase the row's fault hits (a slew unless e-stop)."""
