@@ -14,10 +14,13 @@ process per kart) drive the karts by their wheels. Every time checked is the rac
   kart 2 is still on its lap, then FinishAll; each kart's ``/awsim/status`` against the
   simulator's race (carried by the mission description of the same poll); the ranking on
   ``/admin/awsim/ranking`` and the judge's result files.
-- ``test_boosts_through_awsim_cmd_then_finish_at_the_time_limit``: nobody drives; kart 1's
-  ``/awsim/cmd``: an empty array and a NaN (dropped, counted, nothing sent), a boost (on
-  for ``BOOST_SEC`` of the race's time), a second one refused (none left); the session
-  runs out: Finish, and the files again (a reset re-armed the judge).
+- ``test_boosts_through_awsim_cmd_then_finish_at_the_time_limit``: kart 1 stands on the
+  grid; its ``/awsim/cmd``: an empty array and a NaN (dropped, counted, nothing sent), a
+  boost (on for ``BOOST_SEC`` of the race's time), a second one refused (none left).
+  Kart 2, on the slot behind it in the same lane, is driven into it: the collision on
+  both karts' ``/d{N}/.../on_collision`` in the management domain, in their status
+  arrays, the race and the judge's files. The session runs out: Finish, and the files
+  again (a reset re-armed the judge).
 """
 
 import json
@@ -44,7 +47,8 @@ COUNTDOWN_SEC = 1.0
 BOOSTS = 1
 BOOST_SEC = 2.0
 WHEEL_RADIUS_M = 0.14           # the kart's
-SPINS = (46.0, 42.0)            # rad/s: kart 1 at 6.4 m/s, kart 2 at 5.9 m/s (laps of 9, 13 s)
+SPINS = (46.0, 42.0)            # rad/s: kart 1 at 6.4 m/s, kart 2 at 5.9 m/s (laps of ~10 s)
+GRID = (0, 2)                   # the karts' slots: one lane, kart 2 8 m behind kart 1
 # every message kept, also while the test process looks elsewhere (10 a second)
 STREAM = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
@@ -56,7 +60,7 @@ F32 = 1e-6                      # relative: a status array is float32
 @pytest.fixture(scope='module')
 def race(mission_stack, tmp_path_factory):
     folder = tmp_path_factory.mktemp('race')
-    scenario = write_ring_race(folder, 2, task={
+    scenario = write_ring_race(folder, 2, grid=GRID, task={
         'laps': 1, 'time_limit_sec': TIME_LIMIT_SEC, 'boosts': BOOSTS, 'boost_sec': BOOST_SEC})
     results = folder / 'results' / 'ranking.json'
     countdown = folder / 'countdown.yaml'
@@ -98,18 +102,24 @@ def descriptions(view: TopicRecorder, since=None) -> list[dict]:
 
 
 def ready(view: TopicRecorder) -> dict:
-    """Bring the race to Ready on the grid (a reset if it is anywhere else); return it."""
+    """Bring the race to Ready on the grid (a reset if it is anywhere else); return it.
+
+    ``view.at_ready`` marks that description (what came before it may be of before the
+    reset).
+    """
     def waiting(m) -> bool:
         d = json.loads(m.data)
         return d['state'] == mission.READY and d['race']['phase'] == 'grid' and all(
             v['state'] == mission.VEHICLE_READY for v in d['vehicles'])
     last = view.wait_for('admin/mission', what='the mission description')
-    if waiting(last):
-        return json.loads(last.data)
-    since = view.mark()
-    if json.loads(last.data)['state'] != mission.PLAY_START:
-        view.reset.publish(Empty())
-    return json.loads(view.wait_for('admin/mission', waiting, since, 'the race Ready').data)
+    if not waiting(last):
+        since = view.mark()
+        if json.loads(last.data)['state'] != mission.PLAY_START:
+            view.reset.publish(Empty())
+        last = view.wait_for('admin/mission', waiting, since, 'the race Ready')
+    view.at_ready = view.after('admin/mission', last)
+    view.at_ready['admin/mission'] -= 1           # that description itself included
+    return json.loads(last.data)
 
 
 def marks_at_ready(karts: list[TopicRecorder]) -> list[dict]:
@@ -217,7 +227,7 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
     stack, path, vessels = race
     # each kart's driver: its lease held (again after a reset), then its wheels at the start
     drivers = [stack.starter(['wheel_driver', vessel, f'{spin:g}',
-                              f'{ring_steering(k - 1, spin * WHEEL_RADIUS_M):.6f}'],
+                              f'{ring_steering(GRID[k - 1], spin * WHEEL_RADIUS_M):.6f}'],
                              name=f'wheel_driver_{k}', env={'ROS_DOMAIN_ID': str(stack.domain(k))})
                for k, (vessel, spin) in enumerate(zip(vessels, SPINS), start=1)]
     admin = admin_view(ros_node_in(stack.base))
@@ -229,7 +239,7 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
     assert [v['race']['lapCount'] for v in grid['vehicles']] == [0, 0]
     admin.wait_for('admin/mission', lambda m: all(
         v['lease_owned'] and v['state'] == mission.VEHICLE_READY
-        for v in json.loads(m.data)['vehicles']), what='both drivers in control')
+        for v in json.loads(m.data)['vehicles']), admin.at_ready, 'both drivers in control')
     kart_marks = marks_at_ready(karts)
     since = start(admin)
     end = admin.wait_for('admin/state', lambda m: m.data in mission.FINAL_STATES, since,
@@ -272,7 +282,7 @@ def test_two_karts_lap_to_finish_all(race, ros_node_in):
         assert values['best_lap_sec'] == pytest.approx(race_k['lapTimes'][0], rel=F32)
         assert values['score'] == pytest.approx(TIME_LIMIT_SEC - race_k['finishTime'],
                                                 rel=F32)
-        assert values['collision_count'] == race_k['collisions'] == 0     # lanes 3 m apart
+        assert values['collision_count'] == race_k['collisions'] == 0     # the slower behind
         # the organisers' on_collision: every poll, never true without a collision
         said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
         assert len(said) >= 20 and not any(said)
@@ -289,14 +299,29 @@ def manager_counts(node, holds=None) -> dict:
 
 
 def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_in):
-    stack, path, _ = race
+    stack, path, vessels = race
+    # kart 2 driven along its lane into kart 1, which stands on the slot ahead
+    spin = SPINS[1]
+    rammer = stack.starter(['wheel_driver', vessels[1], f'{spin:g}',
+                            f'{ring_steering(GRID[1], spin * WHEEL_RADIUS_M):.6f}'],
+                           name='rammer_2', env={'ROS_DOMAIN_ID': str(stack.domain(2))})
     admin = admin_view(ros_node_in(stack.base))
+    for k in (1, 2):
+        admin.add(f'on_collision/{k}', topics.name('admin/on_collision', id=str(k)), Bool,
+                  STREAM)
     kart = kart_view(ros_node_in(stack.domain(1)))
+    rammed = kart_view(ros_node_in(stack.domain(2)))
     ready(admin)
+    admin.wait_for('admin/mission', lambda m: json.loads(m.data)['vehicles'][1]['lease_owned'],
+                   admin.at_ready, "kart 2's driver in control")
     before = manager_counts(admin.node)
-    (mark,) = marks_at_ready([kart])
+    (mark, mark_2) = marks_at_ready([kart, rammed])
     since = start(admin)
     manager = stack.processes['sim_manager']
+    # the collision, for the organisers: both karts on_collision (then the driver lets go)
+    for k in (1, 2):
+        admin.wait_for(f'on_collision/{k}', lambda m: m.data, since, f'kart {k} on_collision')
+    rammer.stop()
 
     def publish(*values) -> None:
         kart.cmd.publish(Float32MultiArray(data=list(values)))
@@ -341,7 +366,22 @@ def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_i
     final = json.loads(admin.wait_for('admin/mission', lambda m: json.loads(m.data)[
         'state'] == mission.FINISH, since, 'the race over').data)
     race_1 = final['vehicles'][0]['race']
-    assert race_1['events'] == {'boost_fired': 1, 'boost_refused_none_left': 1}
+    # (shoved by kart 2, kart 1 may leave the ring: each exit is judged, a penalty)
+    events = dict(race_1['events'])
+    assert events.pop('off_track', 0) == race_1['penalties']['count']
+    assert events == {'boost_fired': 1, 'boost_refused_none_left': 1}
+    # the collision: one contact or a few (the karts bounce, restitution 0.3), the same on
+    # both and in each source; on_collision true at most once per collision begun
+    hits = [v['race']['collisions'] for v in final['vehicles']]
+    assert hits[0] == hits[1] >= 1, hits
+    assert [entry['with'] for entry in final['vehicles'][0]['race']['collisionLog']] == \
+        [2] * hits[0]
+    for k, view, at in ((1, kart, mark), (2, rammed, mark_2)):
+        said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
+        assert 1 <= sum(said) <= hits[k - 1], (k, said)
+        count = float(hits[k - 1])
+        view.wait_for('status', lambda m, count=count: m.data[INDEX['collision_count']] == count,
+                      at, f'kart {k} collisions in its status')
     assert final['race']['requests'] == {} and final['race']['sessionTime'] == 0.0
     assert check_status(kart.messages('status', mark), descriptions(admin), 1) >= 20
     counted = ('awsim_cmd_empty', 'awsim_cmd_not_finite', 'awsim_cmd_forwarded',
@@ -354,4 +394,5 @@ def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_i
         (1, 0, False), (2, 0, False)]
     assert [(d['boosts_used'], d['total_time_sec']) for d in details] == [(1, None),
                                                                             (0, None)]
+    assert [len(d['collisions']) for d in details] == hits, details
     assert details[0]['events'] == race_1['events']

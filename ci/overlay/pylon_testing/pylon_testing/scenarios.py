@@ -10,6 +10,7 @@ No ROS here: the simulator's own tests use it too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 import math
 from pathlib import Path
@@ -124,11 +125,13 @@ def ring_steering(slot: int, speed: float, radius: float = RING_RADIUS_M) -> flo
 
 
 def write_ring_race(directory: Path, karts: int = 2, *, radius: float = RING_RADIUS_M,
-                    task: dict | None = None, lean: bool = True) -> str:
+                    task: dict | None = None, lean: bool = True,
+                    grid: Sequence[int] | None = None) -> str:
     """Write the race scenario with its first ``karts`` karts on the ring (its grid slots).
 
     ``task`` holds race keys to replace (a short ``laps`` and ``time_limit_sec``); the
-    terrain keeps its craters and boulders off the ring. Return the scenario's path.
+    terrain keeps its craters and boulders off the ring. ``grid``: the slot of each kart
+    kept (default: their own, 0 ..). Return the scenario's path.
     """
     ring = write_ring_track(directory, radius)
     path = Path(write_scenario(directory, 'race', lean=lean,
@@ -136,8 +139,10 @@ def write_ring_race(directory: Path, karts: int = 2, *, radius: float = RING_RAD
     data = yaml.safe_load(path.read_text(encoding='utf-8'))
     data['vehicles'] = data['vehicles'][:karts]
     data['vessels'] = [v for v in data['vessels'] if v['key'] in data['vehicles']]
-    for vessel in data['vessels']:
+    for k, vessel in enumerate(data['vessels']):
         vessel['surface'] = {**vessel['surface'], 'track': ring}
+        if grid is not None:
+            vessel['surface']['grid'] = int(grid[k])
     data['terrain']['track'] = ring
     path.write_text(yaml.safe_dump(data), encoding='utf-8')
     return str(path)

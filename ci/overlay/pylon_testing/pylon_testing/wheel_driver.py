@@ -1,9 +1,11 @@
 """A test's lease client that drives a kart by its wheels: a held spin and steering angle.
 
 ``wheel_driver VESSEL_ID SPIN STEERING`` speaks the bridge's protocol in its domain (no
-vehicle interface): it takes the vessel's lease (``controller_id`` ``wheel_driver``,
-renewed every ``RENEW_PERIOD_SEC``) and every ``COMMAND_PERIOD_SEC`` sends each wheel a
-``WheelCommand``: the driven wheels (a drive torque) ``SPIN`` rad/s, the steered wheels
+vehicle interface): it takes the vessel's lease (``controller_id`` ``wheel_driver``, a
+lease id of its own: the mod's sequence counters outlive a reset, so a second driver
+counting from 1 under an earlier one's identity would be stale), renewed every
+``RENEW_PERIOD_SEC``, and every ``COMMAND_PERIOD_SEC`` sends each wheel a ``WheelCommand``:
+the driven wheels (a drive torque) ``SPIN`` rad/s, the steered wheels
 ``STEERING`` rad (+ left), each with its ``rolling_sign`` and ``steering_sign`` from its
 ``WheelState``, a command timeout of ``COMMAND_TIMEOUT_SEC``. A kart held so drives a circle
 (``pylon_testing.scenarios.ring_steering`` gives the angle that laps the tests' ring). It
@@ -14,6 +16,7 @@ on SIGINT or SIGTERM.
 from __future__ import annotations
 
 import sys
+import uuid
 
 from pylon_common import node_main, topics
 
@@ -22,7 +25,6 @@ RENEW_PERIOD_SEC = 1.0
 COMMAND_TIMEOUT_SEC = 1.0
 LEASE_SEC = 10.0
 CONTROLLER = 'wheel_driver'
-LEASE = 'wheel_driver_lease'
 
 
 def make_node(vessel_id: str, spin: float, steering: float):
@@ -40,6 +42,7 @@ def make_node(vessel_id: str, spin: float, steering: float):
     import rclpy
 
     node = rclpy.create_node(CONTROLLER)
+    lease = f'wheel_driver-{uuid.uuid4().hex[:16]}'
     wheels: dict[str, WheelState] = {}
     sequence = itertools.count(1)
     held = {'owned': False, 'ticks': 0}
@@ -56,7 +59,7 @@ def make_node(vessel_id: str, spin: float, steering: float):
             node.get_logger().info(f'wheels {len(wheels)}')
 
     def on_authority(msg: ControlAuthorityState) -> None:
-        owned = msg.controller_id == CONTROLLER and msg.lease_id == LEASE
+        owned = msg.controller_id == CONTROLLER and msg.lease_id == lease
         if owned and not held['owned']:
             node.get_logger().info('lease held')
         held['owned'] = owned
@@ -68,7 +71,7 @@ def make_node(vessel_id: str, spin: float, steering: float):
 
     def acquire() -> None:
         authority.publish(A(action=A.ACTION_ACQUIRE, vessel_id=vessel_id,
-                            controller_id=CONTROLLER, lease_id=LEASE, priority=0,
+                            controller_id=CONTROLLER, lease_id=lease, priority=0,
                             lease_duration_sec=LEASE_SEC, suppress_sas=False,
                             sequence=next(sequence)))
 
@@ -81,7 +84,7 @@ def make_node(vessel_id: str, spin: float, steering: float):
         for wheel in wheels.values():
             driven = wheel.max_drive_torque > 0.0
             msg = WheelCommand(
-                vessel_id=vessel_id, controller_id=CONTROLLER, lease_id=LEASE,
+                vessel_id=vessel_id, controller_id=CONTROLLER, lease_id=lease,
                 sequence=next(sequence), id=wheel.id, enabled=driven,
                 target_angular_velocity=(wheel.rolling_sign or 1.0) * spin if driven else 0.0,
                 steering_angle=(wheel.steering_sign or 1.0) * steering
