@@ -21,7 +21,7 @@ from pylon_common import mission, topics
 from pylon_interfaces.msg import ControlAuthorityCommand as A
 from pylon_interfaces.msg import VesselLifecycle
 from pylon_protocol import packets
-from pylon_testing.pilot import Pilot
+from pylon_testing.pilot import LATCHED, Pilot
 from pylon_testing.recorder import TopicRecorder
 import pytest
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
@@ -85,8 +85,9 @@ def vehicle_view(node) -> Pilot:
     # a fresh lease (its sequence starts at 1) of a higher priority: it takes over the last
     pilot.priority = next(LEASES)
     pilot.lease_id = f'lease-{pilot.priority}'
-    pilot.add('state', topics.name('awsim/state'), String,
-              topics.qos('awsim/state', reader=True))
+    # (the topic's own depth is 1: a reader that keeps one loses the states said 0.1 s
+    # apart on the way back after a reset whenever this process looks away that long)
+    pilot.add('state', topics.name('awsim/state'), String, LATCHED)
     pilot.add('status', topics.name('awsim/status'), Float32MultiArray, STATUS_QOS)
     pilot.add('imu', topics.name('imu'), Imu, qos_profile_sensor_data)
     return pilot

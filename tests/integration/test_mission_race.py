@@ -298,6 +298,48 @@ def manager_counts(node, holds=None) -> dict:
     return ints({item.key: item.value for item in status.values})
 
 
+def check_boost(kart: TopicRecorder, admin: TopicRecorder, mark, since) -> None:
+    """Check kart 1's boost (fired by the test): on for ``BOOST_SEC`` of the race's time."""
+    on = kart.wait_for('status', lambda m: m.data[INDEX['isBoosting']] == 1.0, mark,
+                       'the boost on')
+    assert on.data[INDEX['boostRemaining']] == BOOSTS - 1
+    off = kart.wait_for('status', lambda m: m.data[INDEX['isBoosting']] == 0.0,
+                        kart.after('status', on), 'the boost over')
+    boosting = json.loads(admin.wait_for('admin/mission', lambda m: json.loads(m.data)[
+        'vehicles'][0]['race']['isBoosting'], since, 'the boost described').data)
+    ends = boosting['race']['elapsed'] + boosting['vehicles'][0]['race']['boostEndsIn']
+    fired = ends - BOOST_SEC
+    statuses = kart.messages('status', mark)
+    before_on = [m for m in statuses[:statuses.index(on)]
+                 if m.data[INDEX['elapsed_sec']] > 0.0]
+    last_on = statuses[statuses.index(off) - 1]
+    # the status said it between the polls around the boost's start and end (race time)
+    assert (before_on[-1].data[INDEX['elapsed_sec']] if before_on else 0.0) <= fired + 1e-5
+    assert fired <= on.data[INDEX['elapsed_sec']] + 1e-5
+    assert last_on.data[INDEX['elapsed_sec']] < ends + 1e-5
+    assert ends <= off.data[INDEX['elapsed_sec']] + 1e-5
+
+
+def check_collision(admin: TopicRecorder, final: dict, karts, since) -> list[int]:
+    """Check kart 2's collision with kart 1 in every source; return each kart's count.
+
+    One contact or a few (the karts bounce, restitution 0.3), the same on both and in each
+    source: the race, each kart's status array (``karts``: its view and mark), and the
+    organisers' ``on_collision``, true at most once per collision begun.
+    """
+    hits = [v['race']['collisions'] for v in final['vehicles']]
+    assert hits[0] == hits[1] >= 1, hits
+    assert [entry['with'] for entry in final['vehicles'][0]['race']['collisionLog']] == \
+        [2] * hits[0]
+    for k, (view, at) in enumerate(karts, start=1):
+        said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
+        assert 1 <= sum(said) <= hits[k - 1], (k, said)
+        count = float(hits[k - 1])
+        view.wait_for('status', lambda m, count=count: m.data[INDEX['collision_count']] == count,
+                      at, f'kart {k} collisions in its status')
+    return hits
+
+
 def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_in):
     stack, path, vessels = race
     # kart 2 driven along its lane into kart 1, which stands on the slot ahead
@@ -334,24 +376,7 @@ def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_i
     # a boost: a rising edge to 1; on for BOOST_SEC of the race's time, one less left
     publish(0.0)
     publish(1.0)
-    on = kart.wait_for('status', lambda m: m.data[INDEX['isBoosting']] == 1.0, mark,
-                       'the boost on')
-    assert on.data[INDEX['boostRemaining']] == BOOSTS - 1
-    off = kart.wait_for('status', lambda m: m.data[INDEX['isBoosting']] == 0.0,
-                        kart.after('status', on), 'the boost over')
-    boosting = json.loads(admin.wait_for('admin/mission', lambda m: json.loads(m.data)[
-        'vehicles'][0]['race']['isBoosting'], since, 'the boost described').data)
-    ends = boosting['race']['elapsed'] + boosting['vehicles'][0]['race']['boostEndsIn']
-    fired = ends - BOOST_SEC
-    statuses = kart.messages('status', mark)
-    before_on = [m for m in statuses[:statuses.index(on)]
-                 if m.data[INDEX['elapsed_sec']] > 0.0]
-    last_on = statuses[statuses.index(off) - 1]
-    # the status said it between the polls around the boost's start and end (race time)
-    assert (before_on[-1].data[INDEX['elapsed_sec']] if before_on else 0.0) <= fired + 1e-5
-    assert fired <= on.data[INDEX['elapsed_sec']] + 1e-5
-    assert last_on.data[INDEX['elapsed_sec']] < ends + 1e-5
-    assert ends <= off.data[INDEX['elapsed_sec']] + 1e-5
+    check_boost(kart, admin, mark, since)
     # a second edge: none left, refused by the race, counted by the manager
     publish(0.0)
     publish(1.0)
@@ -370,18 +395,7 @@ def test_boosts_through_awsim_cmd_then_finish_at_the_time_limit(race, ros_node_i
     events = dict(race_1['events'])
     assert events.pop('off_track', 0) == race_1['penalties']['count']
     assert events == {'boost_fired': 1, 'boost_refused_none_left': 1}
-    # the collision: one contact or a few (the karts bounce, restitution 0.3), the same on
-    # both and in each source; on_collision true at most once per collision begun
-    hits = [v['race']['collisions'] for v in final['vehicles']]
-    assert hits[0] == hits[1] >= 1, hits
-    assert [entry['with'] for entry in final['vehicles'][0]['race']['collisionLog']] == \
-        [2] * hits[0]
-    for k, view, at in ((1, kart, mark), (2, rammed, mark_2)):
-        said = [m.data for m in admin.messages(f'on_collision/{k}', since)]
-        assert 1 <= sum(said) <= hits[k - 1], (k, said)
-        count = float(hits[k - 1])
-        view.wait_for('status', lambda m, count=count: m.data[INDEX['collision_count']] == count,
-                      at, f'kart {k} collisions in its status')
+    hits = check_collision(admin, final, ((kart, mark), (rammed, mark_2)), since)
     assert final['race']['requests'] == {} and final['race']['sessionTime'] == 0.0
     assert check_status(kart.messages('status', mark), descriptions(admin), 1) >= 20
     counted = ('awsim_cmd_empty', 'awsim_cmd_not_finite', 'awsim_cmd_forwarded',
