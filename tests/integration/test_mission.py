@@ -342,6 +342,9 @@ def test_reset_returns_the_vessels_and_drops_the_leases(stack, ros_node_in):
     # may have run out since, and what ends it must be the reset
     chaser.ready()
     hold_lease(chaser, CHASER)
+    # its state reader matched (it has the state in force): else it learns only the newest
+    # state said, the latched Ready, and none of the states on the way
+    chaser.wait_for('state', what="the chaser's state before the reset")
     since, before = chaser.mark(), view.mark()
     view.reset.publish(Empty())
     # back through the vehicle's states, in order, to Ready: its bridge follows the new
