@@ -111,6 +111,18 @@ def walk(path: str) -> str:
     return kind
 
 
+def check_series_panels(panels: dict) -> None:
+    """Check every Plot and StateTransitions panel of ``panels`` and each of its series."""
+    kinds = {'Plot': (fl.PlotConfig, fl.PlotSeries),
+             'StateTransitions': (fl.StateTransitionsConfig, fl.StateTransitionsSeries)}
+    for panel_id, config in panels.items():
+        if panel_id.split('!')[0] in kinds:
+            panel, series = kinds[panel_id.split('!')[0]]
+            assert set(config) <= _schema(panel), panel_id
+            for entry in config['paths']:
+                assert set(entry) <= _schema(series), (panel_id, entry)
+
+
 def test_the_layout_is_a_tree_of_the_configured_panels():
     assert set(LAYOUT) == {'configById', 'globalVariables', 'userNodes', 'playbackConfig',
                            'layout'}
@@ -138,15 +150,7 @@ def test_every_setting_is_one_the_sdk_layout_schema_knows():
     assert set(PANELS['Image!camera']) <= _schema(fl.ImageConfig)
     assert set(PANELS['Image!camera']['imageMode']) <= _schema(fl.ImageModeConfig)
     assert set(PANELS['RawMessages!authority']) <= _schema(fl.RawMessagesConfig)
-    for panel_id, config in PANELS.items():
-        kind = panel_id.split('!')[0]
-        if kind in ('Plot', 'StateTransitions'):
-            panel, series = {'Plot': (fl.PlotConfig, fl.PlotSeries),
-                             'StateTransitions': (fl.StateTransitionsConfig,
-                                                  fl.StateTransitionsSeries)}[kind]
-            assert set(config) <= _schema(panel), panel_id
-            for entry in config['paths']:
-                assert set(entry) <= _schema(series), (panel_id, entry)
+    check_series_panels(PANELS)
 
 
 def test_the_scene_is_seen_from_pylon_root_with_model_clouds_scan_and_markers():
@@ -245,11 +249,7 @@ def test_the_kart_layout_is_a_tree_of_its_panels_each_known_to_the_sdk():
         assert layer['instanceId'] == layer_id
         assert set(layer) <= _schema(layers[layer['layerId']]), layer_id
     assert set(KART_PANELS['Image!camera']['imageMode']) <= _schema(fl.ImageModeConfig)
-    for panel_id, config in KART_PANELS.items():
-        kind = panel_id.split('!')[0]
-        if kind in ('Plot', 'StateTransitions'):
-            panel = {'Plot': fl.PlotConfig, 'StateTransitions': fl.StateTransitionsConfig}[kind]
-            assert set(config) <= _schema(panel), panel_id
+    check_series_panels(KART_PANELS)
 
 
 def test_the_kart_scene_is_the_course_in_map_with_the_kart_path_and_scan():
@@ -323,15 +323,7 @@ def test_the_race_layout_is_a_tree_of_its_panels_each_known_to_the_sdk():
         assert layer['instanceId'] == layer_id and layer['layerId'] == 'foxglove.Grid'
         assert set(layer) <= _schema(fl.BaseRendererGridLayerSettings), layer_id
     assert set(RACE_PANELS['RawMessages!ranking']) <= _schema(fl.RawMessagesConfig)
-    for panel_id, config in RACE_PANELS.items():
-        kind = panel_id.split('!')[0]
-        if kind in ('Plot', 'StateTransitions'):
-            panel, series = {'Plot': (fl.PlotConfig, fl.PlotSeries),
-                             'StateTransitions': (fl.StateTransitionsConfig,
-                                                  fl.StateTransitionsSeries)}[kind]
-            assert set(config) <= _schema(panel), panel_id
-            for entry in config['paths']:
-                assert set(entry) <= _schema(series), (panel_id, entry)
+    check_series_panels(RACE_PANELS)
 
 
 def test_the_race_scene_is_the_course_and_the_karts_in_map_with_the_ranking():
