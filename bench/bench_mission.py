@@ -37,6 +37,7 @@ from pylon_testing.bench import (
     BenchNode,
     BenchSession,
     cpu_seconds,
+    growth_vs_one,
     number,
     run,
     status_kb,
@@ -171,9 +172,9 @@ def main() -> int:
             'pace': TARGET_PACE, 'jitter_p99_ms': TARGET_JITTER_P99_MS}, 'counts': {}}
         for count in counts:
             out['counts'][str(count)] = measure_count(session, count)
-        cpu = {n: r['cpu_percent_total'] for n, r in out['counts'].items()}
-        if '1' in cpu:
-            out['cpu_growth_vs_one_vehicle'] = {n: round(c / cpu['1'], 2) for n, c in cpu.items()}
+        growth = growth_vs_one(out['counts'])
+        if growth is not None:
+            out['cpu_growth_vs_one_vehicle'] = growth
         return out
     return run('mission', measure)
 

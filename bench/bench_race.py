@@ -50,6 +50,7 @@ from pylon_testing.bench import (
     BenchNode,
     BenchSession,
     cpu_seconds,
+    growth_vs_one,
     percentile,
     run,
     status_kb,
@@ -302,9 +303,9 @@ def main() -> int:
                 out['sim_alone'] = measure_alone(session)
             else:
                 out['counts'][phase] = measure_count(session, int(phase))
-        cpu = {n: r['cpu_percent_total'] for n, r in out['counts'].items()}
-        if '1' in cpu:
-            out['cpu_growth_vs_one_kart'] = {n: round(c / cpu['1'], 2) for n, c in cpu.items()}
+        growth = growth_vs_one(out['counts'])
+        if growth is not None:
+            out['cpu_growth_vs_one_kart'] = growth
         return out
     return run('race', measure)
 

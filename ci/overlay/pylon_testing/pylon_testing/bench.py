@@ -297,6 +297,14 @@ def udp_socket_state(port: int) -> tuple[int, int] | None:
 
 
 # -- summaries -------------------------------------------------------------------------------
+def growth_vs_one(counts: Mapping[str, Mapping[str, Any]]) -> dict[str, float] | None:
+    """Return each count's total CPU over the one-vehicle run's (None without a run of 1)."""
+    cpu = {n: r['cpu_percent_total'] for n, r in counts.items()}
+    if '1' not in cpu:
+        return None
+    return {n: round(c / cpu['1'], 2) for n, c in cpu.items()}
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Return the nearest-rank percentile (``fraction`` in [0, 1]) of ``values``."""
     ordered = sorted(values)
