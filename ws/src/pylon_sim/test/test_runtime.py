@@ -150,6 +150,52 @@ def test_send_rates_follow_the_mod():
     assert all(b > a for a, b in zip(imu_ut, imu_ut[1:]))
 
 
+
+class Wall:
+    """A wall clock that moves ``per_frame`` s with each frame of ``sim`` (set once made)."""
+
+    def __init__(self, per_frame: float) -> None:
+        self.per_frame, self.sim = per_frame, None
+
+    def __call__(self) -> float:
+        return 100.0 + self.per_frame * (self.sim.stats.frames if self.sim else 0)
+
+
+def paced(per_frame: float) -> tuple[Simulator, Capture]:
+    """Return a simulator whose wall clock moves ``per_frame`` s a frame."""
+    wall = Wall(per_frame)
+    sim, capture = simulator('orbit', wall=wall)
+    wall.sim = sim
+    return sim, capture
+
+
+def _heartbeats_and_models(sim: Simulator, capture: Capture, frames: int) -> tuple[int, int]:
+    capture.clear()
+    for _ in range(frames):
+        sim.frame()
+    return (len(capture.of('pylon_session')),
+            len({p['sentAtUt'] for p in capture.of('pylon_vessel_urdf_chunk')}))
+
+
+def test_a_game_slower_than_real_time_keeps_the_mods_wall_time_heartbeat_and_model():
+    """The mod sends its heartbeat (10 Hz) and its model (every 2 s) on wall time.
+
+    The bridge's expiries run on wall time too, so a game at a tenth of real time (a loaded
+    machine: 0.2 s of wall time a 0.02 s frame) must still send the model every 2 s of
+    wall time (its expiry is 6 s), not every 20 s. Faster than real time, the game clock's
+    periods come first and nothing changes.
+    """
+    sim, capture = paced(0.2)
+    _heartbeats_and_models(sim, capture, 10)                 # the start's packets
+    beats, models = _heartbeats_and_models(sim, capture, 200)  # 4 s of game, 40 s of wall
+    assert beats == 200                                     # every 0.1 s of wall: each frame
+    assert models == pytest.approx(20, abs=1)               # every 2 s of wall: 10 frames
+    plain, capture = simulator('orbit')                     # the game clock alone
+    _heartbeats_and_models(plain, capture, 10)
+    assert _heartbeats_and_models(plain, capture, 200) == (40, 2)
+    fast, capture = paced(0.005)                            # 4x real time
+    _heartbeats_and_models(fast, capture, 10)
+    assert _heartbeats_and_models(fast, capture, 200) == (40, 2)
 def test_nearby_vessels_in_orbit():
     sim, capture = simulator()
     sim.run(rate=0, duration=1.0)

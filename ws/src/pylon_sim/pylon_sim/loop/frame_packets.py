@@ -47,7 +47,7 @@ class FramePackets:
     def due(self, now: Moment, heartbeat_enabled: bool) -> None:
         """Send every packet whose period has elapsed at ``now.clock``."""
         reports, lifecycle, ut = self.reports, self.lifecycle, self.world.ut
-        due = reports.due(now.clock)
+        due = reports.due(now.clock, now.wall)
         heartbeat = due['session'] and heartbeat_enabled
         measuring = now.available and not now.paused
         if heartbeat and (not measuring or lifecycle.unannounced):

@@ -20,6 +20,7 @@ import secrets
 import signal
 import socket
 import sys
+import time
 
 from pylon_protocol.management import MANAGEMENT_PORT, PORT_STRIDE
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
@@ -151,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         LOG.error('control safety limits rejected: %s', exc)
         return 2
-    # every process is a new KSP start: a runtimeInstance of its own, whatever --seed says
+    # every process is a new KSP start: a runtimeInstance of its own, whatever --seed says;
+    # its heartbeat and model refresh keep wall time too, as the mod's (Simulator's ``wall``)
     options = {'allow_remote_model': args.allow_remote_urdf, 'limits': limits,
                'servo_joints': args.servo_joints, 'check_packets': args.check_packets,
-               'instance_seed': secrets.randbits(64)}
+               'instance_seed': secrets.randbits(64), 'wall': time.monotonic}
     several = len(scenario.vehicles) > 1 or bool(args.management_port)
     if several and args.lockstep_lead is not None:
         LOG.error('--lockstep-lead holds one game for one controller; a mission of %d '

@@ -78,7 +78,8 @@ class Simulator:
                  world: WorldView | None = None,
                  environment_state: dict[str, environment.Pending] | None = None,
                  instance_seed: int | None = None,
-                 lockstep_lead: float | None = None) -> None:
+                 lockstep_lead: float | None = None,
+                 wall: Callable[[], float] | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
         ``instance_seed`` seeds the runtime session's GUIDs apart from ``seed`` (``main``
@@ -95,6 +96,11 @@ class Simulator:
 
         ``lockstep_lead`` (game s, None: off) holds the clock for the lease owner's
         controller: see ``hold``.
+
+        ``wall`` (``time.monotonic`` in ``pylon_sim``) is the wall clock the mod keeps its
+        session heartbeat and model refresh on (``reports.WALL_KEPT``): a game slower than
+        real time still sends them once per period of it. None: the simulator clock only,
+        so that a run in process sends the same packets whatever the machine's speed.
         """
         self.scenario = scenario
         self.world = world if world is not None else World(scenario)
@@ -129,6 +135,7 @@ class Simulator:
         self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
         self.lockstep_lead = lockstep_lead
         self.lockstep = Lockstep(self.stats, self.throttle)
+        self.wall = wall
         self.restart()
 
     # -- process and session ------------------------------------------------------------
@@ -172,7 +179,8 @@ class Simulator:
         return not self.world.is_packed(self.world.active)
 
     def _moment(self) -> Moment:
-        return Moment(self.clock, self.stats.frames, self.available, self.paused)
+        return Moment(self.clock, self.stats.frames, self.available, self.paused,
+                      self.wall() if self.wall is not None else None)
 
     def observe(self) -> bool:
         """Let the runtime session look at the game now (after a change from outside)."""

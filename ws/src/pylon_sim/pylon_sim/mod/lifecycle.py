@@ -81,7 +81,7 @@ class Lifecycle:
             return
         if heartbeat:
             self.heartbeat(now)
-            self.reports.schedules['session'].restart(now.clock)
+            self.reports.schedules['session'].restart(now.clock, now.wall)
         vessel = self.world.active
         if vessel.vessel_id != self.control_vessel:
             answers = self.control.vessel_changed(vessel, now.clock)

@@ -35,30 +35,56 @@ SCHEDULED = {
     'thermal': 'pylon_part_thermal_state'}
 
 
-class Schedule:
-    """A periodic deadline on the simulator clock (at most one firing per frame)."""
+#: the schedules the mod keeps on wall time (Unity ``Update``): the session heartbeat and the
+#: model's refresh. A game slower than real time still sends them once per period of wall
+#: time, since the receiver's expiries of both run on wall time (its session timeout, the
+#: model's ``expiresAfterSec``): a loaded machine must not withdraw a live vessel.
+WALL_KEPT = frozenset({'session', 'model'})
 
-    def __init__(self, period: float) -> None:
+
+class Schedule:
+    """A periodic deadline on the simulator clock (at most one firing per frame).
+
+    ``wall_kept``: also due once ``period`` s of wall time passed since it last fired, when
+    the check is given the wall time (``Moment.wall``).
+    """
+
+    def __init__(self, period: float, wall_kept: bool = False) -> None:
         """Fire first at the next check."""
         self.period = period
         self.next = 0.0
+        self.wall_kept = wall_kept
+        self.wall_at: float | None = None     # s of wall time of the last firing
 
-    def due(self, clock: float) -> bool:
-        """Tell whether the period has elapsed at ``clock``; advance the deadline if so."""
-        if clock + 1e-9 < self.next:
-            return False
-        self.next += self.period
-        if self.next <= clock:          # fell behind: skip, do not burst
+    def due(self, clock: float, wall: float | None = None) -> bool:
+        """Tell whether the period has elapsed at ``clock`` (or on the wall); advance if so."""
+        if clock + 1e-9 >= self.next:
+            self.next += self.period
+            if self.next <= clock:          # fell behind: skip, do not burst
+                self.next = clock + self.period
+        elif self._wall_due(wall):          # a slow game: the period from now on both clocks
             self.next = clock + self.period
+        else:
+            return False
+        self._fired(wall)
         return True
+
+    def _wall_due(self, wall: float | None) -> bool:
+        return (self.wall_kept and wall is not None and self.wall_at is not None
+                and wall - self.wall_at >= self.period - 1e-9)
+
+    def _fired(self, wall: float | None) -> None:
+        if self.wall_kept and wall is not None:
+            self.wall_at = wall
 
     def fire_now(self) -> None:
         """Make the next check fire."""
         self.next = 0.0
 
-    def restart(self, clock: float) -> None:
+    def restart(self, clock: float, wall: float | None = None) -> None:
         """Count the period from ``clock`` (the packet was just sent out of turn)."""
         self.next = clock + self.period
+        self._fired(wall)
 
 
 @dataclass(frozen=True)
@@ -69,6 +95,7 @@ class Moment:
     sequence: int         # the frame's number (``observationSequence``)
     available: bool       # the mod's availability
     paused: bool
+    wall: float | None = None   # s, wall time: kept by the heartbeat and the model (WALL_KEPT)
 
 
 class ModelSender:
@@ -120,15 +147,16 @@ class Reports:
         self.control = control
         self.emit = emit
         self.model = model
-        self.schedules = {name: Schedule(1.0 / packets.SEND_RATES_HZ[type_name])
+        self.schedules = {name: Schedule(1.0 / packets.SEND_RATES_HZ[type_name],
+                                         wall_kept=name in WALL_KEPT)
                           for name, type_name in SCHEDULED.items()}
         self.anchor = telemetry.GroundTruthAnchor()
         self.imu_skip = True
         self._actuator_list: tuple | None = None   # (spec, topology hash, actuators)
 
-    def due(self, clock: float) -> dict[str, bool]:
-        """Return, per schedule, whether its packets are due at ``clock``."""
-        return {name: schedule.due(clock) for name, schedule in self.schedules.items()}
+    def due(self, clock: float, wall: float | None = None) -> dict[str, bool]:
+        """Return, per schedule, whether its packets are due at ``clock`` (and ``wall``)."""
+        return {name: schedule.due(clock, wall) for name, schedule in self.schedules.items()}
 
     def reset(self) -> None:
         """Follow a runtime reset.
