@@ -169,33 +169,37 @@ def paced(per_frame: float) -> tuple[Simulator, Capture]:
     return sim, capture
 
 
-def _heartbeats_and_models(sim: Simulator, capture: Capture, frames: int) -> tuple[int, int]:
+def _heartbeats_and_models(sim: Simulator, capture: Capture, frames: int) -> tuple[int, ...]:
+    """Return the heartbeats, models and health reports sent in ``frames`` frames."""
     capture.clear()
     for _ in range(frames):
         sim.frame()
     return (len(capture.of('pylon_session')),
-            len({p['sentAtUt'] for p in capture.of('pylon_vessel_urdf_chunk')}))
+            len({p['sentAtUt'] for p in capture.of('pylon_vessel_urdf_chunk')}),
+            len(capture.of('pylon_vehicle_health')))
 
 
 def test_a_game_slower_than_real_time_keeps_the_mods_wall_time_heartbeat_and_model():
-    """The mod sends its heartbeat (10 Hz) and its model (every 2 s) on wall time.
+    """The mod sends its heartbeat (10 Hz), model (every 2 s) and health (2 Hz) on wall time.
 
     The bridge's expiries run on wall time too, so a game at a tenth of real time (a loaded
     machine: 0.2 s of wall time a 0.02 s frame) must still send the model every 2 s of
-    wall time (its expiry is 6 s), not every 20 s. Faster than real time, the game clock's
-    periods come first and nothing changes.
+    wall time (its expiry is 6 s), not every 20 s, and the health every 0.5 s (a topic
+    silent for 3 s goes). Faster than real time, the game clock's periods come first and
+    nothing changes.
     """
     sim, capture = paced(0.2)
     _heartbeats_and_models(sim, capture, 10)                 # the start's packets
-    beats, models = _heartbeats_and_models(sim, capture, 200)  # 4 s of game, 40 s of wall
+    beats, models, health = _heartbeats_and_models(sim, capture, 200)  # 4 s game, 40 s wall
     assert beats == 200                                     # every 0.1 s of wall: each frame
     assert models == pytest.approx(20, abs=1)               # every 2 s of wall: 10 frames
+    assert health == pytest.approx(67, abs=1)               # every 0.5 s of wall: 3 frames
     plain, capture = simulator('orbit')                     # the game clock alone
     _heartbeats_and_models(plain, capture, 10)
-    assert _heartbeats_and_models(plain, capture, 200) == (40, 2)
+    assert _heartbeats_and_models(plain, capture, 200) == (40, 2, 8)
     fast, capture = paced(0.005)                            # 4x real time
     _heartbeats_and_models(fast, capture, 10)
-    assert _heartbeats_and_models(fast, capture, 200) == (40, 2)
+    assert _heartbeats_and_models(fast, capture, 200) == (40, 2, 8)
 def test_nearby_vessels_in_orbit():
     sim, capture = simulator()
     sim.run(rate=0, duration=1.0)

@@ -35,11 +35,14 @@ SCHEDULED = {
     'thermal': 'pylon_part_thermal_state'}
 
 
-#: the schedules the mod keeps on wall time (Unity ``Update``): the session heartbeat and the
-#: model's refresh. A game slower than real time still sends them once per period of wall
-#: time, since the receiver's expiries of both run on wall time (its session timeout, the
-#: model's ``expiresAfterSec``): a loaded machine must not withdraw a live vessel.
-WALL_KEPT = frozenset({'session', 'model'})
+#: the schedules the mod keeps on wall time (Unity ``Update``) also when the game runs
+#: slower than real time: the session heartbeat, the model's refresh and the slow reports
+#: (manifests 1 Hz, health and thermal 2 Hz). Each goes out at least once per period of wall
+#: time, because the receiver expires the session (3 s), the model (6 s) and a topic silent
+#: for 3 s on its wall clock: a loaded machine must not withdraw a live vessel. The
+#: measurements stay on the game's clock (they sample its physics).
+WALL_KEPT = frozenset({'session', 'model', 'manifest', 'docking_manifest', 'health',
+                       'thermal'})
 
 
 class Schedule:
