@@ -124,15 +124,20 @@ def record(ros_process, ros_node, path: Path, *args: str, env=None,
     for topic in topics:
         subscribed(recorder, topic)
     newest_imu: list[float] = []
+    counts: dict[str, int] = {}              # messages per topic in the file at the last look
 
     def each_in_file() -> bool:
         recorder.check()
         found = read_recording(path, topics)
-        if not all(found.of(topic) for topic in topics):
+        counts.update({topic: len(found.of(topic)) for topic in topics})
+        if not all(counts.values()):
             return False
         newest_imu.append(stamp_of(found.of(IMU)[-1][1]))
         return True
-    rec.until(throttled(each_in_file), f'a message of each of {", ".join(topics)} in the file')
+    try:
+        rec.until(throttled(each_in_file), f'a message of each of {", ".join(topics)} in the file')
+    except TimeoutError as exc:
+        raise TimeoutError(f'{exc}; in the file at the last look: {counts}') from None
     rec.until(lambda: stamp_of(rec.last('imu')) >= newest_imu[0] + RECORDED_SEC,
               f'{RECORDED_SEC} s of IMU recorded')
     return rec, recorder
