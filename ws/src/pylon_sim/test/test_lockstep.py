@@ -143,18 +143,3 @@ def test_a_rovers_wheel_commands_pace_the_clock_as_wrenches_do(lockstepped):
     deliver()
     free_frames(h, 3)
     assert h.sim.control.paced_at == received
-
-
-def test_lockstep_wait_sets_how_long_a_frame_waits_for_the_controller(lockstepped):
-    h, deliver = lockstepped
-    h.sim.lockstep_wait = 0.4            # more than this module's default (0.2): it is used
-    wrench(h)
-    deliver()
-    h.sim.frame()
-    frames = 0
-    while (waited := h.sim.hold()) == 0.0:
-        h.sim.frame()
-        frames += 1
-        assert frames < 100
-    assert waited >= 0.4
-    assert h.sim.stats.lockstep_lapses == 1

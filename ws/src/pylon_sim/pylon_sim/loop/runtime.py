@@ -79,7 +79,6 @@ class Simulator:
                  environment_state: dict[str, environment.Pending] | None = None,
                  instance_seed: int | None = None,
                  lockstep_lead: float | None = None,
-                 lockstep_wait: float | None = None,
                  wall: Callable[[], float] | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
@@ -96,8 +95,7 @@ class Simulator:
         (pause, resume, warp, revert, quit), which the mission's management port takes.
 
         ``lockstep_lead`` (game s, None: off) holds the clock for the lease owner's
-        controller, at most ``lockstep_wait`` s of wall time a frame (None:
-        ``LOCKSTEP_WAIT_WALL_SEC``): see ``hold``.
+        controller: see ``hold``.
 
         ``wall`` (``time.monotonic`` in ``pylon_sim``) is the wall clock the mod keeps its
         session heartbeat and model refresh on (``reports.WALL_KEPT``): a game slower than
@@ -136,7 +134,6 @@ class Simulator:
         self.limits = limits or SafetyLimits()
         self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
         self.lockstep_lead = lockstep_lead
-        self.lockstep_wait = lockstep_wait
         self.lockstep = Lockstep(self.stats, self.throttle)
         self.wall = wall
         self.restart()
@@ -315,15 +312,14 @@ class Simulator:
         With ``lockstep_lead`` the clock runs at most that many game seconds past the last
         body wrench or typed actuator command accepted from the lease owner: then the
         simulator reads commands (and sends their answers) but runs no frame until the next
-        one comes, at most ``lockstep_wait`` (default ``LOCKSTEP_WAIT_WALL_SEC``) of wall
-        time. A controller that misses that has stopped
+        one comes, at most
+        ``LOCKSTEP_WAIT_WALL_SEC`` of wall time. A controller that misses that has stopped
         or stalled for good: the game runs free (leases and command timeouts run out as in
         KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
         """
         if not self._behind():
             return 0.0
-        limit = LOCKSTEP_WAIT_WALL_SEC if self.lockstep_wait is None else self.lockstep_wait
-        return self.lockstep.wait(self.command_sock, limit, self._behind,
+        return self.lockstep.wait(self.command_sock, LOCKSTEP_WAIT_WALL_SEC, self._behind,
                                   self._read_commands, self.control.paced_at)
 
     def _read_commands(self) -> None:
