@@ -150,7 +150,6 @@ def test_send_rates_follow_the_mod():
     assert all(b > a for a, b in zip(imu_ut, imu_ut[1:]))
 
 
-
 class Wall:
     """A wall clock that moves ``per_frame`` s with each frame of ``sim`` (set once made)."""
 
@@ -169,7 +168,7 @@ def paced(per_frame: float) -> tuple[Simulator, Capture]:
     return sim, capture
 
 
-def _heartbeats_and_models(sim: Simulator, capture: Capture, frames: int) -> tuple[int, ...]:
+def _wall_kept_counts(sim: Simulator, capture: Capture, frames: int) -> tuple[int, ...]:
     """Return the heartbeats, models and health reports sent in ``frames`` frames."""
     capture.clear()
     for _ in range(frames):
@@ -189,17 +188,19 @@ def test_a_game_slower_than_real_time_keeps_the_mods_wall_time_heartbeat_and_mod
     nothing changes.
     """
     sim, capture = paced(0.2)
-    _heartbeats_and_models(sim, capture, 10)                 # the start's packets
-    beats, models, health = _heartbeats_and_models(sim, capture, 200)  # 4 s game, 40 s wall
+    _wall_kept_counts(sim, capture, 10)                 # the start's packets
+    beats, models, health = _wall_kept_counts(sim, capture, 200)  # 4 s game, 40 s wall
     assert beats == 200                                     # every 0.1 s of wall: each frame
     assert models == pytest.approx(20, abs=1)               # every 2 s of wall: 10 frames
     assert health == pytest.approx(67, abs=1)               # every 0.5 s of wall: 3 frames
     plain, capture = simulator('orbit')                     # the game clock alone
-    _heartbeats_and_models(plain, capture, 10)
-    assert _heartbeats_and_models(plain, capture, 200) == (40, 2, 8)
+    _wall_kept_counts(plain, capture, 10)
+    assert _wall_kept_counts(plain, capture, 200) == (40, 2, 8)
     fast, capture = paced(0.005)                            # 4x real time
-    _heartbeats_and_models(fast, capture, 10)
-    assert _heartbeats_and_models(fast, capture, 200) == (40, 2, 8)
+    _wall_kept_counts(fast, capture, 10)
+    assert _wall_kept_counts(fast, capture, 200) == (40, 2, 8)
+
+
 def test_nearby_vessels_in_orbit():
     sim, capture = simulator()
     sim.run(rate=0, duration=1.0)

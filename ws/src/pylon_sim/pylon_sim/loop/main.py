@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         LOG.error('control safety limits rejected: %s', exc)
         return 2
     # every process is a new KSP start: a runtimeInstance of its own, whatever --seed says;
-    # its heartbeat and model refresh keep wall time too, as the mod's (Simulator's ``wall``)
+    # its heartbeat, model refresh and slow reports keep wall time too, as the mod's
+    # (Simulator's ``wall``, reports.WALL_KEPT)
     options = {'allow_remote_model': args.allow_remote_urdf, 'limits': limits,
                'servo_joints': args.servo_joints, 'check_packets': args.check_packets,
                'instance_seed': secrets.randbits(64), 'wall': time.monotonic}

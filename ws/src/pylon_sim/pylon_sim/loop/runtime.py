@@ -98,8 +98,8 @@ class Simulator:
         controller: see ``hold``.
 
         ``wall`` (``time.monotonic`` in ``pylon_sim``) is the wall clock the mod keeps its
-        session heartbeat and model refresh on (``reports.WALL_KEPT``): a game slower than
-        real time still sends them once per period of it. None: the simulator clock only,
+        heartbeat, model refresh and slow reports on (``reports.WALL_KEPT``): a game slower
+        than real time still sends them once per period of it. None: the simulator clock only,
         so that a run in process sends the same packets whatever the machine's speed.
         """
         self.scenario = scenario

@@ -98,7 +98,7 @@ class Moment:
     sequence: int         # the frame's number (``observationSequence``)
     available: bool       # the mod's availability
     paused: bool
-    wall: float | None = None   # s, wall time: kept by the heartbeat and the model (WALL_KEPT)
+    wall: float | None = None   # s, wall time, which the WALL_KEPT schedules keep too
 
 
 class ModelSender:
