@@ -43,6 +43,9 @@ KART = '4b415254000000000000000000000001'
 RATE = 4
 LEAD = 0.06
 """Game s the simulator runs past the interface's last wheel command: three control steps."""
+LOCKSTEP_WAIT = 5.0
+"""Wall s a frame waits for the interface's next wheel command before the game runs free:
+room for a process a busy machine stalls (pylon_sim's default is 1)."""
 TIMEOUT = 1.0 * RATE
 """Game s without a command before the interface stops the kart: a second of wall time at
 RATE (the default is 0.5 s). This test's command stream is paced by its own process, which
@@ -55,7 +58,8 @@ def stack(module_sim_stack, tmp_path_factory):
     """Return the module's simulator and bridge: the lean kart, lock-stepped, with /clock."""
     return module_sim_stack(write_scenario(tmp_path_factory.mktemp('scenario'), 'kart'),
                             bridge_args=('--publish-clock',),
-                            sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD)))
+                            sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD),
+                                      '--lockstep-wait', str(LOCKSTEP_WAIT)))
 
 
 @pytest.fixture(scope='module')

@@ -29,6 +29,9 @@ pytestmark = pytest.mark.integration
 
 RATE = 4
 LEAD = 0.06
+LOCKSTEP_WAIT = 5.0
+"""Wall s a frame waits for the interface's next wheel command before the game runs free:
+room for a process a busy machine stalls (pylon_sim's default is 1)."""
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
 ROOM = ('-p', 'lease_duration_sec:=10.0', '-p', f'command_timeout_sec:={0.5 * RATE}')
@@ -44,7 +47,8 @@ def stack(module_sim_stack, tmp_path_factory):
     """Return the kart's simulator and bridge, the stack's four nodes beside them."""
     scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'kart')
     return module_sim_stack(scenario, bridge_args=('--publish-clock', *sensing.bridge_arguments()),
-                            sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD)))
+                            sim_args=('--rate', str(RATE), '--lockstep-lead', str(LEAD),
+                                      '--lockstep-wait', str(LOCKSTEP_WAIT)))
 
 
 @pytest.fixture(scope='module')

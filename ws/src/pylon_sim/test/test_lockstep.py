@@ -1,6 +1,7 @@
 """``--lockstep-lead``: the game waits for its controller's next command, over real UDP."""
 
 import socket
+import time
 
 from pylon_sim.loop import main as sim_main
 from pylon_sim.loop import runtime
@@ -143,3 +144,55 @@ def test_a_rovers_wheel_commands_pace_the_clock_as_wrenches_do(lockstepped):
     deliver()
     free_frames(h, 3)
     assert h.sim.control.paced_at == received
+
+
+def test_lockstep_wait_sets_how_long_a_frame_waits_for_the_controller(lockstepped):
+    h, deliver = lockstepped
+    h.sim.lockstep_wait = 0.4            # more than this module's default (0.2): it is used
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    frames = 0
+    while (waited := h.sim.hold()) == 0.0:
+        h.sim.frame()
+        frames += 1
+        assert frames < 100
+    assert waited >= 0.4
+    assert h.sim.stats.lockstep_lapses == 1
+
+
+def _wait_sends(h, deliver) -> tuple[float, list[dict]]:
+    """Send a wrench, run frames until one waits; return the wait and what it sent."""
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    for _ in range(100):
+        h.capture.clear()
+        if (waited := h.sim.hold()) > 0.0:
+            return waited, list(h.capture.packets)
+        h.sim.frame()
+    raise AssertionError('no frame waited')
+
+
+def test_a_waiting_game_keeps_the_mods_wall_time_heartbeat(lockstepped):
+    """While a frame waits, the heartbeat goes on at 10 Hz of wall time, as Unity's Update.
+
+    A wait longer than the receiver's session timeout (3 s) would otherwise make a live
+    vessel's session stale and cost its controller the lease. Nothing measured goes out
+    (the clock stands), and a simulator without a wall clock (``wall`` None) sends nothing.
+    """
+    h, deliver = lockstepped
+    h.sim.lockstep_wait = 0.4
+    waited, sent = _wait_sends(h, deliver)
+    assert waited >= 0.4 and sent == []
+    h.sim.wall = time.monotonic
+    free_frames(h, 10)                   # the schedules fire on the wall clock too
+    waited, sent = _wait_sends(h, deliver)
+    assert waited >= 0.4 and h.sim.stats.lockstep_lapses == 2
+    beats = [p for p in sent if p['type'] == 'pylon_session']
+    # at least the last look of the wait (0.4 s past the last heartbeat, whatever the load)
+    assert len(beats) >= 1
+    assert {(p['observationSequence'], p['universalTime']) for p in beats} == {
+        (h.sim.stats.frames, h.sim.world.ut)}
+    assert {p['type'] for p in sent} <= {'pylon_session', 'pylon_vehicle_health',
+                                         'pylon_part_thermal_state'}

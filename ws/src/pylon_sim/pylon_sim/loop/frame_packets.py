@@ -79,3 +79,22 @@ class FramePackets:
         for payload in self.sensing.gnss_samples(now.clock, ut):
             self.emit('pylon_gnss', payload)
         reports.docking(due)
+
+    def wall_kept(self, now: Moment, heartbeat_enabled: bool) -> None:
+        """Send what is due on the wall clock alone while no frame runs (a lock-step wait).
+
+        Unity's ``Update`` goes on between physics steps: the session heartbeat, the model,
+        the manifests, health and thermal (``reports.WALL_KEPT``) once their period of wall
+        time has passed. The clock stands, so nothing measured is due.
+        """
+        reports = self.reports
+        due = reports.due(now.clock, now.wall)
+        if due['session'] and heartbeat_enabled:
+            self.lifecycle.heartbeat(now)
+        if not now.available:
+            return
+        reports.vessel(due, self.lifecycle.runtime.epoch, now)
+        if now.paused:
+            return
+        reports.health(due, now)
+        reports.docking(due)

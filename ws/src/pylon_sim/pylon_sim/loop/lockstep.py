@@ -4,7 +4,10 @@ The clock runs at most ``lead`` game seconds past the last body wrench or typed 
 command (a rover's wheel commands) accepted from the lease owner; then the game reads commands
 (and sends their answers) but runs no frame until the next one comes, for at most a given
 wall time. A controller that misses that has stopped or stalled for good: the game runs free
-until its next command.
+until its next command. While it waits, the game goes on sending what the mod keeps on wall
+time (the session heartbeat, the model: ``reports.WALL_KEPT``), as Unity's ``Update`` runs
+between physics steps: a wait longer than the receiver's session timeout (3 s) must not make
+a live vessel's session stale.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import time
 
 from pylon_sim.mod.outbox import Stats, Throttle
 from pylon_sim.mod.vehicle_manager import VehicleManager
+
+IDLE_PERIOD = 0.05
+"""s of wall time between two looks at the wall-kept packets during a wait (the fastest,
+the heartbeat, is 10 Hz)."""
 
 
 class Lockstep:
@@ -40,16 +47,19 @@ class Lockstep:
                 and clock - received >= lead - 1e-9)
 
     def wait(self, sock: socket.socket, limit: float, behind: Callable[[], bool],
-             read: Callable[[], None], waiting_for: float | None) -> float:
+             read: Callable[[], None], waiting_for: float | None,
+             idle: Callable[[], None]) -> float:
         """Read ``sock`` (``read``) until not ``behind()`` or ``limit`` s of wall time.
 
+        ``idle`` runs at least every ``IDLE_PERIOD`` s of the wait (the wall-kept packets).
         ``waiting_for`` is the wrench the game is past; a wait that runs out lets the game
         run free until a later one. Return the wall seconds waited.
         """
         start = time.monotonic()
         while (left := start + limit - time.monotonic()) > 0:
-            select.select([sock], [], [], left)
+            select.select([sock], [], [], min(left, IDLE_PERIOD))
             read()
+            idle()
             if not behind():
                 return time.monotonic() - start
         self._lapsed = waiting_for

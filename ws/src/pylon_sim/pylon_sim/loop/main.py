@@ -87,6 +87,10 @@ def parser() -> argparse.ArgumentParser:
                         'many game seconds past its last body wrench, then waits (up to 1 s '
                         'of wall time) for the next; for controllers on game time faster '
                         'than real time (one commanding every 0.05 s: 0.1). Single vehicle')
+    p.add_argument('--lockstep-wait', type=positive, default=None, metavar='SECONDS',
+                   help='with --lockstep-lead: the most wall time a frame waits for the '
+                        'controller before the game runs free (default 1); a test on a busy '
+                        'machine gives its controller more')
     p.add_argument('--duration', type=non_negative, default=None,
                    help='stop after this many simulator-clock seconds (default: run until '
                         'SIGINT/SIGTERM)')
@@ -198,7 +202,8 @@ def _single(args: argparse.Namespace, scenario, options: dict) -> Simulator:
         raise
     sim = Simulator(scenario, state_addr=(args.state_host, args.state_port),
                     command_sock=command_sock, admin_sock=admin_sock, seed=args.seed,
-                    lockstep_lead=args.lockstep_lead, **options)
+                    lockstep_lead=args.lockstep_lead,
+                    lockstep_wait=args.lockstep_wait, **options)
     LOG.info('scenario %s (%s), active %s; state to %s:%d, commands on %s:%d%s, rate %g',
              scenario.name, scenario.path, scenario.active, args.state_host, args.state_port,
              args.command_host, args.command_port,

@@ -18,9 +18,9 @@ slower). ``rate`` 1 is real time; ``rate`` 0 runs frames back to back (as fast a
 possible) for simulator-only tests and benchmarks. ROS nodes in the loop faster than real
 time run on its game time (``use_sim_time``); a controller among them can hold the clock
 back with ``lockstep_lead`` (``--lockstep-lead``, ``Simulator.hold``: no frame runs until
-its next body wrench, at most ``LOCKSTEP_WAIT_WALL_SEC`` of wall time, and the wait does
-not count against the pace), so a late controller delays the game instead of steering it
-from the past.
+its next body wrench, at most ``LOCKSTEP_WAIT_WALL_SEC`` of wall time, the wall-kept
+packets going on meanwhile, and the wait does not count against the pace), so a late
+controller delays the game instead of steering it from the past.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ class Simulator:
                  environment_state: dict[str, environment.Pending] | None = None,
                  instance_seed: int | None = None,
                  lockstep_lead: float | None = None,
+                 lockstep_wait: float | None = None,
                  wall: Callable[[], float] | None = None) -> None:
         """Set up the world; ``send`` defaults to UDP datagrams to ``state_addr``.
 
@@ -95,7 +96,8 @@ class Simulator:
         (pause, resume, warp, revert, quit), which the mission's management port takes.
 
         ``lockstep_lead`` (game s, None: off) holds the clock for the lease owner's
-        controller: see ``hold``.
+        controller, at most ``lockstep_wait`` s of wall time a frame (None:
+        ``LOCKSTEP_WAIT_WALL_SEC``): see ``hold``.
 
         ``wall`` (``time.monotonic`` in ``pylon_sim``) is the wall clock the mod keeps its
         heartbeat, model refresh and slow reports on (``reports.WALL_KEPT``): a game slower
@@ -134,6 +136,7 @@ class Simulator:
         self.limits = limits or SafetyLimits()
         self.servo_joints = servo_joints     # the proxy-model extension (see proxy_model)
         self.lockstep_lead = lockstep_lead
+        self.lockstep_wait = lockstep_wait
         self.lockstep = Lockstep(self.stats, self.throttle)
         self.wall = wall
         self.restart()
@@ -312,15 +315,24 @@ class Simulator:
         With ``lockstep_lead`` the clock runs at most that many game seconds past the last
         body wrench or typed actuator command accepted from the lease owner: then the
         simulator reads commands (and sends their answers) but runs no frame until the next
-        one comes, at most
-        ``LOCKSTEP_WAIT_WALL_SEC`` of wall time. A controller that misses that has stopped
-        or stalled for good: the game runs free (leases and command timeouts run out as in
-        KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
+        one comes, at most ``lockstep_wait`` (default ``LOCKSTEP_WAIT_WALL_SEC``) of wall
+        time, sending what the mod keeps on wall time meanwhile (``_wall_kept``). A
+        controller that misses that has stopped or stalled for good: the game runs free
+        (leases and command timeouts run out as in KSP) until its next wrench. Nothing
+        waits while paused, unavailable or unowned.
         """
         if not self._behind():
             return 0.0
-        return self.lockstep.wait(self.command_sock, LOCKSTEP_WAIT_WALL_SEC, self._behind,
-                                  self._read_commands, self.control.paced_at)
+        limit = LOCKSTEP_WAIT_WALL_SEC if self.lockstep_wait is None else self.lockstep_wait
+        return self.lockstep.wait(self.command_sock, limit, self._behind,
+                                  self._read_commands, self.control.paced_at,
+                                  self._wall_kept)
+
+    def _wall_kept(self) -> None:
+        """Send the wall-kept packets due on the wall clock while no frame runs (a wait)."""
+        if self.wall is not None:
+            with self.outbox.sending():
+                self.packets.wall_kept(self._moment(), self.heartbeat_enabled)
 
     def _read_commands(self) -> None:
         with self.outbox.sending():
