@@ -47,11 +47,11 @@ class Lockstep:
                 and clock - received >= lead - 1e-9)
 
     def wait(self, sock: socket.socket, limit: float, behind: Callable[[], bool],
-             read: Callable[[], None], waiting_for: float | None,
-             idle: Callable[[], None]) -> float:
+             read: Callable[[], None], waiting_for: float | None) -> float:
         """Read ``sock`` (``read``) until not ``behind()`` or ``limit`` s of wall time.
 
-        ``idle`` runs at least every ``IDLE_PERIOD`` s of the wait (the wall-kept packets).
+        ``read`` runs at least every ``IDLE_PERIOD`` s of the wait (it sends the wall-kept
+        packets too).
         ``waiting_for`` is the wrench the game is past; a wait that runs out lets the game
         run free until a later one. Return the wall seconds waited.
         """
@@ -59,7 +59,6 @@ class Lockstep:
         while (left := start + limit - time.monotonic()) > 0:
             select.select([sock], [], [], min(left, IDLE_PERIOD))
             read()
-            idle()
             if not behind():
                 return time.monotonic() - start
         self._lapsed = waiting_for

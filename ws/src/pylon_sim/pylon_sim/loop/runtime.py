@@ -316,27 +316,22 @@ class Simulator:
         body wrench or typed actuator command accepted from the lease owner: then the
         simulator reads commands (and sends their answers) but runs no frame until the next
         one comes, at most ``lockstep_wait`` (default ``LOCKSTEP_WAIT_WALL_SEC``) of wall
-        time, sending what the mod keeps on wall time meanwhile (``_wall_kept``). A
-        controller that misses that has stopped or stalled for good: the game runs free
-        (leases and command timeouts run out as in KSP) until its next wrench. Nothing
-        waits while paused, unavailable or unowned.
+        time, sending the wall-kept packets meanwhile. A controller that misses that has
+        stopped or stalled for good: the game runs free (leases and command timeouts run out
+        as in KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
         """
         if not self._behind():
             return 0.0
         limit = LOCKSTEP_WAIT_WALL_SEC if self.lockstep_wait is None else self.lockstep_wait
         return self.lockstep.wait(self.command_sock, limit, self._behind,
-                                  self._read_commands, self.control.paced_at,
-                                  self._wall_kept)
+                                  self._between_frames, self.control.paced_at)
 
-    def _wall_kept(self) -> None:
-        """Send the wall-kept packets due on the wall clock while no frame runs (a wait)."""
-        if self.wall is not None:
-            with self.outbox.sending():
-                self.packets.wall_kept(self._moment(), self.heartbeat_enabled)
-
-    def _read_commands(self) -> None:
+    def _between_frames(self) -> None:
+        """Read commands (answering them), send the wall-kept packets due (a wait)."""
         with self.outbox.sending():
             self.drain_commands()
+            if self.wall is not None:
+                self.packets.wall_kept(self._moment(), self.heartbeat_enabled)
 
     def _behind(self) -> bool:
         """Tell whether the lease owner's last wrench is ``lockstep_lead`` or more ago."""
