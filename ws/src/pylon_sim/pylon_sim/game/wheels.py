@@ -1,6 +1,8 @@
-"""Rover wheels on the ground: suspension, tyre, motor, brake and steering, vectorised.
+"""Rover wheels on the ground: suspension, tyre, motor, brake and steering.
 
-Pure functions over numpy arrays (one row per wheel module); no I/O, no clock. The rigid
+Pure functions (parameters and state in numpy arrays, one row per wheel module; the
+arithmetic per wheel in Python floats, cheaper than numpy for a few wheels); no I/O, no
+clock. The rigid
 body that carries the wheels is ``rover``'s business: ``step`` takes the vessel's pose and
 velocity relative to the ground (body-fixed frame) and returns the wheels' new state with
 the force each wheel puts on the vessel.
@@ -212,6 +214,18 @@ class Params:
         """Return the suspension force limit (N)."""
         return MAX_LOAD * self.stiffness * self.extension
 
+    @cached_property
+    def rows(self) -> tuple[tuple[float, ...], ...]:
+        """Return each wheel's settings as Python floats (``step``'s arithmetic).
+
+        In order: radius, travel, stiffness, bump stiffness, damping, max load, friction,
+        rolling resistance, inertia, max torque, max speed, brake torque.
+        """
+        columns = (self.radius, self.travel, self.stiffness, self.bump_stiffness,
+                   self.damping, self.max_load, self.friction, self.rolling, self.inertia,
+                   self.max_torque, self.max_speed, self.brake_torque)
+        return tuple(zip(*(column.tolist() for column in columns)))
+
 
 def _value(module: Module, key: str) -> float:
     """Return a wheel setting by the settings rule (``Module.number``), at least 0."""
@@ -298,10 +312,10 @@ class Commands:
     modifier: Drive = NORMAL   # the vessel's drive modifier (a race's boost or penalty)
 
     @cached_property
-    def heading(self) -> np.ndarray:
-        """Return each wheel's heading (N,3) in base_link: its steering about the up axis."""
-        return np.column_stack([np.cos(self.steering), np.sin(self.steering),
-                                np.zeros_like(self.steering)])
+    def rows(self) -> tuple[tuple, ...]:
+        """Return per wheel: drive, target, steering, max torque, brake (Python values)."""
+        return tuple(zip(self.drive.tolist(), self.target.tolist(), self.steering.tolist(),
+                         self.max_torque.tolist(), self.brake.tolist()))
 
     @classmethod
     def idle(cls, count: int) -> Commands:
@@ -391,135 +405,192 @@ def probe_points(p: Params, k: Kinematics) -> np.ndarray:
     return k.position + p.probe_offsets @ k.rotation.T
 
 
-def _suspension(p: Params, k: Kinematics, ground: Ground):
-    """Return compression, its rate, cos φ, normals, contact arms and contact velocities."""
-    points = probe_points(p, k)
-    clearance, normal = ground.ground(points)
-    up = k.rotation[:, 2]
-    cos = normal @ up
-    tilted = cos > MIN_COS_TILT
-    safe_cos = np.where(tilted, cos, 1.0)
-    compression = np.where(tilted, (p.radius - clearance) / safe_cos, -1.0)
-    hub_velocity = k.velocity + cross(k.rate, points - k.position)
-    rate = -(hub_velocity * normal).sum(axis=1) / safe_cos
-    arm = points - k.position - normal * clearance[:, None]
-    contact_velocity = k.velocity + cross(k.rate, arm)
-    return compression, rate, safe_cos, normal, arm, contact_velocity
-
-
-def _load(p: Params, compression: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """Return the suspension force along the vessel's up axis (never pulling, capped)."""
-    inside = np.minimum(compression, p.travel)
-    bump = np.maximum(compression - p.travel, 0.0)
-    force = p.stiffness * inside + p.bump_stiffness * bump + p.damping * rate
-    return np.where(compression > 0.0, _clip(force, 0.0, p.max_load), 0.0)
-
-
-def _axes(c: Commands, rotation: np.ndarray, normal: np.ndarray):
-    """Return each wheel's heading and left axes in the ground plane (body-fixed)."""
-    heading = c.heading @ rotation.T
-    along = heading - (heading * normal).sum(axis=1)[:, None] * normal
-    along /= np.maximum(_norm(along), 1e-9)[:, None]
-    return along, cross(normal, along)
-
-
-def _norm(rows: np.ndarray) -> np.ndarray:
-    """Return the length of each row (``np.linalg.norm(rows, axis=1)``'s sum, without its cost)."""
-    return np.sqrt((rows * rows).sum(axis=1))
-
-
-def _clip(values: np.ndarray, low, high) -> np.ndarray:
-    """Return ``np.clip(values, low, high)`` (the same numbers, without its dispatch cost)."""
-    return np.minimum(np.maximum(values, low), high)
-
-
 def torque_curve(p: Params, omega: np.ndarray, speed_gain: float = 1.0) -> np.ndarray:
+    """Return the share of its torque each motor gives with its spin (``_curve``)."""
+    return np.array([_curve(w, r, top, speed_gain) for w, r, top in
+                     zip(np.asarray(omega, dtype=float).tolist(), p.radius.tolist(),
+                         p.max_speed.tolist())])
+
+
+def _curve(omega: float, radius: float, max_speed: float, speed_gain: float) -> float:
     """Return the share of its torque a motor gives with the spin: ``1 − |ω| r / top``.
 
     ``top`` is ``max_speed`` times ``speed_gain`` (a drive modifier's: a race's boost).
     """
-    return _clip(1.0 - np.abs(omega) * p.radius / (p.max_speed * speed_gain), 0.0, 1.0)
+    return _clip(1.0 - abs(omega) * radius / (max_speed * speed_gain), 0.0, 1.0)
 
 
-def _motor(p: Params, c: Commands, omega: np.ndarray, dt: float) -> np.ndarray:
+def _clip(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+def _dot(a, b) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _cross(a, b) -> tuple[float, float, float]:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@dataclass(frozen=True)
+class _Motion:
+    """One sub-step's vessel motion as Python floats (the wheels' arithmetic is per wheel)."""
+
+    position: tuple
+    velocity: tuple
+    rate: tuple
+    up: tuple                  # the vessel's up axis, body-fixed
+    rotation: tuple            # rows of base_link -> body-fixed
+
+    @classmethod
+    def of(cls, k: Kinematics) -> _Motion:
+        rotation = k.rotation.tolist()
+        return cls(tuple(k.position.tolist()), tuple(k.velocity.tolist()),
+                   tuple(k.rate.tolist()), (rotation[0][2], rotation[1][2], rotation[2][2]),
+                   tuple(tuple(row) for row in rotation))
+
+
+def _contact(row: tuple, m: _Motion, point, clearance: float, normal) -> tuple:
+    """Return one wheel's suspension force, cos φ, contact arm and contact velocity.
+
+    The suspension: the spring-damper along the vessel's up axis from the compression and
+    its rate (module docstring), never pulling, capped; 0 while not compressed.
+    """
+    radius, travel, stiffness, bump_stiffness, damping, max_load = row[:6]
+    cos = _dot(normal, m.up)
+    tilted = cos > MIN_COS_TILT
+    safe_cos = cos if tilted else 1.0
+    compression = (radius - clearance) / safe_cos if tilted else -1.0
+    rel = (point[0] - m.position[0], point[1] - m.position[1], point[2] - m.position[2])
+    spin = _cross(m.rate, rel)
+    hub_velocity = (m.velocity[0] + spin[0], m.velocity[1] + spin[1], m.velocity[2] + spin[2])
+    rate = -_dot(hub_velocity, normal) / safe_cos
+    arm = (rel[0] - normal[0] * clearance, rel[1] - normal[1] * clearance,
+           rel[2] - normal[2] * clearance)
+    spin = _cross(m.rate, arm)
+    velocity = (m.velocity[0] + spin[0], m.velocity[1] + spin[1], m.velocity[2] + spin[2])
+    suspension = 0.0
+    if compression > 0.0:
+        force = (stiffness * min(compression, travel)
+                 + bump_stiffness * max(compression - travel, 0.0) + damping * rate)
+        suspension = _clip(force, 0.0, max_load)
+    return suspension, safe_cos, arm, velocity
+
+
+def _axes(steering: float, m: _Motion, normal) -> tuple[tuple, tuple]:
+    """Return a wheel's heading and left axes in the ground plane (body-fixed)."""
+    hx, hy = math.cos(steering), math.sin(steering)
+    heading = [row[0] * hx + row[1] * hy + row[2] * 0.0 for row in m.rotation]
+    along_n = _dot(heading, normal)
+    along = [heading[j] - along_n * normal[j] for j in range(3)]
+    size = max(math.sqrt(along[0] * along[0] + along[1] * along[1] + along[2] * along[2]),
+               1e-9)
+    along = (along[0] / size, along[1] / size, along[2] / size)
+    return along, _cross(normal, along)
+
+
+def _motor(row: tuple, command: tuple, modifier: Drive, omega: float, dt: float) -> float:
     """Return the drive torque: toward the target spin within the torque curve.
 
     The drive modifier scales the torque limit and the curve's end, and clips the target
     to its speed cap.
     """
-    modifier = c.modifier
-    limit = np.minimum(np.where(c.max_torque > 0.0, c.max_torque, p.max_torque), p.max_torque)
-    target = c.target
+    radius, inertia, module_torque, max_speed = row[0], row[8], row[9], row[10]
+    drive, target, _, commanded_torque, _ = command
+    if not drive:
+        return 0.0
+    limit = min(commanded_torque if commanded_torque > 0.0 else module_torque, module_torque)
+    speed_gain = 1.0
     if modifier is not NORMAL:
         limit = limit * modifier.torque_gain
-        reach = modifier.speed_cap / p.radius
+        reach = modifier.speed_cap / radius
         target = _clip(target, -reach, reach)
-    band = np.maximum(DRIVE_BAND, limit * dt / p.inertia)     # stable for a light wheel
+        speed_gain = modifier.speed_gain
+    band = max(DRIVE_BAND, limit * dt / inertia)     # stable for a light wheel
     demand = _clip((target - omega) / band, -1.0, 1.0)
-    curve = torque_curve(p, omega, 1.0 if modifier is NORMAL else modifier.speed_gain)
-    with_spin = demand * omega > 0.0
-    torque = limit * demand * np.where(with_spin, curve, 1.0)
-    return np.where(c.drive, torque, 0.0)
+    if demand * omega > 0.0:             # with the spin: within the torque curve
+        return limit * demand * _curve(omega, radius, max_speed, speed_gain)
+    return limit * demand
 
 
-def _brake(p: Params, c: Commands, omega: np.ndarray) -> np.ndarray:
-    """Return each wheel's brake (0..1): the commanded, or more above a speed cap."""
-    cap = c.modifier.speed_cap
+def _brake(radius: float, brake: float, modifier: Drive, omega: float) -> float:
+    """Return a wheel's brake (0..1): the commanded, or more above a speed cap."""
+    cap = modifier.speed_cap
     if not math.isfinite(cap):
-        return c.brake
-    return np.maximum(c.brake, _clip((np.abs(omega) * p.radius - cap) / CAP_BRAKE_BAND,
-                                     0.0, 1.0))
+        return brake
+    return max(brake, _clip((abs(omega) * radius - cap) / CAP_BRAKE_BAND, 0.0, 1.0))
 
 
-def _spin(p: Params, omega: np.ndarray, drive: np.ndarray, fx: np.ndarray,
-          resist: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+def _spin(inertia: float, radius: float, omega: float, drive: float, fx: float,
+          resist: float, dt: float) -> tuple[float, float]:
     """Return the new spin and the resisting torque used (Coulomb: stops, then holds)."""
-    free = omega + dt * (drive - p.radius * fx) / p.inertia
-    reach = resist * dt / p.inertia
-    held = np.abs(free) <= reach
-    new = np.where(held, 0.0, free - np.sign(free) * reach)
-    used = np.where(held, np.abs(free) * p.inertia / dt, resist)
-    return new, used
+    free = omega + dt * (drive - radius * fx) / inertia
+    reach = resist * dt / inertia
+    if abs(free) <= reach:
+        return 0.0, abs(free) * inertia / dt
+    return free - math.copysign(reach, free), resist
+
+
+def _tyre(deflection, slip, vx: float, grounded: bool, limit: float, dt: float):
+    """Return the tyre's new deflection and its force (x, y) within the friction circle."""
+    if not grounded:
+        deflection = (0.0, 0.0)
+    else:
+        relax = 1.0 + dt * abs(vx) / RELAXATION_LENGTH
+        dx, dy = (deflection[0] + dt * slip[0]) / relax, (deflection[1] + dt * slip[1]) / relax
+        scale = min(1.0, PEAK / max(math.sqrt(dx * dx + dy * dy), 1e-12))
+        deflection = (dx * scale, dy * scale)
+    gain = -(limit / PEAK)
+    fx = gain * (deflection[0] + TYRE_DAMPING_TIME * slip[0])
+    fy = gain * (deflection[1] + TYRE_DAMPING_TIME * slip[1])
+    scale = min(1.0, limit / max(math.sqrt(fx * fx + fy * fy), 1e-12))
+    return deflection, (fx * scale, fy * scale)
+
+
+PEAK = PEAK_SLIP * RELAXATION_LENGTH
+"""m, the tyre deflection of full friction."""
 
 
 def step(state: State, inputs: Inputs, dt: float) -> State:
     """Advance the wheels by ``dt`` (a sub-step, a few ms) on the given vessel motion.
 
     Returns the new state; its ``force`` (body-fixed, N, at ``arm`` from the centre of
-    mass) is what each wheel exerts on the vessel during the step.
+    mass) is what each wheel exerts on the vessel during the step. The ground is asked
+    for every wheel at once; the rest is per wheel in Python floats (a vessel has a few
+    wheels: numpy's cost per call would outweigh its arithmetic).
     """
-    p, c, k = inputs.params, inputs.commands, inputs.kinematics
-    compression, rate, cos, normal, arm, velocity = _suspension(p, k, inputs.ground)
-    suspension = _load(p, compression, rate)
-    grounded = suspension > 0.0
-    load = suspension * cos
-    along, left = _axes(c, k.rotation, normal)
-    vx = (velocity * along).sum(axis=1)
-    vy = (velocity * left).sum(axis=1)
-    slip = np.column_stack([vx - state.omega * p.radius, vy])
-    peak = PEAK_SLIP * RELAXATION_LENGTH
-    deflection = (state.deflection + dt * slip) / (1.0 + dt * np.abs(vx) / RELAXATION_LENGTH
-                                                   )[:, None]
-    size = _norm(deflection)
-    deflection *= np.minimum(1.0, peak / np.maximum(size, 1e-12))[:, None]
-    deflection[~grounded] = 0.0
-    limit = p.friction * load
-    tyre = -(limit / peak)[:, None] * (deflection + TYRE_DAMPING_TIME * slip)
-    magnitude = _norm(tyre)
-    tyre *= np.minimum(1.0, limit / np.maximum(magnitude, 1e-12))[:, None]
-    drive = _motor(p, c, state.omega, dt)
-    brake = _brake(p, c, state.omega) * p.brake_torque
-    rolling = p.rolling * load * p.radius
-    omega, used = _spin(p, state.omega, drive, tyre[:, 0], brake + rolling, dt)
-    total = brake + rolling
-    force = (suspension[:, None] * k.rotation[:, 2] + tyre[:, 0:1] * along
-             + tyre[:, 1:2] * left)
-    speed = np.maximum(np.maximum(np.hypot(vx, vy), np.abs(state.omega) * p.radius),
-                       SLIP_SPEED_FLOOR)
+    p, c = inputs.params, inputs.commands
+    points = probe_points(p, inputs.kinematics)
+    clearance, normal = inputs.ground.ground(points)
+    m = _Motion.of(inputs.kinematics)
+    modifier = c.modifier
+    rows = zip(p.rows, c.rows, points.tolist(), clearance.tolist(), normal.tolist(),
+               state.omega.tolist(), state.deflection.tolist(), state.angle.tolist())
+    out = []
+    for row, command, point, height, n, omega, deflection, angle in rows:
+        radius, friction, rolling_c, inertia, brake_max = row[0], row[6], row[7], row[8], row[11]
+        suspension, cos, arm, velocity = _contact(row, m, point, height, n)
+        grounded = suspension > 0.0
+        load = suspension * cos
+        along, left = _axes(command[2], m, n)
+        vx, vy = _dot(velocity, along), _dot(velocity, left)
+        slip = (vx - omega * radius, vy)
+        deflection, (fx, fy) = _tyre(deflection, slip, vx, grounded, friction * load, dt)
+        drive = _motor(row, command, modifier, omega, dt)
+        brake = _brake(radius, command[4], modifier, omega) * brake_max
+        rolling = rolling_c * load * radius
+        new_omega, used = _spin(inertia, radius, omega, drive, fx, brake + rolling, dt)
+        total = brake + rolling
+        force = tuple(suspension * m.up[j] + fx * along[j] + fy * left[j] for j in range(3))
+        speed = max(math.hypot(vx, vy), abs(omega) * radius, SLIP_SPEED_FLOOR)
+        out.append((
+            (angle + dt * new_omega) % (2.0 * math.pi), new_omega, deflection, grounded,
+            drive, used * brake / total if total > 0.0 else 0.0,
+            math.sqrt(slip[0] * slip[0] + slip[1] * slip[1]) / speed if grounded else 0.0,
+            load, force, arm))
+    angle, omega, deflection, grounded, drive, braking, slip, load, force, arm = zip(*out)
     return replace(
-        state, angle=np.mod(state.angle + dt * omega, 2.0 * math.pi), omega=omega,
-        deflection=deflection, grounded=grounded, steering=c.steering, drive_torque=drive,
-        brake_torque=np.where(total > 0.0, used * brake / np.where(total > 0.0, total, 1.0),
-                              0.0),
-        slip=np.where(grounded, _norm(slip) / speed, 0.0), load=load,
-        force=force, arm=arm)
+        state, angle=np.array(angle), omega=np.array(omega),
+        deflection=np.array(deflection), grounded=np.array(grounded), steering=c.steering,
+        drive_torque=np.array(drive), brake_torque=np.array(braking), slip=np.array(slip),
+        load=np.array(load), force=np.array(force), arm=np.array(arm))
