@@ -56,7 +56,14 @@ def run(mission_stack, tmp_path_factory):
     folder = tmp_path_factory.mktemp('referee')
     results = folder / 'results.json'
     stack = mission_stack(3, scripted(folder), rate=RATE, start_mode='count',
-                          exit_on_finish=True, results_path=str(results))
+                          exit_on_finish=True, results_path=str(results),
+                          deferred=('sim_manager',))
+    # count starts once every stack holds its lease, which this test takes once it sees
+    # Ready: the default 30 s of game time without control (10 s of wall time at RATE) is
+    # less than a busy machine can take to get there, and the start would come without it
+    cmd, env = stack.commands['sim_manager']
+    stack.commands['sim_manager'] = ([*cmd, '-p', 'control_timeout_sec:=600.0'], env)
+    stack.start('sim_manager')
     return stack, results
 
 
@@ -90,6 +97,9 @@ def test_the_referee_scores_a_scripted_run_and_the_mission_ends_at_its_limit(
     node_status(ros_node_in(stack.base), topics.REFEREE,
                 lambda values: values.get('sampled') == '2',
                 what="the referee's ground truth of both chasers")
+    # the view has the management's Ready (latched) before anything moves it on: a view
+    # that matched later, on a busy machine, would only see WaitStart onwards
+    view.wait_for('admin/state', lambda m: m.data == mission.READY, what='the Ready')
     for pilot, vessel in zip(vehicles, VESSELS.values()):
         hold_lease(pilot, vessel)
     view.wait_for('admin/state', lambda m: m.data == mission.START, what='the start (count)')
