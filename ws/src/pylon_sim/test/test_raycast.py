@@ -232,8 +232,37 @@ def test_lidar_reuses_its_own_vessels_ranges_only_while_the_parts_hold_still():
     assert turned == pytest.approx(truth, abs=1e-4)
     moved = vessel.spec.parts[9]                     # the docking port slides 0.3 m out
     assert moved.name == 'dockingPort2'
-    object.__setattr__(moved, 'position', np.asarray(moved.position) + (0.3, 0.0, 0.0))
+    parts = list(vessel.spec.parts)                  # (a new spec, as a change of parts is)
+    parts[9] = replace(moved, position=tuple(np.asarray(moved.position) + (0.3, 0.0, 0.0)))
+    vessel.spec = replace(vessel.spec, parts=tuple(parts))
     shifted, truth = scans_and_truth()
     assert lidar.own[2] is not cached
     assert shifted == pytest.approx(truth, abs=1e-4)
     assert not np.allclose(shifted, turned)
+
+
+def test_one_instants_placement_serves_every_sensor_and_follows_every_change():
+    """The vessels' shapes are placed once an instant (a mission's sensors share them).
+
+    A moved vessel, a change of parts or a new instant is placed again.
+    """
+    from dataclasses import replace
+
+    from pylon_sim.loop.runtime import Simulator
+
+    sim = Simulator(load_scenario('orbit'), send=lambda data: None, seed=1)
+    world, vessel = sim.world, sim.world.active
+    first = imaging.scene(world, world.ut)
+    assert imaging.scene(world, world.ut)['primitives'] is first['primitives']
+    vessel.state = replace(vessel.state, position=vessel.state.position + (1.0, 0.0, 0.0))
+    moved = imaging.scene(world, world.ut)
+    assert moved['primitives'] is not first['primitives']
+    shift = moved['origins'][vessel.key][0] - first['origins'][vessel.key][0]
+    assert shift == pytest.approx([1.0, 0.0, 0.0])
+    vessel.spec = replace(vessel.spec, parts=vessel.spec.parts[:-1])     # a part fewer
+    fewer = imaging.scene(world, world.ut)
+    assert len(fewer['primitives']) == len(moved['primitives']) - 1
+    sim.frame()
+    later = imaging.scene(world, world.ut)
+    assert later['primitives'] is not fewer['primitives']
+    assert later['origins'][vessel.key][0] != pytest.approx(fewer['origins'][vessel.key][0])

@@ -117,15 +117,44 @@ def inactive(imager: Imager) -> tuple[str, dict]:
                                     'partFlightId': imager.part.flight_id}
 
 
+class _Placement:
+    """The vessels' shapes placed at one instant, kept for the next ask of that instant.
+
+    In a mission every game's sensors look at the one world after its physics step, so the
+    LiDARs and cameras of four karts in one frame see one placement. It is kept while UT and
+    every vessel's key, spec, state and mass are the same objects (each is replaced, never
+    changed in place, when a vessel moves, splits, docks or burns propellant).
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple | None = None     # (ut, vessels' (key, spec, state, mass), placed)
+
+    def of(self, world: World, ut: float) -> tuple[list[raycast.Primitive], dict]:
+        """Return every vessel's primitives (KCI) and each vessel's (origin, rotation)."""
+        members = tuple((v.key, v.spec, v.state, v.mass) for v in world.vessels.values())
+        last = self._last
+        if (last is not None and last[0] == ut and len(last[1]) == len(members)
+                and all(a[0] == b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3]
+                        for a, b in zip(last[1], members))):
+            return last[2]
+        primitives: list[raycast.Primitive] = []
+        origins = {}
+        for vessel in world.vessels.values():
+            rot = rotations.to_matrix(vessel.state.attitude)
+            origin = vessel.state.position + body_offset(vessel, ut) - rot @ vessel.mass.com
+            origins[vessel.key] = (origin, rot)
+            primitives += raycast.vessel_primitives(vessel.spec.parts, origin, rot,
+                                                    vessel.key)
+        self._last = (ut, members, (primitives, origins))
+        return primitives, origins
+
+
+_PLACEMENT = _Placement()
+
+
 def scene(world: World, ut: float) -> dict:
     """Return the world the imaging sensors see at ``ut`` (KCI)."""
-    primitives: list[raycast.Primitive] = []
-    origins = {}
-    for vessel in world.vessels.values():
-        rot = rotations.to_matrix(vessel.state.attitude)
-        origin = vessel.state.position + body_offset(vessel, ut) - rot @ vessel.mass.com
-        origins[vessel.key] = (origin, rot)
-        primitives += raycast.vessel_primitives(vessel.spec.parts, origin, rot, vessel.key)
+    primitives, origins = _PLACEMENT.of(world, ut)
     active = world.active
     terrain = world.terrain_of(active.body.name)
     if terrain is not None:
