@@ -12,6 +12,7 @@ active vessel's sensors sample, and the docking-port camera is the one the playe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import math
 import time
@@ -65,7 +66,7 @@ class Imager:
     session_id: str = ''
     sequence: int = 0
     directions: np.ndarray | None = None
-    own: tuple | None = None   # LiDAR: (own parts' poses in the sensor frame, their ranges)
+    own: tuple | None = None   # LiDAR: (its vessel's spec, what it leaves out, own ranges)
 
 
 def visible(primitives, position: np.ndarray, axis: np.ndarray, half_angle: float,
@@ -192,14 +193,15 @@ def lidar_fields(imager: Imager, scene: dict, vessel: SimVessel, ut: float) -> d
                               imager.frame_rotation)
     center, radius, _ = scene['planet']
     max_distance = imager.settings['max_distance']
-    primitives, exclude = seen(scene, vessel, imager.part, position)
-    primitives = [p for p in primitives if float(np.linalg.norm(p.center - position))
-                  - p.bounding_radius <= max_distance and p.owner not in exclude]
-    own = [p for p in primitives if p.owner[0] == vessel.key]
+
+    def near(p) -> bool:
+        return float(np.linalg.norm(p.center - position)) - p.bounding_radius <= max_distance
+    exclude, own = own_ranges(imager, scene, vessel, position, rotation, near)
     ranges = lidar_scan.scan(imager.directions, position, rotation, max_distance,
-                             [p for p in primitives if p.owner[0] != vessel.key],
+                             [p for p in scene['primitives']
+                              if p.owner[0] != vessel.key and near(p)],
                              center, radius, scene['terrain'], exclude=exclude)
-    ranges = np.minimum(ranges, own_ranges(imager, own, position, rotation))
+    ranges = np.minimum(ranges, own)
     mode = '2D' if imager.kind == 'lidar_2d' else '3D'
     return lidar_scan.lidar_scan_fields(
         mode=mode, sensor_id=imager.sensor_id, vessel=vessel.spec.name,
@@ -211,26 +213,26 @@ def lidar_fields(imager: Imager, scene: dict, vessel: SimVessel, ut: float) -> d
         hemisphere_density=imager.settings.get('hemisphere_density', 0.0))
 
 
-def own_ranges(imager: Imager, own: list, position: np.ndarray,
-               rotation: np.ndarray) -> np.ndarray:
-    """Return a LiDAR's ranges to its own vessel's parts, cast again only when they move.
+def own_ranges(imager: Imager, scene: dict, vessel: SimVessel, position: np.ndarray,
+               rotation: np.ndarray, near: Callable) -> tuple[set, np.ndarray]:
+    """Return what a LiDAR leaves out and its ranges to its own vessel's parts.
 
-    The parts sit still in the sensor frame (every pose entry within 1e-6, m or
-    rotation, of the last cast's: the same ranges), so the scan reuses them until a
-    part moves, comes or goes.
+    Its own parts sit still in the sensor frame while the vessel keeps its spec (a part
+    moves, comes or goes only with a new spec: a split, a docking), so the parts it sits in
+    and the ranges to the rest are found once per spec (``imager.own``: spec, left out,
+    ranges).
     """
-    local = [raycast.Primitive(p.kind, p.size, rotation.T @ (p.center - position),
-                               rotation.T @ p.rotation, p.owner) for p in own]
-    poses = np.array([np.concatenate([p.center, p.rotation.ravel()]) for p in local])
-    owners = [p.owner for p in local]
     cached = imager.own
-    if cached is not None and cached[0] == owners and cached[1].shape == poses.shape \
-            and (poses.size == 0 or np.abs(cached[1] - poses).max() <= 1e-6):
-        return cached[2]
+    if cached is not None and cached[0] is vessel.spec:
+        return cached[1], cached[2]
+    primitives, exclude = seen(scene, vessel, imager.part, position)
+    local = [raycast.Primitive(p.kind, p.size, rotation.T @ (p.center - position),
+                               rotation.T @ p.rotation, p.owner) for p in primitives
+             if p.owner[0] == vessel.key and p.owner not in exclude and near(p)]
     ranges = lidar_scan.scan(imager.directions, np.zeros(3), np.eye(3),
                              imager.settings['max_distance'], local)
-    imager.own = (owners, poses, ranges)
-    return ranges
+    imager.own = (vessel.spec, exclude, ranges)
+    return exclude, ranges
 
 
 def frame(scene: dict, vessel: SimVessel, part: Part, settings: dict,
