@@ -182,7 +182,7 @@ class Simulator:
         return not self.world.is_packed(self.world.active)
 
     def _moment(self) -> Moment:
-        return Moment(self.clock, self.stats.frames, self.available, self.paused,
+        return Moment(self.clock, self.stats.frame_count, self.available, self.paused,
                       self.wall() if self.wall is not None else None)
 
     def observe(self) -> bool:
@@ -317,8 +317,8 @@ class Simulator:
         simulator reads commands (and sends their answers) but runs no frame until the next
         one comes, at most ``lockstep_wait`` (default ``LOCKSTEP_WAIT_WALL_SEC``) of wall
         time, sending the wall-kept packets meanwhile. A controller that misses that has
-        stopped or stalled for good: the game runs free (leases and command timeouts run out
-        as in KSP) until its next wrench. Nothing waits while paused, unavailable or unowned.
+        stopped or stalled: the game runs free (leases and command timeouts run out as in
+        KSP) until its next wrench. Paused, unavailable or unowned games never wait.
         """
         if not self._behind():
             return 0.0

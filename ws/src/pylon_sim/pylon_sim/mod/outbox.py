@@ -34,6 +34,18 @@ class Stats:
 
     frames: int = 0
     lockstep_lapses: int = 0      # waits for a controller that ran out (``Simulator.hold``)
+    idle_updates: int = 0         # looks during lock-step waits: Unity frames without physics
+
+    @property
+    def frame_count(self) -> int:
+        """Return Unity's ``Time.frameCount`` (``observationSequence``): every frame.
+
+        The frames with a physics step and the looks between them while a lock-step waits
+        (Unity renders on while no physics step runs): it rises with each, so the
+        heartbeats sent during a wait are newer than the last frame's, as the receiver
+        requires.
+        """
+        return self.frames + self.idle_updates
 
     def __post_init__(self) -> None:
         self.sent = Counter()
