@@ -161,41 +161,46 @@ def test_lockstep_wait_sets_how_long_a_frame_waits_for_the_controller(locksteppe
     assert h.sim.stats.lockstep_lapses == 1
 
 
-def _wait_sends(h, deliver) -> tuple[float, list[dict]]:
-    """Send a wrench, run frames until one waits; return the wait and what it sent."""
+def _wait_sends(h, deliver) -> tuple[float, list[dict], int]:
+    """Send a wrench and run frames until one waits.
+
+    Return the wait, what it sent and the frame count (``observationSequence``) before it.
+    """
     wrench(h)
     deliver()
     h.sim.frame()
     for _ in range(100):
         h.capture.clear()
+        before = h.sim.stats.frame_count
         if (waited := h.sim.hold()) > 0.0:
-            return waited, list(h.capture.packets)
+            return waited, list(h.capture.packets), before
         h.sim.frame()
     raise AssertionError('no frame waited')
 
 
 def test_a_waiting_game_keeps_the_mods_wall_time_heartbeat(lockstepped):
-    """While a frame waits, the heartbeat goes on at 10 Hz of wall time, as Unity's Update.
+    """While a frame waits, the heartbeat (10 Hz) and health (2 Hz) go on by wall time.
 
-    A wait longer than the receiver's session timeout (3 s) would otherwise make a live
-    vessel's session stale and cost its controller the lease. Nothing measured goes out
-    (the clock stands), and a simulator without a wall clock (``wall`` None) sends nothing.
+    Unity's Update runs between physics steps. A wait longer than the receiver's session
+    timeout (3 s) would otherwise make a live vessel's session stale and cost its
+    controller the lease. Nothing measured goes out (the clock stands), and a simulator
+    without a wall clock (``wall`` None) sends nothing.
     """
     h, deliver = lockstepped
-    h.sim.lockstep_wait = 0.4
-    waited, sent = _wait_sends(h, deliver)
-    assert waited >= 0.4 and sent == []
+    h.sim.lockstep_wait = 0.7            # more than the health's 0.5 s
+    waited, sent, _ = _wait_sends(h, deliver)
+    assert waited >= 0.7 and sent == []
     h.sim.wall = time.monotonic
-    free_frames(h, 10)                   # the schedules fire on the wall clock too
-    waited, sent = _wait_sends(h, deliver)
-    assert waited >= 0.4 and h.sim.stats.lockstep_lapses == 2
+    free_frames(h, 30)                   # the schedules fire on the wall clock too
+    waited, sent, before = _wait_sends(h, deliver)
+    assert waited >= 0.7 and h.sim.stats.lockstep_lapses == 2
     beats = [p for p in sent if p['type'] == 'pylon_session']
-    # at least the last look of the wait (0.4 s past the last heartbeat, whatever the load)
-    assert len(beats) >= 1
-    # Unity's frame count rises on while no physics step runs: each is newer than the
-    # last frame's heartbeat, or the receiver drops it as out of order
+    # at least the last look of the wait (0.7 s past the last heartbeat, whatever the load)
+    assert len(beats) >= 1 and len(h.capture.of('pylon_vehicle_health')) >= 1
+    # Unity's frame count rises on while no physics step runs: each heartbeat is newer
+    # than the last frame's, or the receiver drops it as out of order
     sequences = [p['observationSequence'] for p in beats]
-    assert sequences == sorted(set(sequences)) and sequences[0] > h.sim.stats.frames
+    assert sequences == sorted(set(sequences)) and sequences[0] > before
     assert {p['universalTime'] for p in beats} == {h.sim.world.ut}
     assert {p['type'] for p in sent} <= {'pylon_session', 'pylon_vehicle_health',
                                          'pylon_part_thermal_state'}

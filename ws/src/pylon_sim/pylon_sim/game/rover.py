@@ -12,8 +12,7 @@ fictitious force is needed.
 
 The vessel is ``landed`` while any wheel is grounded; ``rest_altitude`` is kept for a
 later touchdown of the flying path. A vessel whose centre of mass goes into the ground
-(tipped over: no wheel holds it, and the other parts do not collide; asked of the ground
-only while some wheel is off it, since one on all its wheels stands on them) is put down as a
+(tipped over: no wheel holds it, and the other parts do not collide) is put down as a
 vessel without wheels (``physics.touch_down``: at its resting height, turning with the
 planet). The specific force is the mean over the sub-steps of
 (applied + wheel forces) / mass in ``base_link``, what an accelerometer at the centre of
@@ -105,8 +104,6 @@ def step(state: RigidState, wheel_state: wheels.State, inputs: physics.Inputs,
                                                           rotations.from_rotvec(rate * h)))
     new = replace(state, ut=state.ut + dt, position=position, velocity=velocity,
                   attitude=attitude, body_rate=rate, landed=bool(np.any(wheel_state.grounded)))
-    if wheel_state.grounded.all():
-        return Result(new, wheel_state, felt / substeps)   # upright: its wheels hold it
     centre = body_fixed_rotation(body, new.ut) @ position
     if ground.ground(centre[None, :])[0][0] < 0.0:
         # its centre of mass went into the ground (on its side or back, no wheel holds it):

@@ -2,10 +2,9 @@
 
 Pure functions (parameters and state in numpy arrays, one row per wheel module; the
 arithmetic per wheel in Python floats, cheaper than numpy for a few wheels); no I/O, no
-clock. The rigid
-body that carries the wheels is ``rover``'s business: ``step`` takes the vessel's pose and
-velocity relative to the ground (body-fixed frame) and returns the wheels' new state with
-the force each wheel puts on the vessel.
+clock. The rigid body that carries the wheels is ``rover``'s business: ``step`` takes the
+vessel's pose and velocity relative to the ground (body-fixed frame) and returns the
+wheels' new state with the force each wheel puts on the vessel.
 
 Geometry
     A wheel's part position (minus the centre of mass) is its hub when the suspension sits
@@ -408,7 +407,7 @@ def probe_points(p: Params, k: Kinematics) -> np.ndarray:
 def torque_curve(p: Params, omega: np.ndarray, speed_gain: float = 1.0) -> np.ndarray:
     """Return the share of its torque each motor gives with its spin (``_curve``)."""
     return np.array([_curve(w, r, top, speed_gain) for w, r, top in
-                     zip(np.asarray(omega, dtype=float).tolist(), p.radius.tolist(),
+                     zip(np.asarray(omega, dtype=float).reshape(-1).tolist(), p.radius.tolist(),
                          p.max_speed.tolist())])
 
 

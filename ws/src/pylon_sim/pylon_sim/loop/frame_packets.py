@@ -7,7 +7,8 @@ sample finds the orientation of its own frame at the bridge) go first, as soon a
 produced them, so that the periodic reports of the same frame do not delay them at the receiver;
 only a runtime session's first heartbeat goes before them, since the bridge takes nothing
 of a session it has not seen. The outbox sends them in this order when the frame ends
-(``outbox.Outbox.sending``).
+(``outbox.Outbox.sending``). While a lock-step holds the next frame, ``wall_kept`` sends
+what the mod keeps on wall time alone (the heartbeat, the model, manifests, health).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class FramePackets:
             self.lifecycle.heartbeat(now)
         if not now.available:
             return
-        reports.vessel(due, self.lifecycle.runtime.epoch, now)
+        reports.model_and_manifest(due, self.lifecycle.runtime.epoch)
         if now.paused:
             return
         reports.health(due, now)

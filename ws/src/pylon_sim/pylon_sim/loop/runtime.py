@@ -85,10 +85,9 @@ class Simulator:
 
         ``instance_seed`` seeds the runtime session's GUIDs apart from ``seed`` (``main``
         gives each process a random one). ``check_packets`` validates every packet against
-        the protocol's schema before it
-        is sent (``packets.build_state``); without it the packet is assembled unchecked
-        (``packets.assemble_state``), as the mod sends, and the receiver's validation is
-        the only one: about a tenth of a frame's CPU.
+        the protocol's schema before it is sent (``packets.build_state``); without it the
+        packet is assembled unchecked (``packets.assemble_state``), as the mod sends, and
+        the receiver's validation is the only one: about a tenth of a frame's CPU.
 
         Alone, the simulator owns its world. One of several games in a shared world
         (``mission.Mission``) gets its ``world`` view and the world's ``environment_state``
@@ -314,11 +313,11 @@ class Simulator:
 
         With ``lockstep_lead`` the clock runs at most that many game seconds past the last
         body wrench or typed actuator command accepted from the lease owner: then the
-        simulator reads commands (and sends their answers) but runs no frame until the next
-        one comes, at most ``lockstep_wait`` (default ``LOCKSTEP_WAIT_WALL_SEC``) of wall
-        time, sending the wall-kept packets meanwhile. A controller that misses that has
-        stopped or stalled: the game runs free (leases and command timeouts run out as in
-        KSP) until its next wrench. Paused, unavailable or unowned games never wait.
+        simulator reads commands (answering them) and sends the wall-kept packets, but runs
+        no frame until the next one comes, at most ``lockstep_wait`` (default
+        ``LOCKSTEP_WAIT_WALL_SEC``) of wall time; after that the game runs free (leases and
+        command timeouts run out as in KSP) until its next wrench. Paused, unavailable or
+        unowned games never wait.
         """
         if not self._behind():
             return 0.0
@@ -330,7 +329,8 @@ class Simulator:
         """Read commands (answering them), send the wall-kept packets due (a wait)."""
         with self.outbox.sending():
             self.drain_commands()
-            if self.wall is not None:
+            if self.wall is not None:            # a Unity frame without a physics step
+                self.stats.idle_updates += 1
                 self.packets.wall_kept(self._moment(), self.heartbeat_enabled)
 
     def _behind(self) -> bool:

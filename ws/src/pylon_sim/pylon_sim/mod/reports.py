@@ -196,15 +196,20 @@ class Reports:
     def vessel(self, due: dict, epoch: int, now: Moment) -> None:
         """Send the model, actuator manifest, authority state and separation results due."""
         vessel = self.world.active
-        if due['model']:
-            self.model.send(self.emit, vessel, epoch, self.world.ut)
-        if due['manifest']:
-            self.emit('pylon_actuator_manifest', actuators.manifest(vessel.spec))
+        self.model_and_manifest(due, epoch)
         if due['authority']:
             self.emit(*self.control.authority_state(vessel, now.clock,
                                                     self.control.last_reason))
         for result in self.control.journal.due(now.clock):
             self.emit('pylon_separation_result', result)
+
+    def model_and_manifest(self, due: dict, epoch: int) -> None:
+        """Send the vessel's model and its actuator manifest if due."""
+        vessel = self.world.active
+        if due['model']:
+            self.model.send(self.emit, vessel, epoch, self.world.ut)
+        if due['manifest']:
+            self.emit('pylon_actuator_manifest', actuators.manifest(vessel.spec))
 
     def control_state(self, due: dict, view: ksp_view.KspView, now: Moment) -> None:
         """Send flight, actuator and motor states, and the snapshot of that frame."""
