@@ -204,3 +204,33 @@ def test_a_waiting_game_keeps_the_mods_wall_time_heartbeat(lockstepped):
     assert {p['universalTime'] for p in beats} == {h.sim.world.ut}
     assert {p['type'] for p in sent} <= {'pylon_session', 'pylon_vehicle_health',
                                          'pylon_part_thermal_state'}
+
+
+def test_a_new_lease_runs_free_until_its_own_first_command(lockstepped):
+    """A lease taken again does not wait on the last one's commands.
+
+    Its controller may tick only on the game's clock (``kart_interface`` on /clock): a
+    wait for it before its first command would stop both, until the wait ran out.
+    """
+    h, deliver = lockstepped
+    wrench(h)
+    deliver()
+    h.sim.frame()
+    release(h, deliver)
+    h.lease = 'second'                   # a new engagement: a new lease id
+    h.send('pylon_control_authority_command', action='acquire', priority=0,
+           leaseDurationSeconds=10.0, suppressSas=False, **h.identity())
+    deliver()
+    h.sim.frame()
+    assert h.sim.control.authority.owner == (h.controller, 'second')
+    free_frames(h, 20)                   # far past the old wrench's lead: nothing waits
+    assert h.sim.stats.lockstep_lapses == 0
+    wrench(h)                            # the new lease's first: from now on it paces
+    deliver()
+    h.sim.frame()
+    frames = 0
+    while h.sim.hold() == 0.0:
+        h.sim.frame()
+        frames += 1
+        assert frames < 100
+    assert h.sim.clock - h.sim.control.paced_at == pytest.approx(LEAD)

@@ -39,11 +39,14 @@ class Lockstep:
         """Tell whether the lease owner's last wrench is ``lead`` or more ago at ``clock``.
 
         ``running``: the game reads commands and runs (not paused, available); a game
-        without ``lead``, not running or not owned is never behind.
+        without ``lead``, not running or not owned is never behind, nor one whose lease
+        has sent nothing yet (a new lease: its controller may tick only on the game's
+        clock, so waiting for it before its first command would stop both).
         """
         received = control.paced_at
         return (lead is not None and running and control.authority.owned
                 and received is not None and received != self._lapsed
+                and control.paced_by == control.authority.owner    # this lease's own
                 and clock - received >= lead - 1e-9)
 
     def wait(self, sock: socket.socket, limit: float, behind: Callable[[], bool],

@@ -49,7 +49,8 @@ class Manager(Protocol):
 
     authority: ControlAuthority
     held: bool
-    paced_at: float | None      # the owner's last accepted wrench or typed command (lockstep)
+    def paced(self, now: float) -> None:
+        """Note the owner's accepted wrench or typed command (it paces a lock-step)."""
 
     def typed(self, vessel: SimVessel) -> TypedActuators:
         """Return the typed actuator state of a vessel."""
@@ -135,7 +136,7 @@ class CommandRouter:
             return self._typed_answer(kind, typed.docking(packet, now), vessel, now)
         result = typed.command(packet, now)
         if result == ACCEPTED:
-            self.manager.paced_at = now     # a typed command paces lockstep like a wrench
+            self.manager.paced(now)         # a typed command paces lockstep like a wrench
         return self._typed_answer(kind, result, vessel, now)
 
     def _held(self, packet: dict, vessel: SimVessel, now: float,

@@ -101,6 +101,7 @@ class VehicleManager:
         self.wrench_received_at: float | None = None   # clock of the last accepted wrench
         # clock of the owner's last accepted body wrench or typed actuator command (lockstep)
         self.paced_at: float | None = None
+        self.paced_by: tuple | None = None      # the lease identity that sent it
         self.held = False     # a mission not started (or finished): every command refused
         self.router = CommandRouter(self)
         self.actuation = Actuation(self.limits)
@@ -135,7 +136,12 @@ class VehicleManager:
             force=np.array(packet['force'], dtype=float),
             torque=np.array(packet['torque'], dtype=float),
             expires=now + clamp_timeout(packet.get('timeoutSeconds')))
-        self.wrench_received_at = self.paced_at = now
+        self.wrench_received_at = now
+        self.paced(now)
+
+    def paced(self, now: float) -> None:
+        """Note the lease owner's command that paces a lock-step (a wrench, a typed one)."""
+        self.paced_at, self.paced_by = now, self.authority.owner
 
     def accept_flight(self, packet: dict, vessel: SimVessel, now: float) -> None:
         """Hold accepted stock inputs; they cancel a body wrench (stream attitude)."""
