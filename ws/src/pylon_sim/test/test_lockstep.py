@@ -43,6 +43,15 @@ def release(h, deliver):
     assert not h.sim.control.authority.owned
 
 
+def frames_until_a_wait(h) -> float:
+    """Run frames until one waits (at most 100); return the wall seconds it waited."""
+    for _ in range(100):
+        if (waited := h.sim.hold()) > 0.0:
+            return waited
+        h.sim.frame()
+    raise AssertionError('no frame waited')
+
+
 def free_frames(h, count):
     """Run ``count`` frames, none of which may wait."""
     for _ in range(count):
@@ -64,11 +73,7 @@ def test_the_clock_stops_lead_seconds_past_the_last_wrench_until_the_next(lockst
     h.sim.frame()
     received = h.sim.control.wrench_received_at
     assert received == pytest.approx(h.sim.clock)
-    frames = 0
-    while h.sim.hold() == 0.0:          # free while the last wrench is less than LEAD old
-        h.sim.frame()
-        frames += 1
-        assert frames < 100
+    frames_until_a_wait(h)              # free while the last wrench is less than LEAD old
     # it waited the longest it may (no wrench came) and ran out at exactly LEAD game s
     assert h.sim.clock - received == pytest.approx(LEAD)
     assert h.sim.stats.lockstep_lapses == 1
@@ -152,12 +157,7 @@ def test_lockstep_wait_sets_how_long_a_frame_waits_for_the_controller(locksteppe
     wrench(h)
     deliver()
     h.sim.frame()
-    frames = 0
-    while (waited := h.sim.hold()) == 0.0:
-        h.sim.frame()
-        frames += 1
-        assert frames < 100
-    assert waited >= 0.4
+    assert frames_until_a_wait(h) >= 0.4
     assert h.sim.stats.lockstep_lapses == 1
 
 
@@ -228,9 +228,5 @@ def test_a_new_lease_runs_free_until_its_own_first_command(lockstepped):
     wrench(h)                            # the new lease's first: from now on it paces
     deliver()
     h.sim.frame()
-    frames = 0
-    while h.sim.hold() == 0.0:
-        h.sim.frame()
-        frames += 1
-        assert frames < 100
+    frames_until_a_wait(h)
     assert h.sim.clock - h.sim.control.paced_at == pytest.approx(LEAD)

@@ -479,7 +479,7 @@ def _contact(row: tuple, m: _Motion, point, clearance: float, normal) -> tuple:
 def _axes(steering: float, m: _Motion, normal) -> tuple[tuple, tuple]:
     """Return a wheel's heading and left axes in the ground plane (body-fixed)."""
     hx, hy = math.cos(steering), math.sin(steering)
-    heading = [row[0] * hx + row[1] * hy + row[2] * 0.0 for row in m.rotation]
+    heading = [row[0] * hx + row[1] * hy for row in m.rotation]   # R (cos, sin, 0)
     along_n = _dot(heading, normal)
     along = [heading[j] - along_n * normal[j] for j in range(3)]
     size = max(math.sqrt(along[0] * along[0] + along[1] * along[1] + along[2] * along[2]),

@@ -5,9 +5,9 @@ command (a rover's wheel commands) accepted from the lease owner; then the game 
 (and sends their answers) but runs no frame until the next one comes, for at most a given
 wall time. A controller that misses that has stopped or stalled for good: the game runs free
 until its next command. While it waits, the game goes on sending what the mod keeps on wall
-time (the session heartbeat, the model: ``reports.WALL_KEPT``), as Unity's ``Update`` runs
-between physics steps: a wait longer than the receiver's session timeout (3 s) must not make
-a live vessel's session stale.
+time (the heartbeat, the model, manifests, health: ``reports.WALL_KEPT``), as Unity's
+``Update`` runs between physics steps: a wait longer than the receiver's session timeout
+(3 s) must not make a live vessel's session stale.
 """
 
 from __future__ import annotations

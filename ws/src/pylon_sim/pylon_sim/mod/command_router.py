@@ -49,6 +49,7 @@ class Manager(Protocol):
 
     authority: ControlAuthority
     held: bool
+
     def paced(self, now: float) -> None:
         """Note the owner's accepted wrench or typed command (it paces a lock-step)."""
 

@@ -196,6 +196,7 @@ def lidar_fields(imager: Imager, scene: dict, vessel: SimVessel, ut: float) -> d
 
     def near(p) -> bool:
         return float(np.linalg.norm(p.center - position)) - p.bounding_radius <= max_distance
+
     exclude, own = own_ranges(imager, scene, vessel, position, rotation, near)
     ranges = lidar_scan.scan(imager.directions, position, rotation, max_distance,
                              [p for p in scene['primitives']
