@@ -13,6 +13,7 @@ starts from the scenario's start in a runtime session of its own (``session``) a
 MANUAL.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 import math
 
 from autoware_auto_control_msgs.msg import AckermannControlCommand
@@ -28,9 +29,16 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 import numpy as np
 from pylon_common import topics
-from pylon_interfaces.msg import ControlAuthorityCommand, ControlAuthorityState, WheelCommand
+from pylon_interfaces.msg import (
+    ControlAuthorityCommand,
+    ControlAuthorityState,
+    VesselLifecycle,
+    WheelCommand,
+    WheelState,
+)
+from pylon_sim.loop.admin import request
 from pylon_testing.node_status import values_of
-from pylon_testing.pilot import COMMAND, LATCHED, Pilot, send_authority, STREAM
+from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, send_authority, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 import pytest
@@ -352,4 +360,56 @@ def test_the_emergency_stop_cuts_the_kart_loose(team):
     # the interface may still send until it learns of the loss; none acts (the mod zeroes
     # every override) and it stops sending
     assert len(accepted) <= 3 * 4
+    pilot.close()
+
+
+def test_a_game_waiting_past_the_session_timeout_keeps_its_session(stack, session, ros_node):
+    """A lock-step wait longer than the bridge's session timeout (3 s) costs no session.
+
+    A lease owner sends one wheel command and then nothing: the game runs ``LEAD`` past it
+    and waits ``LOCKSTEP_WAIT`` (5 s) of wall time for the next, sending the mod's wall-kept
+    packets (heartbeat, health) meanwhile, each heartbeat with a newer observation sequence.
+    The bridge keeps the vessel ACTIVE in the same runtime session and the lease stays
+    owned; once the wait runs out (the simulator counts a lapse) the game runs free.
+    """
+    pilot = Pilot(ros_node)
+    pilot.add('wheel', topics.name('actuators/wheel/state'), WheelState, STREAM)
+    publisher = ros_node.create_publisher(WheelCommand, topics.name('actuators/wheel/command'),
+                                          COMMAND)
+    pilot.ready()
+    wheel = pilot.wait_for('wheel', what='a wheel state').id
+    before = stack.status()['lockstep_lapses']
+    lease = 'lease-wait'
+    assert acquire(pilot, vessel=KART, controller='waiter', lease=lease,
+                   duration=10.0)[0].reason == 'lease_acquired'
+    pilot.until(lambda: publisher.get_subscription_count() > 0, 'the wheel command subscriber')
+    since = pilot.mark()
+    publisher.publish(WheelCommand(vessel_id=KART, controller_id='waiter', lease_id=lease,
+                                   sequence=pilot.next_sequence('waiter', lease), id=wheel,
+                                   enabled=True, brake=1.0, timeout_sec=1.0))
+    # the admin port answers between frames: a request sent during the wait is answered by
+    # the first frame after it, so it runs in a thread while the node keeps spinning
+    with ThreadPoolExecutor(1) as pool:
+        ask = pool.submit(lambda: None)
+        lapses = [before]
+
+        def lapsed() -> bool:
+            nonlocal ask
+            if ask.done():
+                if ask.result() is not None:
+                    lapses.append(ask.result()['lockstep_lapses'])
+                ask = pool.submit(request, stack.admin_port, {'cmd': 'status'},
+                                  timeout=3 * LOCKSTEP_WAIT)
+            return lapses[-1] > before
+        pilot.until(lapsed, 'a lock-step wait that ran out', timeout=6 * LOCKSTEP_WAIT)
+    assert lapses[-1] == before + 1
+    after = pilot.mark()
+    owned = pilot.answer(after, lambda m: m.state == ControlAuthorityState.STATE_OWNED,
+                         'the lease still owned once the game runs again')
+    assert owned.controller_id == 'waiter' and owned.lease_id == lease
+    assert not [m.reason for m in pilot.messages('authority', since)
+                if m.state != ControlAuthorityState.STATE_OWNED]
+    life = pilot.messages('life', since) + [pilot.last('life')]
+    assert {(m.state, m.runtime_instance) for m in life} == {
+        (VesselLifecycle.STATE_ACTIVE, session.runtime_instance)}
     pilot.close()
