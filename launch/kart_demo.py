@@ -17,7 +17,8 @@ domain has no ground truth, the demo reads none), projected on the track
 (``pylon_kart.laps.LapCounter``); lap times are on the estimate's stamps (game time).
 With ``DEMO_SECONDS=N`` it stops after N seconds with a summary (``demo summary: {json}``:
 laps, lap times, the best, cross-track RMS and maximum once 20 m from the grid, top speed,
-wall seconds to ready and to AUTONOMOUS); without, Ctrl-C stops it. Exit status 0 unless a
+wall seconds to ready and to AUTONOMOUS, the times it left AUTONOMOUS once engaged and
+the wall seconds it spent so); without, Ctrl-C stops it. Exit status 0 unless a
 process died or the kart never drove AUTONOMOUS.
 """
 
@@ -94,6 +95,9 @@ class KartPilot:
         self.refused = 0                           # estimates the lap counter refused
         self.t0 = time.monotonic()
         self.ready_s = self.autonomous_s = None
+        self.left_s: float | None = None           # when it last left AUTONOMOUS
+        self.disengagements = 0                    # times it left AUTONOMOUS once engaged
+        self._disengaged = 0.0                     # s not AUTONOMOUS since, closed spells
         self.requests = 0
         wanted = [('kart/control_mode', self._on_mode)]
         if estimate:
@@ -118,8 +122,20 @@ class KartPilot:
         now = time.monotonic() - self.t0
         if msg.mode == self.Report.MANUAL and self.ready_s is None:
             self.ready_s = now
-        if msg.mode == self.Report.AUTONOMOUS and self.autonomous_s is None:
-            self.autonomous_s = now
+        if msg.mode == self.Report.AUTONOMOUS:
+            if self.autonomous_s is None:
+                self.autonomous_s = now
+            if self.left_s is not None:
+                self._disengaged += now - self.left_s
+                self.left_s = None
+        elif self.autonomous_s is not None and self.left_s is None:
+            self.left_s = now
+            self.disengagements += 1
+
+    def disengaged_s(self) -> float:
+        """Return the s not AUTONOMOUS since first engaged (a lease lost and taken again)."""
+        open_spell = 0.0 if self.left_s is None else time.monotonic() - self.t0 - self.left_s
+        return self._disengaged + open_spell
 
     def _on_vehicle_state(self, msg) -> None:
         self.state = msg.data
@@ -206,6 +222,8 @@ def summary(pilot: KartPilot, processes, started: float, log_dir: Path) -> dict:
     return {'seconds': round(time.monotonic() - started, 1), 'source': SOURCE,
             'mode': pilot.mode_name(), 'ready_s': rounded(pilot.ready_s),
             'autonomous_s': rounded(pilot.autonomous_s),
+            'disengagements': pilot.disengagements,
+            'disengaged_s': rounded(pilot.disengaged_s()),
             'laps': status.laps if status else 0, 'lap': status.lap if status else 0,
             'lap_times_s': [round(t, 2) for t in status.lap_times] if status else [],
             'best_lap_s': rounded(status.best_lap if status else None),
