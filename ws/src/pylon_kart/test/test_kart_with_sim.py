@@ -390,19 +390,21 @@ def test_a_game_waiting_past_the_session_timeout_keeps_its_session(stack, sessio
     # the admin port answers between frames: a request sent during the wait is answered by
     # the first frame after it, so it runs in a thread while the node keeps spinning
     with ThreadPoolExecutor(1) as pool:
-        ask = pool.submit(lambda: None)
-        lapses = [before]
+        def ask():
+            return pool.submit(request, stack.admin_port, {'cmd': 'status'},
+                               timeout=3 * LOCKSTEP_WAIT)
+        asked = ask()
 
         def lapsed() -> bool:
-            nonlocal ask
-            if ask.done():
-                if ask.result() is not None:
-                    lapses.append(ask.result()['lockstep_lapses'])
-                ask = pool.submit(request, stack.admin_port, {'cmd': 'status'},
-                                  timeout=3 * LOCKSTEP_WAIT)
-            return lapses[-1] > before
+            nonlocal asked
+            if not asked.done():
+                return False
+            if asked.result()['lockstep_lapses'] > before:
+                return True
+            asked = ask()
+            return False
         pilot.until(lapsed, 'a lock-step wait that ran out', timeout=6 * LOCKSTEP_WAIT)
-    assert lapses[-1] == before + 1
+    assert asked.result()['lockstep_lapses'] == before + 1
     after = pilot.mark()
     owned = pilot.answer(after, lambda m: m.state == ControlAuthorityState.STATE_OWNED,
                          'the lease still owned once the game runs again')
