@@ -148,12 +148,14 @@ def rate_limit(rec: Recording, names: dict[str, str], given: float | None = None
     """Return the rate limit (deg/s): ``given``, the controller's reported one, or the default."""
     if given is not None:
         return float(given)
-    for _, msg in reversed(rec.of(names['controller/diagnostics'])):
-        for status in msg.status:
-            for kv in status.values:
-                if kv.key == RATE_LIMIT_KEY:
-                    return float(kv.value)
-    return float(DEFAULT_RATE_LIMIT_DEG_S)
+    reported = diagnostic_values(rec, names, RATE_LIMIT_KEY)
+    return float(reported[-1] if reported else DEFAULT_RATE_LIMIT_DEG_S)
+
+
+def diagnostic_values(rec: Recording, names: dict[str, str], key: str) -> list[str]:
+    """Return the values the controller's diagnostics reported under ``key``, in log order."""
+    return [kv.value for _, msg in rec.of(names['controller/diagnostics'])
+            for status in msg.status for kv in status.values if kv.key == key]
 
 
 def rate_series(rec: Recording, names: dict[str, str],
