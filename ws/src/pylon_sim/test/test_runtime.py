@@ -397,3 +397,27 @@ def test_hostile_admin_requests_are_refused_and_change_nothing():
             admin.serve(server, sim.admin, limit=1)
             assert json.loads(client.recv(65535))['ok'] is False, data[:40]
     assert sim.status()['ut'] == before and not sim.stop_requested
+
+
+def test_a_game_started_again_gives_its_sensors_new_sessions_under_the_same_ids():
+    """Each process is a new KSP start: its part modules load anew, each with a new sessionId.
+
+    A bridge drops a star tracker sample whose sequence is not newer within the same session:
+    with the old session a restarted game's tracker would be dropped until its sequence
+    passed the killed game's last. The sensor ids (topic names) and the noise stay the
+    scenario's.
+    """
+    def sensors(instance_seed: int) -> dict:
+        sim, capture = simulator(instance_seed=instance_seed)
+        sim.run(rate=0, duration=0.5)
+        trackers = capture.of('pylon_star_tracker')
+        assert trackers, 'the orbit sat carries a star tracker'
+        return {'ids': sorted({p['sensorId'] for p in trackers}),
+                'sessions': sorted({p['sessionId'] for p in trackers}),
+                'docking_camera': sim.sensing.imaging.docking_session,
+                'gyro': capture.of('pylon_imu')[-1]['angularVelocity']}
+    first, again, other = sensors(1), sensors(1), sensors(2)
+    assert first == again                                  # a seeded run is repeatable
+    assert other['ids'] == first['ids'] and other['gyro'] == first['gyro']
+    assert not set(other['sessions']) & set(first['sessions'])
+    assert other['docking_camera'] != first['docking_camera']

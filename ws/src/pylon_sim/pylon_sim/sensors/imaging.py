@@ -88,8 +88,12 @@ def visible(primitives, position: np.ndarray, axis: np.ndarray, half_angle: floa
     return out
 
 
-def make_imager(kind: str, part: Part, module, vessel_key: str, ids) -> Imager:
-    """Return the imager of one module (its sensor and session ids drawn from ``ids``)."""
+def make_imager(kind: str, part: Part, module, vessel_key: str, ids,
+                sessions=None) -> Imager:
+    """Return the imager of one module.
+
+    Its sensor id is drawn from ``ids``, its session id from ``sessions`` (default ``ids``).
+    """
     defaults = {'lidar_2d': LIDAR_2D_DEFAULTS, 'lidar_3d': LIDAR_3D_DEFAULTS,
                 'camera': CAMERA_DEFAULTS}[kind]
     settings = {key: _setting(part, kind, key, value) for key, value in defaults.items()}
@@ -103,7 +107,7 @@ def make_imager(kind: str, part: Part, module, vessel_key: str, ids) -> Imager:
         imager.directions = lidar.fibonacci_hemisphere_directions(
             lidar_scan.hemisphere_ray_count(settings['hemisphere_density']))
     else:
-        imager.session_id = names.new_guid_hex(ids)
+        imager.session_id = names.new_guid_hex(sessions if sessions is not None else ids)
     return imager
 
 

@@ -42,11 +42,18 @@ from pylon_sim.sensors.tracker_loop import TrackerLoop
 class Sensing:
     """The sensors of the world's vessels."""
 
-    def __init__(self, world: World, seed: int = 0) -> None:
-        """Create every vessel's sensors (noise and ids seeded from ``seed``)."""
+    def __init__(self, world: World, seed: int = 0,
+                 sessions: random.Random | None = None) -> None:
+        """Create every vessel's sensors (noise and generated sensor ids seeded from ``seed``).
+
+        ``sessions`` draws the modules' session GUIDs (default: from ``seed`` too). A KSP
+        started again loads its parts anew, so each module has a new ``sessionId``, and a
+        receiver that remembers a sensor's last sequence takes its new samples at once.
+        """
         self.world = world
         self.noise = np.random.default_rng(seed)
         self.ids = random.Random(seed)
+        sessions = sessions if sessions is not None else self.ids
         self.stats = SensorStats()
         self.tracking = TrackerLoop(world, self.stats)
         self.navigation = NavLoop(world, self.stats, self.noise)
@@ -57,11 +64,11 @@ class Sensing:
             for part in vessel.spec.parts:
                 for module in part.modules_of(st.KIND):
                     config = st.StarTrackerConfig.from_part(part, module, rng=self.ids)
-                    self.tracking.add(st.StarTracker(config, self.noise, self.ids), vessel.key)
+                    self.tracking.add(st.StarTracker(config, self.noise, sessions), vessel.key)
                 for kind in imaging.IMAGING_KINDS:
                     for module in part.modules_of(kind):
                         imagers.append(imaging.make_imager(kind, part, module, vessel.key,
-                                                           self.ids))
+                                                           self.ids, sessions))
                 for module in part.modules_of(relative_nav.KIND):
                     navigators.append(Navigator(
                         names.sensor_id(module.get('sensor_id'), relative_nav.KIND, self.ids),
@@ -70,13 +77,13 @@ class Sensing:
                     sensor = names.sensor_id(module.get('sensor_id'), gnss.KIND, self.ids)
                     self.gnss.units.append(Receiver(
                         sensor, vessel.key, part, gnss.Settings.from_module(module.settings),
-                        names.new_guid_hex(self.ids), noise_for(seed, sensor)))
+                        names.new_guid_hex(sessions), noise_for(seed, sensor)))
                 for module in part.modules_of(ahrs.KIND):
                     sensor = names.sensor_id(module.get('sensor_id'), ahrs.KIND, self.ids)
                     self.ahrs.units.append(Unit(
                         sensor, vessel.key, part, ahrs.Settings.from_module(module.settings),
-                        names.new_guid_hex(self.ids), noise_for(seed, sensor)))
-        self.imaging = Imaging(world, self.stats, names.new_guid_hex(self.ids))
+                        names.new_guid_hex(sessions), noise_for(seed, sensor)))
+        self.imaging = Imaging(world, self.stats, names.new_guid_hex(sessions))
         self.imaging.imagers = imagers
 
     @property
