@@ -65,7 +65,6 @@ from pylon_vehicle_control import control_law, controller_params, lease, supervi
 from pylon_vehicle_control.mass_properties import mass_properties
 
 INERTIAL_FRAMES = ('', frames.KERBOL_INERTIAL)
-DIAGNOSTICS_PERIOD_SEC = 1.0
 MAX_GAME_STEP_SEC = 1.0      # the longest game-time step the law takes (a stalled controller)
 
 
@@ -106,7 +105,7 @@ class ControllerNode(Node):
         self.periods: list[float] = []
         self._wire(p['topic_prefix'], p['setpoint_topic'])
         self.timer = self.create_timer(p['command_period_sec'], self._tick, clock=self.clock)
-        self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics,
+        self.diag_timer = self.create_timer(p['diagnostics_period_sec'], self._diagnostics,
                                             clock=self.clock)
 
     def now(self) -> float:
@@ -292,6 +291,7 @@ class ControllerNode(Node):
     def _diagnostics(self) -> None:
         out = self.last_output
         values = {'phase': self.lease.phase, 'lease_id': self.lease.lease_id,
+                  'generation': self.lease.generation,
                   'armed': self.supervisor.armed,
                   'disarm_reason': self.supervisor.disarm_reason,
                   'mode': out.mode if out else '', 'deadband': out.deadband if out else '',

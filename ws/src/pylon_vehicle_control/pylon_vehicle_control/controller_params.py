@@ -41,6 +41,8 @@ NODE_PARAMETERS: tuple[Parameter, ...] = (
               's, a step whose state (the estimate; the IMU rate in DETUMBLE) is older than '
               'this commands zeros and stays armed (game time: its stamp against the clock; '
               'steady clock: since it arrived)', 0.01, 10.0),
+    Parameter('diagnostics_period_sec', 1.0, 's, period of the diagnostics messages',
+              0.05, 60.0),
     topics.TOPIC_PREFIX,
     Parameter('setpoint_topic', topics.name('setpoint'),
               'the ControlSetpoint topic it flies (~/setpoint: /setpoint_controller/setpoint)',

@@ -42,6 +42,7 @@ def test_the_node_rows_and_the_law_rows_are_apart():
         'controller_id': 'setpoint_controller', 'priority': 0, 'lease_duration_sec': 1.0,
         'suppress_sas': True, 'command_period_sec': 0.05, 'wrench_timeout_sec': 0.5,
         'setpoint_timeout_sec': 1.0, 'input_timeout_sec': 0.5, 'state_max_age_sec': 0.25,
+        'diagnostics_period_sec': 1.0,
         'topic_prefix': '/ksp_vessel', 'setpoint_topic': '~/setpoint',
     }
     law = {row.name for row in controller_params.LAW_PARAMETERS}
