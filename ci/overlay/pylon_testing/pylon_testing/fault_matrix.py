@@ -72,6 +72,10 @@ With room, three times the default input timeout and setpoint timeout and twice 
 a network fault still trips them (a 5 s partition, a 3 s pause, a dead process), and the
 rows judge the cut, which the simulator times with the wrench timeout (kept at its
 default). ``bench/bench_faults.py`` measures the shipped defaults (no room)."""
+DIAGNOSTICS_PERIOD_SEC = 0.1
+"""The controller's ``diagnostics_period_sec`` here (default 1 s): the rows read its state
+(armed, the lease, refusals) from a fresh report, so each wait for one costs half a period on
+average, about 3 s a row at the default. Its control does not depend on it."""
 ROWS = ('loss_10', 'loss_30_reorder', 'duplication', 'partition_5s', 'sim_killed',
         'sim_restarted', 'bridge_restarted', 'controller_killed', 'estimator_killed',
         'revert', 'pause', 'physics_warp', 'vessel_switch', 'estop_idle', 'estop_detumble',
@@ -126,7 +130,8 @@ class FaultFlight:
         ``room``: the controller with ``ROOM_FOR_STALLS`` (else its defaults).
         """
         self.start_process, self.take_port, self.node = start, take_port, node
-        self.controller_parameters = dict(ROOM_FOR_STALLS) if room else {}
+        self.controller_parameters = {'diagnostics_period_sec': DIAGNOSTICS_PERIOD_SEC,
+                                      **(ROOM_FOR_STALLS if room else {})}
         self.scenario = write_scenario(folder, 'orbit')
         self.bridge_port, sim_command = take_port(), take_port()
         self.relay = faults.Relay(('127.0.0.1', self.bridge_port), ('127.0.0.1', sim_command),
@@ -357,6 +362,7 @@ class Matrix(FaultFlight):
         outcome = Outcome(row, fault_at=before['clock'], pushing_at_fault=self.is_pushing(before),
                           last_command_at=before['wrench_received_at'])
         self.before = before
+        self.life_before = self.view.last('life')
         getattr(self, f'_{row}')(outcome)
         self._recover(outcome)
         outcome.unbacked_steps = self.control()['unbacked_steps'] - self.audit_start
@@ -481,6 +487,7 @@ class Matrix(FaultFlight):
         outcome.counted_from = first['clock'] - (first['frames'] - 1) * TICK_SEC
         outcome.notes['killed_at'] = killed['clock']
         self._safe(outcome, 'nothing pushing on the restarted simulator')
+        self.new_generation('the restarted simulator')
 
     def _sim_restarted(self, outcome: Outcome) -> None:
         # a new runtime instance has a new control: the old one's audit counts up to the
@@ -491,6 +498,7 @@ class Matrix(FaultFlight):
         outcome.notes['restarted_at'] = restarted['clock']
         self._safe(outcome, 'the output cut by the new runtime session',
                    audit_from=restarted['clock'])
+        self.new_generation('the new runtime session')
 
     def _bridge_restarted(self, outcome: Outcome) -> None:
         self.kill('bridge')
@@ -498,7 +506,10 @@ class Matrix(FaultFlight):
         # the bridge comes back after the controller judged its inputs gone, whatever its
         # input timeout: a restart quicker than that is another row
         self.wait_disarmed('without a bridge')
+        since = self.view.mark()
         self.restart('bridge')
+        self.view.wait_for('life', lambda m: m.state == VesselLifecycle.STATE_ACTIVE, since,
+                           "the restarted bridge's lifecycle")
 
     def _controller_killed(self, outcome: Outcome) -> None:
         self.kill('controller')
@@ -516,6 +527,7 @@ class Matrix(FaultFlight):
     def _revert(self, outcome: Outcome) -> None:
         self.stack.admin('revert')
         self._safe(outcome, 'the output cut by the revert')
+        self.new_generation('the revert')
 
     def _pause(self, outcome: Outcome) -> None:
         self.stack.admin('pause')
@@ -538,6 +550,16 @@ class Matrix(FaultFlight):
         self.until(lambda: self.view.last('life').vessel_name == 'Target Station',
                    'the target active')
         self.stack.admin('switch', vessel='sat')
+        self.until(lambda: self.view.last('life').vessel_name == self.life_before.vessel_name,
+                   'the sat active again')
+
+    def new_generation(self, what: str) -> None:
+        """Wait until this node sees the vessel ACTIVE in a generation after the fault's."""
+        def seen() -> bool:
+            life = self.view.last('life')
+            return life.generation != self.life_before.generation and \
+                life.state == VesselLifecycle.STATE_ACTIVE
+        self.until(seen, f'a new generation after {what}')
 
     def _estop(self, outcome: Outcome) -> None:
         self.emergency_stop(A.ACTION_EMERGENCY_STOP)
@@ -559,8 +581,13 @@ class Matrix(FaultFlight):
         After the fresh MODE_IDLE: the clock once armed with nothing pushing, the steps
         that pushed since safe, and the first step that pushed after (the slew again).
         """
-        diagnostics = self.wait_diagnostics(lambda d: d.get('phase') == 'owned',
-                                            'the lease again')
+        # a report from a controller that already knows the generation this node knows: the
+        # rows that change it wait until this node sees the new one, so that a report sent
+        # before the controller learnt of it does not pass for its answer
+        diagnostics = self.wait_diagnostics(
+            lambda d: d.get('phase') == 'owned'
+            and d.get('generation') == str(self.view.last('life').generation),
+            'the lease again')
         if diagnostics.get('armed') == 'False':
             outcome.disarmed = diagnostics.get('disarm_reason') or 'disarmed'
             refused = int(diagnostics.get('setpoints_refused', 0))
