@@ -147,10 +147,7 @@ class Simulator:
         model = ModelSender(self._new_id, self.model_allowed, self.servo_joints)
         self.control = VehicleManager(self.limits)
         self.control.set_held(self.held)
-        # the sensors' session GUIDs are the runtime instance's (a KSP started again loads its
-        # parts anew); their noise and generated ids stay the scenario's
-        self.sensing = Sensing(self.world, seed=self.rng.getrandbits(32),
-                               sessions=self.session_rng)
+        self.sensing = Sensing(self.world, self.rng.getrandbits(32), self.session_rng)
         emit = self.outbox.emit
         self.reports = Reports(self.world, self.control, emit, model)
         self.topology = TopologyChanges(self.world, self.control, self.sensing, emit,
