@@ -43,13 +43,16 @@ def room_for_stalls(folder: Path, rate: float) -> str:
     """Write a controller overlay giving it room for a stall of a busy machine; return its path.
 
     On game time at ``rate`` a stall of s wall seconds is rate x s game seconds: the lease
-    gets ``rate`` x its second (the room it has at real time), the two timeouts 3 s of wall
-    time (as test_controller_with_sim gives them), so that the controller does not disarm
-    in the middle of a slew. For ``DEMO_OVERLAYS``.
+    gets ``rate`` x 2 s (2 s of wall time, the fault matrix's room), the two timeouts 3 s of
+    wall time (as test_controller_with_sim gives them), so that the controller does not
+    disarm in the middle of a slew. With 1 s of wall time, a start on a machine running the
+    suite lost the lease at once: the acquisition was confirmed about 1 s of wall time after
+    it was sent, before the game waits for the controller (from its first wrench on), and the
+    controller, which times the lease on game time, found it run out. For ``DEMO_OVERLAYS``.
     """
     path = folder / 'room_for_stalls.yaml'
     # keyed as every parameter file is ('/**/<node>'): the controller in any namespace
     path.write_text(yaml.safe_dump({file_section(SETPOINT_CONTROLLER): {'ros__parameters': {
-        'lease_duration_sec': 1.0 * rate, 'setpoint_timeout_sec': 3.0 * rate,
+        'lease_duration_sec': 2.0 * rate, 'setpoint_timeout_sec': 3.0 * rate,
         'input_timeout_sec': 3.0 * rate}}}), encoding='utf-8')
     return str(path)
