@@ -21,6 +21,7 @@ from pylon_testing.pilot import COMMAND, LATCHED, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
 from pylon_track import load_track
+from pylon_track.race import RaceRules
 import pytest
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -134,7 +135,11 @@ def test_the_reference_stack_drives_two_laps_inside_the_track(stack, nodes, ros_
     # time (the simulator waits for the interface, not for the localizer and the
     # controller); the quiet machine's figures are the benchmark's (bench_kart_stack.py)
     assert float(np.sqrt(np.mean(lateral[driving] ** 2))) < 1.0
-    assert float(np.max(lateral[driving])) < 2.5              # the kart (1 m) on the track (8 m)
+    # the whole kart on the track: its centre at least its half width (the race's off-track
+    # margin, 0.5 m: a 1 m kart) inside an edge. A bound of 2.5 m here (1 m more) failed in
+    # a fresh .ci/run on a loaded machine at 3.01 m, the kart still on the track
+    edge = 0.5 * TRACK.width - RaceRules().off_track_margin_m
+    assert float(np.max(lateral[driving])) < edge, (float(np.max(lateral[driving])), edge)
     # the localizer against the truth at the same instants (the stack never reads it)
     truth_at = {stamp_of(m): origin + [m.pose.position.x, m.pose.position.y] for m in poses}
     errors = [math.dist(truth_at[stamp_of(o)], (o.pose.pose.position.x,
