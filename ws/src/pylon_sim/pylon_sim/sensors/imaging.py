@@ -88,12 +88,8 @@ def visible(primitives, position: np.ndarray, axis: np.ndarray, half_angle: floa
     return out
 
 
-def make_imager(kind: str, part: Part, module, vessel_key: str, ids,
-                sessions=None) -> Imager:
-    """Return the imager of one module.
-
-    Its sensor id is drawn from ``ids``, its session id from ``sessions`` (default ``ids``).
-    """
+def make_imager(kind: str, part: Part, module, vessel_key: str, ids, sessions) -> Imager:
+    """Return the imager of one module (sensor id from ``ids``, session id from ``sessions``)."""
     defaults = {'lidar_2d': LIDAR_2D_DEFAULTS, 'lidar_3d': LIDAR_3D_DEFAULTS,
                 'camera': CAMERA_DEFAULTS}[kind]
     settings = {key: _setting(part, kind, key, value) for key, value in defaults.items()}
@@ -107,7 +103,7 @@ def make_imager(kind: str, part: Part, module, vessel_key: str, ids,
         imager.directions = lidar.fibonacci_hemisphere_directions(
             lidar_scan.hemisphere_ray_count(settings['hemisphere_density']))
     else:
-        imager.session_id = names.new_guid_hex(sessions if sessions is not None else ids)
+        imager.session_id = names.new_guid_hex(sessions)
     return imager
 
 
