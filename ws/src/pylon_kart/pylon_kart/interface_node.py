@@ -41,6 +41,7 @@ from autoware_auto_vehicle_msgs.srv import ControlModeCommand
 from diagnostic_msgs.msg import DiagnosticArray
 from pylon_common import diagnostics, node_main, topics
 from pylon_common.parameters import declare
+from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import (
     ControlAuthorityCommand,
     ControlAuthorityState,
@@ -322,6 +323,7 @@ class KartInterfaceNode(Node):
 
     def _publish_status(self) -> None:
         stamp = self.get_clock().now().to_msg()
+        measured_at = self._measured_stamp() or stamp
         m = self.measured
         mode = self.kart.report_mode(self.ready, self.engaged_now(self.now()))
         self.mode_pub.publish(ControlModeReport(stamp=stamp, mode=mode))
@@ -329,15 +331,21 @@ class KartInterfaceNode(Node):
         velocity = VelocityReport(longitudinal_velocity=float(m.longitudinal_velocity),
                                   lateral_velocity=float(m.lateral_velocity),
                                   heading_rate=float(m.heading_rate))
-        velocity.header.stamp, velocity.header.frame_id = stamp, frames.BASE_LINK
+        velocity.header.stamp, velocity.header.frame_id = measured_at, frames.BASE_LINK
         self.velocity_pub.publish(velocity)
         self.steering_pub.publish(SteeringReport(
-            stamp=stamp, steering_tire_angle=float(m.steering_tire_angle)))
+            stamp=measured_at, steering_tire_angle=float(m.steering_tire_angle)))
         status = ActuationStatusStamped()
         status.header.stamp, status.header.frame_id = stamp, frames.BASE_LINK
         status.status.accel_status, status.status.brake_status = self._applied_accel_brake()
         status.status.steer_status = float(m.steering_tire_angle)
         self.actuation_pub.publish(status)
+
+    def _measured_stamp(self):
+        """Return the newest wheel state's stamp (what the speeds were measured at), if any."""
+        if not self.wheel_msgs:
+            return None
+        return max((m.header.stamp for m in self.wheel_msgs.values()), key=to_seconds)
 
     def _applied_accel_brake(self) -> tuple[float, float]:
         """Return the motors' applied torque (fraction of their limit) and the brake."""
