@@ -27,8 +27,9 @@ Every second a status line: the management state and, per kart, its control mode
 time into the lap, section and boosts left (the status mirrored in the management domain).
 The race ends with the management's FinishAll (every kart at the lap target) or Finish
 (the session's time ran out); the referee, the race's judge, writes its files and exits, the
-management exits too (as the competition's state manager stops the simulator);
-``DEMO_SECONDS`` stops it earlier. Then it prints the result (``demo result (...):
+management exits too (as the competition's state manager stops the simulator); the demo
+ends once both exited and the final ranking arrived (``END_GRACE_SEC`` after the final
+state at most); ``DEMO_SECONDS`` stops it earlier. Then it prints the result (``demo result (...):
 {json}``): the judge's ``result-summary.json`` (``judge``; its ``d<N>-result-details.json``
 and the ranking, ``results.json``, are beside it in the log directory), the last ranking on
 ``/admin/awsim/ranking`` (``ranking_topic``), the standings from the mirrored statuses
@@ -255,7 +256,9 @@ def watch(watcher: RaceWatcher, pilots: list, processes, seconds: float | None,
         if watcher.end and ended_at is None:
             ended_at = now
         dead = processes.dead()
-        if ended_at is not None and (set(ENDING) <= set(dead) or now - ended_at >= END_GRACE_SEC):
+        # ended: once the judge and the management exited and the final ranking arrived
+        if ended_at is not None and (set(ENDING) <= set(dead) and watcher.ranking.get('end')
+                                     or now - ended_at >= END_GRACE_SEC):
             break
         died = [name for name in dead if ended_at is None or name not in ENDING]
         if died:

@@ -18,7 +18,8 @@ again), the judge's result files (``d<N>-result-details.json``, ``result-summary
 go into the folder of ``results_path``, the final ranking to ``results_path`` itself, and
 the ranking to the log. No ground truth is read for a race.
 
-With ``exit_on_finish`` it stops once it has written the results of an ended mission.
+With ``exit_on_finish`` it stops once it has written the results of an ended mission and its
+subscribers acknowledged the final ranking (``FINAL_ACK_TIMEOUT_SEC`` at most).
 No vehicle domain is touched: this node lives in the management domain only. Its status
 goes on ``/diagnostics`` there every second (``pylon_common.diagnostics``, hardware id the
 mission topic): the mission state and the vehicles scored, how many of them have
@@ -34,6 +35,7 @@ from pylon_common import diagnostics, mission, node_main, topics
 from pylon_common.parameters import declare, Parameter
 from pylon_common.stamps import to_seconds
 from pylon_interfaces.msg import FlightState, NearbyVessels
+from rclpy.duration import Duration
 from rclpy.node import Node
 from std_msgs.msg import String
 
@@ -46,10 +48,13 @@ PARAMETERS: tuple[Parameter, ...] = (
                                   "race's result files go into its folder; '' writes "
                                   'nothing'),
     Parameter('exit_on_finish', False, 'stop the node once it wrote the results of an ended '
-                                       'mission'),
+                                       'mission and its subscribers acknowledged the final '
+                                       'ranking (2 s at most)'),
     Parameter('publish_period_sec', 0.5, 's between two looks at the ranking (published when '
                                          'it changed)', 0.05, 60.0),
 )
+FINAL_ACK_TIMEOUT_SEC = 2.0
+"""s (wall) ``exit_on_finish`` waits at most for the final ranking's acknowledgements."""
 
 
 def relative(msg: NearbyVessels, target_id: str) -> tuple[tuple, tuple] | tuple[None, None]:
@@ -191,7 +196,7 @@ class RefereeNode(Node):
             except OSError as exc:
                 self.get_logger().error(f'cannot write the results to {path}: {exc}')
         if self.params['exit_on_finish']:
-            node_main.request_stop()
+            self._stop()
 
     def _write(self, ranking: dict, text: str) -> None:
         """Log the final ranking; write it to ``results_path``; stop if asked to."""
@@ -213,7 +218,19 @@ class RefereeNode(Node):
             except OSError as exc:
                 self.get_logger().error(f'cannot write the results to {path}: {exc}')
         if self.params['exit_on_finish']:
-            node_main.request_stop()
+            self._stop()
+
+
+    def _stop(self) -> None:
+        """Stop the node once its subscribers acknowledged the final ranking (at most 2 s).
+
+        The ranking is Reliable and Transient Local: a publisher destroyed before its readers
+        acknowledged its last message takes that message with it.
+        """
+        if not self.pub.wait_for_all_acked(Duration(seconds=FINAL_ACK_TIMEOUT_SEC)):
+            self.get_logger().warning('the final ranking was not acknowledged by every '
+                                      f'subscriber within {FINAL_ACK_TIMEOUT_SEC:g} s')
+        node_main.request_stop()
 
 
 def main() -> int:
