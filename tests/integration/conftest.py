@@ -57,13 +57,13 @@ class MissionStack:
 
 @pytest.fixture(scope='module')
 def mission_stack(module_ros_process, free_udp_port, free_udp_port_series,
-                  ros_domain_block) -> Callable[..., MissionStack]:
+                  module_ros_domain_block) -> Callable[..., MissionStack]:
     """Return ``start(vehicles, scenario, components, rate, deferred, **plan options)``."""
     pc = load_components(ROOT)
 
     def start(vehicles: int, scenario: str, components=('bridge',), rate: float = 1.0,
               deferred=(), **options) -> MissionStack:
-        base = ros_domain_block(vehicles + 1)
+        base = module_ros_domain_block(vehicles + 1)
         state = free_udp_port_series(vehicles, management.PORT_STRIDE)
         command = free_udp_port_series(vehicles, management.PORT_STRIDE)
         stack = MissionStack(base, vehicles, free_udp_port(), [], starter=module_ros_process)

@@ -61,6 +61,7 @@ ROS_PACKAGES = {'ament_index_python', 'builtin_interfaces', 'launch', 'launch_ro
 ROS_INTERFACES = re.compile(r'_(msgs|srvs|interfaces)$')
 
 HARNESS_FIXTURES = {'ros_process', 'ros_node', 'ros_domain_id', 'ros_domain_block',
+                    'module_ros_domain_block',
                     'free_udp_port', 'free_udp_port_series', 'sim_stack',
                     'module_ros_process', 'module_ros_node'}
 STARTERS = {'ros_process', 'module_ros_process'}

@@ -5,8 +5,9 @@ DDS discovery on localhost, so two copies of the suite never see each other's gr
 Fixtures:
 
 - ``ros_domain_id``: the session's domain id (also exported as ``ROS_DOMAIN_ID``).
-- ``ros_domain_block``: call it with a count for that many consecutive domain ids of the
-  session's own (a multi-vehicle stack: management in the first, a vehicle in each next).
+- ``ros_domain_block``: call it with a count for that many consecutive domain ids no other
+  session holds (a multi-vehicle stack: management in the first, a vehicle in each next),
+  given back when the test ends (``module_ros_domain_block``: when the module ends).
 - ``free_udp_port``: call it for a UDP port no other session was given.
 - ``free_udp_port_series``: call it with (count, stride) for that many such ports a stride
   apart (a simulator serving several vehicles), first one returned.
@@ -120,17 +121,43 @@ def free_udp_port(pytestconfig: pytest.Config) -> Callable[[], int]:
     return take
 
 
-@pytest.fixture(scope='session')
-def ros_domain_block(pytestconfig: pytest.Config) -> Callable[[int], int]:
-    """Return ``take(count) -> first``: ``count`` consecutive domain ids held until the end."""
-    claims: list[Claim] = pytestconfig.stash[_SESSION]['claims']
+def _released_at_teardown() -> Iterator[list[Claim]]:
+    claims: list[Claim] = []
+    yield claims
+    for claim in claims:
+        claim.release()
 
+
+_test_domain_claims = pytest.fixture(_released_at_teardown, name='_test_domain_claims')
+"""The domain ids a test claimed, given back at its end: ``ros_process`` and ``ros_node_in``
+depend on it, so the test's processes and nodes end before their domains are free again."""
+_module_domain_claims = pytest.fixture(_released_at_teardown, scope='module',
+                                       name='_module_domain_claims')
+"""The domain ids a module claimed, given back after ``module_ros_process``'s processes."""
+
+
+def _block_taker(claims: list[Claim]) -> Callable[[int], int]:
     def take(count: int) -> int:
         base, taken = claim_domain_block(count)
         claims.extend(taken)
         return base
-
     return take
+
+
+@pytest.fixture
+def ros_domain_block(_test_domain_claims: list[Claim]) -> Callable[[int], int]:
+    """Return ``take(count) -> first``: ``count`` consecutive domain ids held until the test ends.
+
+    Given back at the test's end, not the session's: a session holding every block its tests
+    took ran the 100 test domains out when two copies of the suite ran side by side.
+    """
+    return _block_taker(_test_domain_claims)
+
+
+@pytest.fixture(scope='module')
+def module_ros_domain_block(_module_domain_claims: list[Claim]) -> Callable[[int], int]:
+    """Return ``ros_domain_block`` for a module-scoped fixture: held until the module ends."""
+    return _block_taker(_module_domain_claims)
 
 
 @pytest.fixture(scope='session')
@@ -156,8 +183,8 @@ def _process_group(request: pytest.FixtureRequest,
 
 
 @pytest.fixture
-def ros_process(request: pytest.FixtureRequest,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RosProcess]]:
+def ros_process(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                _test_domain_claims: list[Claim]) -> Iterator[Callable[..., RosProcess]]:
     """Return a function that starts a process and ends it at teardown.
 
     ``ros_process(cmd, name=None, env=None, cwd=None, pipes=False)``: ``cmd`` is an
@@ -170,7 +197,8 @@ def ros_process(request: pytest.FixtureRequest,
 
 @pytest.fixture(scope='module')
 def module_ros_process(request: pytest.FixtureRequest,
-                       tmp_path_factory: pytest.TempPathFactory
+                       tmp_path_factory: pytest.TempPathFactory,
+                       _module_domain_claims: list[Claim]
                        ) -> Iterator[Callable[..., RosProcess]]:
     """Return ``ros_process`` for a module-scoped fixture: the processes end with the module."""
     with _process_group(request, tmp_path_factory) as group:
@@ -278,7 +306,7 @@ def ros_node(ros_domain_id: int) -> Iterator[object]:
 
 
 @pytest.fixture
-def ros_node_in() -> Iterator[Callable[[int], object]]:
+def ros_node_in(_test_domain_claims: list[Claim]) -> Iterator[Callable[[int], object]]:
     """Return ``make(domain_id) -> node``: rclpy nodes in contexts of their own, in any domain."""
     with contextlib.ExitStack() as stack:
         yield lambda domain_id: stack.enter_context(_node_in_own_context(domain_id))
@@ -316,14 +344,14 @@ def session(stack: SimStack, ros_node: object) -> object:
 
 
 @pytest.fixture(scope='module')
-def own_domain(ros_domain_block: Callable[[int], int], module_ros_node: object) -> int:
+def own_domain(module_ros_domain_block: Callable[[int], int], module_ros_node: object) -> int:
     """Return a ROS domain id for the module's tests with a stack of their own, one at a time.
 
     It takes ``module_ros_node`` only to keep those tests in the module's worker, in the
     file's order (``pylon_testing.schedule``): above the shared stack's tests, they run
     before it starts, and no stack idles while another one works.
     """
-    return ros_domain_block(1)
+    return module_ros_domain_block(1)
 
 
 @pytest.fixture

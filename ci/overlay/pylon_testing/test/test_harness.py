@@ -220,6 +220,44 @@ def test_group_check_and_guard_name_the_dead_process_and_show_its_log(tmp_path):
         group.check()                                  # a stopped process is not checked
 
 
+BLOCK_INNER_TEST = textwrap.dedent("""
+    import os
+    import sys
+
+    from pylon_testing.isolation import Claim
+    from pylon_testing.processes import group_alive
+    import pytest
+
+    BASES = []
+
+    def test_holds_a_block_while_its_process_runs(ros_domain_block, ros_process):
+        base = ros_domain_block(3)
+        BASES.append(base)
+        child = ros_process(
+            [sys.executable, '-c', 'import time; print("up", flush=True); time.sleep(600)'],
+            name='holder', env={'ROS_DOMAIN_ID': str(base)})
+        child.wait_for_output('up')
+        with open(os.environ['PIDFILE'], 'w') as out:
+            out.write(str(child.pid))
+        for domain_id in range(base, base + 3):
+            with pytest.raises(BlockingIOError):
+                Claim(f'domain-{domain_id}')
+
+    def test_the_block_is_free_once_that_test_and_its_process_ended():
+        assert not group_alive(int(open(os.environ['PIDFILE']).read()))
+        for domain_id in range(BASES[0], BASES[0] + 3):
+            Claim(f'domain-{domain_id}').release()
+""")
+
+
+def test_a_tests_domain_block_is_given_back_when_the_test_ends(tmp_path, monkeypatch):
+    """Held while the test runs, free after it (two copies of the suite once ran out)."""
+    monkeypatch.setenv('PYTEST_ADDOPTS', '-p no:randomly')      # the inner tests in order
+    result, _ = run_inner_pytest(tmp_path, kill_self=False, source=BLOCK_INNER_TEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert '2 passed' in result.stdout
+
+
 def test_a_domain_block_is_claimed_whole_and_apart_from_other_claims(ros_domain_id):
     base, claims = claim_domain_block(4)
     try:

@@ -56,9 +56,10 @@ GROUND_TRUTH_NAMES = ('pose', 'twist', 'twist_body', 'acceleration', 'kinematic_
 
 
 @pytest.fixture(scope='module')
-def split_processes(module_sim_stack, module_ros_process, ros_domain_block, tmp_path_factory):
+def split_processes(module_sim_stack, module_ros_process, module_ros_domain_block,
+                    tmp_path_factory):
     """Start the simulator and a bridge in domain base+1 with its ground truth in base."""
-    base = ros_domain_block(2)
+    base = module_ros_domain_block(2)
     scenario = write_scenario(tmp_path_factory.mktemp('scenario'), 'orbit')
     stack = module_sim_stack(scenario=scenario, bridge=False, sim_args=['--rate', str(RATE)])
     module_ros_process(['udp_bridge', '--host', '127.0.0.1', '--port', str(stack.state_port),
