@@ -289,11 +289,9 @@ class FaultFlight:
         Return the simulator's control status that saw a step push since the setpoint (a
         short push between two looks included).
         """
-        odom = self.view.wait_for('odom', since=self.view.mark(), what='a fresh estimate')
         # the setpoint names the estimate's frame: the controller takes it once it has an
         # estimate (before, it refuses it, and the MODE_IDLE in force times out)
-        self.wait_diagnostics(lambda d: d.get('estimate_frame') == odom.header.frame_id,
-                              'the controller reading the estimate')
+        odom = self.on_estimate()
         o = odom.pose.pose.orientation
         turn = rotations.from_axis_angle((0.0, 0.0, 1.0), math.radians(degrees))
         target = rotations.multiply((o.x, o.y, o.z, o.w), turn)
@@ -305,6 +303,18 @@ class FaultFlight:
         pushed = self.control()['pushed_steps']
         self.setpoint = setpoint
         return self.wait(lambda: self.pushed_since(pushed), 'the slew pushing')
+
+    def on_estimate(self, armed: bool = False) -> Odometry:
+        """Wait for a fresh estimate and a report of the controller reading its frame.
+
+        ``armed``: a report of it armed too. Return the estimate.
+        """
+        odom = self.view.wait_for('odom', since=self.view.mark(), what='a fresh estimate')
+        self.wait_diagnostics(lambda d: d.get('estimate_frame') == odom.header.frame_id
+                              and (not armed or d.get('armed') == 'True'),
+                              'the controller reading the estimate'
+                              + (', armed' if armed else ''))
+        return odom
 
     def pushed_since(self, pushed_steps: int) -> dict | None:
         """Return the control status if a step pushed since it counted ``pushed_steps``."""
@@ -397,10 +407,7 @@ class Matrix(FaultFlight):
         self.arm()
         start = self.control()['clock']
         self.until(lambda: self.control()['clock'] - start >= WARM_UP_SEC, 'the warm-up')
-        odom = self.view.wait_for('odom', since=self.view.mark(), what='a fresh estimate')
-        self.wait_diagnostics(lambda d: d.get('armed') == 'True'
-                              and d.get('estimate_frame') == odom.header.frame_id,
-                              'the controller armed on the estimate')
+        self.on_estimate(armed=True)
         self.warm = True
 
     def fly(self, row: str) -> None:

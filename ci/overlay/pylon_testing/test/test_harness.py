@@ -234,7 +234,7 @@ BLOCK_INNER_TEST = textwrap.dedent("""
         base = ros_domain_block(3)
         BASES.append(base)
         child = ros_process(
-            [sys.executable, '-c', 'import time; print("up", flush=True); time.sleep(600)'],
+            [sys.executable, '-c', 'import signal; print("up", flush=True); signal.pause()'],
             name='holder', env={'ROS_DOMAIN_ID': str(base)})
         child.wait_for_output('up')
         with open(os.environ['PIDFILE'], 'w') as out:

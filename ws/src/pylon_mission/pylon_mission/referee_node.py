@@ -220,7 +220,6 @@ class RefereeNode(Node):
         if self.params['exit_on_finish']:
             self._stop()
 
-
     def _stop(self) -> None:
         """Stop the node once its subscribers acknowledged the final ranking (at most 2 s).
 
