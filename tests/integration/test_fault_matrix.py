@@ -92,7 +92,8 @@ def check(row: str, outcome) -> None:
     if disarms is not None:
         assert bool(outcome.disarmed) == disarms, outcome
     if outcome.disarmed:
-        assert outcome.refused_before_idle, outcome      # nothing flies before MODE_IDLE
+        # nothing flies before MODE_IDLE (the refusal's reason, armed, quiet in the notes)
+        assert outcome.refused_before_idle, (outcome.disarmed, outcome.notes)
     if cut == KEEPS_FLYING:
         assert outcome.safe_at is None, outcome          # never cut: the slew went on
         if not outcome.disarmed:

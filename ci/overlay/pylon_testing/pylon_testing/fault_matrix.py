@@ -623,11 +623,20 @@ class Matrix(FaultFlight):
             refused = int(diagnostics.get('setpoints_refused', 0))
             self.setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
             self.setpoint.orientation.w = 1.0
+            # the DETUMBLE refused as not armed, or taken (armed: the check fails). A slew
+            # streamed before it can be refused first for another reason: a restarted
+            # controller without an estimate yet does not know the slew's frame
+            # (unsupported_frame), which says nothing about arming
             after = self.wait_diagnostics(
-                lambda d: int(d.get('setpoints_refused', 0)) > refused, 'the setpoint refused')
+                lambda d: d.get('armed') == 'True' or (
+                    int(d.get('setpoints_refused', 0)) > refused
+                    and d.get('last_refusal') == 'not_armed_send_idle'),
+                'the DETUMBLE refused as not armed, or taken')
+            quiet = self.quiet() is not None
+            # what the check rests on, shown in the outcome when it fails
+            outcome.notes['refusal'] = (after.get('last_refusal'), after.get('armed'), quiet)
             outcome.refused_before_idle = (after.get('last_refusal') == 'not_armed_send_idle'
-                                           and after.get('armed') == 'False'
-                                           and self.quiet() is not None)
+                                           and after.get('armed') == 'False' and quiet)
         self.arm()
         armed = self.wait(self.quiet, 'nothing pushing in MODE_IDLE')
         outcome.armed_at = armed['clock']
