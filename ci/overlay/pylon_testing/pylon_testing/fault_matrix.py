@@ -360,8 +360,11 @@ class Matrix(FaultFlight):
     fresh_starts = 0       # how often the whole stack started again after a failed row
     warm = False           # the stack has flown its warm-up (``warm_up``)
 
-    def run(self, row: str) -> Outcome:
+    def run(self, row: str, at_push: bool = False) -> Outcome:
         """Fly a slew (or the row's phase), inject the row's fault, recover; the outcome.
+
+        ``at_push``: inject it while a commanded output acts (for a row whose check is the
+        cut of a push), waiting for the slew's next push if the one seen is over.
 
         After a row that failed (``failed``: an exception here, or the caller's checks
         said so) the whole stack starts again first, so that one failure stays one.
@@ -377,6 +380,11 @@ class Matrix(FaultFlight):
         self.audit_start = self.control()['unbacked_steps']
         self.fly(row)
         before = self.control()
+        if at_push and not self.is_pushing(before):
+            # the slew's push seen since its setpoint is over (a test process that fell
+            # behind; a rate-limited slew coasts with exact zeros): its next push, so that
+            # the fault cuts a push (its braking at the latest)
+            before = self.wait(self.pushing, 'the slew pushing at the fault')
         outcome = Outcome(row, fault_at=before['clock'], pushing_at_fault=self.is_pushing(before),
                           last_command_at=before['wrench_received_at'])
         self.before = before
