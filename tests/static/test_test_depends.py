@@ -16,8 +16,9 @@ harness in a second pass, over the packages.
 
 What has no apt package (``PIP_ONLY``, and the rosdep keys rosdep installs with pip,
 ``PIP_KEYS``) both environments install from PyPI at the versions of one list,
-``ci/constraints.txt``: the native setup with ``pip -c`` (``ci/setup.sh``), the Docker
-image with ``pip -c`` over that file, mounted (the Dockerfile writes no version itself).
+``ci/constraints.txt``: the native setup with ``uv pip -c`` or ``pip -c`` (``ci/setup.sh``),
+the Docker image with ``pip -c`` over that file, mounted (the Dockerfile writes no version
+itself).
 """
 
 import ast
