@@ -9,6 +9,7 @@ and reads the simulator's own clock, the clock tests measure time on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pylon_sim.loop.admin import request
@@ -34,6 +35,32 @@ class SimStack:
     def status(self) -> dict:
         """Return the simulator's status (UT, clock, session, control, counters)."""
         return self.admin('status')
+
+    def lockstep_lapses_past(self, before: int, until: Callable[..., None],
+                             wait: float) -> int:
+        """Return the simulator's lock-step lapses once they are more than ``before``.
+
+        ``until(condition, what, timeout=...)`` spins the test's node meanwhile (a recorder's
+        ``until``); ``wait`` is the simulator's ``--lockstep-wait``. The admin port answers
+        between frames: a request sent during a lock-step wait is answered by the first frame
+        after it, so each request runs in a thread while the node keeps spinning.
+        """
+        with ThreadPoolExecutor(1) as pool:
+            def ask():
+                return pool.submit(request, self.admin_port, {'cmd': 'status'},
+                                   timeout=3 * wait)
+            asked = ask()
+
+            def lapsed() -> bool:
+                nonlocal asked
+                if not asked.done():
+                    return False
+                if asked.result()['lockstep_lapses'] > before:
+                    return True
+                asked = ask()
+                return False
+            until(lapsed, 'a lock-step wait that ran out', timeout=6 * wait)
+        return asked.result()['lockstep_lapses']
 
     def control(self) -> dict:
         """Return the control part of the status (owner, applied wrench, timings)."""

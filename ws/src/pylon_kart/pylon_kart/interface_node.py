@@ -99,7 +99,8 @@ class KartInterfaceNode(Node):
             Clock(clock_type=ClockType.STEADY_TIME)
         self.kart = vehicle.KartInterface(
             vehicle.Limits(p['command_timeout_sec'], p['max_acceleration'],
-                           p['stop_deceleration'], p['park_speed']), None)
+                           p['stop_deceleration'], p['park_speed'],
+                           p['lockstep_command_age_sec']), None)
         self.lock = threading.RLock()        # the mode service's thread shares the state
         self.engaged = threading.Event()
         self.lease: lease.LeaseClient | None = None
@@ -237,9 +238,11 @@ class KartInterfaceNode(Node):
                 self.geometry))
             # at once, not at the next tick: game time moves in 20 ms physics steps, so the
             # tick can be a whole step away (at most one reaction per MIN_REACTION_SEC of
-            # wall time, whatever rate a stack sends at)
+            # wall time, whatever rate a stack sends at; on game time always the first
+            # command of a new game instant, which a lock-stepped game may be waiting for)
             wall = time.monotonic()
-            if wall - self.last_reaction >= MIN_REACTION_SEC:
+            if wall - self.last_reaction >= MIN_REACTION_SEC or (
+                    self.game_time and self.last_step is not None and now > self.last_step):
                 self.last_reaction = wall
                 self._step(now)
 
@@ -306,7 +309,8 @@ class KartInterfaceNode(Node):
         self.applied = None
         if self.engaged_now(now) and g is not None and self.kart.params is not None:
             self.applied, orders = self.kart.control(now, g, self.measured, dt)
-            self._send_wheels(orders)
+            if self.kart.sends(now):
+                self._send_wheels(orders)
         self._publish_status()
 
     def engaged_now(self, now: float) -> bool:

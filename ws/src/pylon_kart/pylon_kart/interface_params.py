@@ -21,6 +21,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter('wheel_command_timeout_sec', 0.25,
               "s, WheelCommand.timeout_sec: the wheels' stock settings return after it if "
               'this node stops', 0.05, 10.0),
+    Parameter('lockstep_command_age_sec', 0.0,
+              "s of game time; 0: every control step sends the wheels' orders. Above 0 (for a "
+              'game lock-stepped on them, pylon_sim --lockstep-lead): only while the last '
+              'control_cmd or actuation_cmd is at most this old, or once it has timed out, so '
+              'that the game waits for the stack too', 0.0, 1.0),
     Parameter('max_acceleration', 10.0, 'm/s^2, the largest |acceleration| accepted',
               0.1, 50.0),
     Parameter('stop_deceleration', 3.0,

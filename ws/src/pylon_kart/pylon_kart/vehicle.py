@@ -77,6 +77,7 @@ class Limits:
     max_acceleration: float = 10.0       # m/s², |acceleration| accepted
     stop_deceleration: float = 3.0       # m/s², the stop after a command timeout
     park_speed: float = 0.3              # m/s
+    lockstep_command_age: float = 0.0    # s, 0: every step sends (``KartInterface.sends``)
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,20 @@ class KartInterface:
     def timed_out(self, now: float) -> bool:
         """Tell whether no command is in force (none yet, or the last one too old)."""
         return self.command is None or now - self.command.at > self.limits.command_timeout
+
+    def sends(self, now: float) -> bool:
+        """Tell whether a control step at ``now`` sends its wheel orders to the game.
+
+        Every step does, unless ``lockstep_command_age`` > 0 (a game lock-stepped on the
+        wheel commands, ``pylon_sim --lockstep-lead``, that should wait for the stack as
+        well): then only a step while the command in force is at most that old, or once it
+        has timed out (the stop is this interface's own). A stack that falls behind then
+        holds the game within its lead instead of driving it on an old command.
+        """
+        age = self.limits.lockstep_command_age
+        if age <= 0.0 or self.timed_out(now):
+            return True
+        return now - self.command.at <= age + 1e-9
 
     def step(self, now: float, speed: float, dt: float) -> Output:
         """Return the steering and drive for a control step at the measured ``speed``."""

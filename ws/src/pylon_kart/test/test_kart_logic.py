@@ -174,6 +174,21 @@ def test_the_timeout_stops_the_kart():
     assert k.timed_out(0.51) and not k.timed_out(0.49)
 
 
+def test_every_step_sends_unless_the_game_is_paced_on_the_stack():
+    k = kart()
+    assert k.sends(0.0)                                          # nothing yet: the stop
+    k.on_control(0.1, 2.0, 1.0, GEOMETRY)
+    assert k.sends(1.0) and k.sends(1.3)                         # paced by the steps
+    paced = vehicle.KartInterface(vehicle.Limits(lockstep_command_age=0.01), PARAMS)
+    assert paced.sends(0.0)                                      # no command: the stop
+    paced.on_control(0.1, 2.0, 1.0, GEOMETRY)
+    assert paced.sends(1.0) and paced.sends(1.01)                # the command of this step
+    assert not paced.sends(1.02) and not paced.sends(1.5)        # waits for the stack
+    assert paced.sends(1.51)                                     # timed out: its own stop
+    paced.on_actuation(0.5, 0.0, 0.0, 1.6, GEOMETRY)
+    assert paced.sends(1.6) and not paced.sends(1.62)            # actuation_cmd alike
+
+
 def test_wheel_orders_and_what_the_kart_measures():
     delta = 0.2
     drive = longitudinal.Drive(4.0, 1.0, 0.25)

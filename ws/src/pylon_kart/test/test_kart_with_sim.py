@@ -13,7 +13,6 @@ starts from the scenario's start in a runtime session of its own (``session``) a
 MANUAL.
 """
 
-from concurrent.futures import ThreadPoolExecutor
 import math
 
 from autoware_auto_control_msgs.msg import AckermannControlCommand
@@ -36,7 +35,6 @@ from pylon_interfaces.msg import (
     WheelCommand,
     WheelState,
 )
-from pylon_sim.loop.admin import request
 from pylon_testing.node_status import values_of
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, send_authority, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
@@ -387,24 +385,7 @@ def test_a_game_waiting_past_the_session_timeout_keeps_its_session(stack, sessio
     publisher.publish(WheelCommand(vessel_id=KART, controller_id='waiter', lease_id=lease,
                                    sequence=pilot.next_sequence('waiter', lease), id=wheel,
                                    enabled=True, brake=1.0, timeout_sec=1.0))
-    # the admin port answers between frames: a request sent during the wait is answered by
-    # the first frame after it, so it runs in a thread while the node keeps spinning
-    with ThreadPoolExecutor(1) as pool:
-        def ask():
-            return pool.submit(request, stack.admin_port, {'cmd': 'status'},
-                               timeout=3 * LOCKSTEP_WAIT)
-        asked = ask()
-
-        def lapsed() -> bool:
-            nonlocal asked
-            if not asked.done():
-                return False
-            if asked.result()['lockstep_lapses'] > before:
-                return True
-            asked = ask()
-            return False
-        pilot.until(lapsed, 'a lock-step wait that ran out', timeout=6 * LOCKSTEP_WAIT)
-    assert asked.result()['lockstep_lapses'] == before + 1
+    assert stack.lockstep_lapses_past(before, pilot.until, LOCKSTEP_WAIT) == before + 1
     after = pilot.mark()
     owned = pilot.answer(after, lambda m: m.state == ControlAuthorityState.STATE_OWNED,
                          'the lease still owned once the game runs again')
