@@ -236,9 +236,8 @@ class KartInterfaceNode(Node):
             self._refused('control_cmd', self.kart.on_control(
                 msg.lateral.steering_tire_angle, msg.longitudinal.acceleration, now,
                 self.geometry))
-            # at once, not at the next tick: game time moves in 20 ms physics steps, so the
-            # tick can be a whole step away (at most one reaction per MIN_REACTION_SEC of
-            # wall time, whatever rate a stack sends at; on game time always the first
+            # at once, not at the next tick, which can be a whole 20 ms physics step away (at
+            # most one reaction per MIN_REACTION_SEC of wall time, but always the first
             # command of a new game instant, which a lock-stepped game may be waiting for)
             wall = time.monotonic()
             if wall - self.last_reaction >= MIN_REACTION_SEC or (
