@@ -28,7 +28,9 @@ world TF: ``map -> base_link`` is the localizer's), publishes ``/clock``, and pu
 kart's sensors at the competition's names (``pylon_kart.sensing.bridge_arguments``); the
 interface reads the IMU there too; every kart node runs on game time (unless
 ``use_sim_time=False``), and faster than real time the game lock-steps with the interface's
-wheel commands (``KART_LOCKSTEP_LEAD_SEC``). RViz opens ``rviz/kart.rviz``.
+wheel commands (``KART_LOCKSTEP_LEAD_SEC``), which then follow the reference stack's
+``control_cmd`` (``lockstep_command_age_sec``): the game waits for the stack. RViz opens
+``rviz/kart.rviz``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import tempfile
 from pylon_common import mission, topics
 from pylon_common.parameters import section_node
 from pylon_kart import sensing
+from pylon_kart.interface_params import LOCKSTEP_COMMAND_AGE_SEC
 from pylon_kart.interface_params import PARAMETERS as KART_INTERFACE_PARAMETERS
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
@@ -475,6 +478,8 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
                     fixed.update(sensing.BRIDGE_PARAMETERS)
             if game_time and (proc.node in GAME_TIME_NODES or name in KART_COMPONENTS):
                 fixed['use_sim_time'] = True
+            if kart and name == KART.name and lead is not None:
+                fixed['lockstep_command_age_sec'] = LOCKSTEP_COMMAND_AGE_SEC
             if name == RECORD.name and record_output:
                 fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))

@@ -284,6 +284,9 @@ def test_launch_and_native_demo_start_the_same_kart(launch_file, rate):
     assert '/ksp_vessel/imu/data_raw:=/sensing/imu/imu_raw' in interface
     for node in (interface, *stack):
         assert _fixed(node)['use_sim_time'] == 'true', node
+    # faster than real time the interface's wheel commands follow the stack's control_cmd
+    age = _fixed(interface).get('lockstep_command_age_sec')
+    assert (float(age) if age else None) == (0.01 if lead else None), interface
     # the default selection: robot_state_publisher beside, no attitude control, no markers
     default = [cmd[0] for cmd in _as_commands(launch_file._setup(
         _context(launch_file, scenario='kart')))]

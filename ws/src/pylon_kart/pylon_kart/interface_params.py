@@ -6,6 +6,10 @@ from pylon_common import topics
 from pylon_common.parameters import Parameter
 from pylon_protocol.packets import MAX_LEASE_SEC
 
+LOCKSTEP_COMMAND_AGE_SEC = 0.01
+"""``lockstep_command_age_sec`` for a run lock-stepped on the interface's wheel commands: under
+one physics step (0.02 s), so that only a command of the game's current step paces it."""
+
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter('controller_id', 'kart_interface',
               'controller_id of the lease and of every wheel command (stable name)'),

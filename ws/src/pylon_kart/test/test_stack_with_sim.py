@@ -23,6 +23,7 @@ from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_common import topics
 from pylon_kart import sensing
+from pylon_kart.interface_params import LOCKSTEP_COMMAND_AGE_SEC
 from pylon_testing.pilot import COMMAND, LATCHED, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
@@ -42,11 +43,12 @@ LOCKSTEP_WAIT = 5.0
 room for a process a busy machine stalls (pylon_sim's default is 1)."""
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
-ROOM = ('-p', 'lease_duration_sec:=10.0', '-p', 'lockstep_command_age_sec:=0.01')
+ROOM = ('-p', 'lease_duration_sec:=10.0', '-p',
+        f'lockstep_command_age_sec:={LOCKSTEP_COMMAND_AGE_SEC}')
 """Room for a busy machine: the mod's lease runs on its wall clock, and a stall must not cost
 the interface its lease (with 4 s, a full suite on 2 cores once lost it twice in a lap and
 the kart, not driven, left the track): the longest lease the mod grants. The wheel commands
-only on a control_cmd of this game step (the physics step is 0.02 s)."""
+only on a control_cmd of this game step."""
 LAPS = 2
 
 
