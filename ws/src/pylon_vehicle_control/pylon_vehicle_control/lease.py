@@ -147,6 +147,7 @@ class LeaseClient:
         self._last_send: float | None = None
         self._expires_at = 0.0
         self._last_wall: float | None = None
+        self._renewed_wall: float | None = None    # wall clock of the last renewal (``tick``)
         self._sent: list[tuple[int, float]] = []   # (sequence, send time) of acquire/renew
         self.last_reason = ''
 
@@ -233,7 +234,11 @@ class LeaseClient:
 
         ``wall`` (steady clock, s), when ``now`` is game time: a tick more than
         ``lease_duration_sec`` of wall time after the previous one finds the lease run out
-        on the KSP side (``lapse``, reason ``clock_stopped``), whatever game time says.
+        on the KSP side (``lapse``, reason ``clock_stopped``), whatever game time says; and
+        a renewal is due after ``lease_duration_sec / 4`` of game time or of wall time,
+        whichever comes first, since the KSP side times the lease on its wall clock (a game
+        running slower than real time, e.g. lock-stepped to a stack a busy machine slows
+        down, would otherwise renew too late).
         """
         previous, self._last_wall = self._last_wall, wall
         if wall is not None and previous is not None and \
@@ -248,8 +253,10 @@ class LeaseClient:
             return update
         if self.phase == ACQUIRING and self._due(now, self.retry_sec):
             update.commands.append(self._command(ACTION_ACQUIRE, now))
-        elif self.phase == OWNED and self._due(now, self.renew_period_sec):
+        elif self.phase == OWNED and (self._due(now, self.renew_period_sec) or
+                                      self._due_on_wall(wall)):
             update.commands.append(self._command(ACTION_RENEW, now))
+            self._renewed_wall = wall
         return update
 
     def lapse(self, now: float, reason: str) -> LeaseUpdate:
@@ -279,6 +286,15 @@ class LeaseClient:
     def _due(self, now: float, period: float) -> bool:
         return self._last_send is None or now - self._last_send >= period - 1e-9
 
+    def _due_on_wall(self, wall: float | None) -> bool:
+        """Tell whether a renewal is due on the wall clock (the first owned tick: none)."""
+        if wall is None:
+            return False
+        if self._renewed_wall is None:
+            self._renewed_wall = wall               # the lease's first tick: the reference
+            return False
+        return wall - self._renewed_wall >= self.renew_period_sec - 1e-9
+
     def _start_acquire(self, update: LeaseUpdate, now: float, at_once: bool = False) -> None:
         """Start acquiring a new lease: the ACQUIRE now, or with the next tick."""
         self.lease_id = self._new_lease_id(self.controller_id)
@@ -288,6 +304,7 @@ class LeaseClient:
         self._last_sequence = 0
         self._sent = []
         self._expires_at = 0.0
+        self._renewed_wall = None
         self.phase = ACQUIRING
         if at_once or not self.acquire_on_tick:
             update.commands.append(self._command(ACTION_ACQUIRE, now))

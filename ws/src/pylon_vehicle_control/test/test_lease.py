@@ -2,6 +2,7 @@
 
 import itertools
 
+import numpy as np
 from pylon_sim.mod.authority import ControlAuthority
 from pylon_vehicle_control import lease as ls
 from pylon_vehicle_control.lease import LeaseClient
@@ -229,3 +230,31 @@ def test_a_tick_a_lease_after_the_previous_on_the_wall_clock_finds_the_lease_lap
     assert c.tick(5.35).events == [] and c.tick(5.4, wall + 5.0).events == []
     assert c.lapse(5.4, 'clock_stopped').events == ['lost:clock_stopped']
     assert c.lapse(5.4, 'clock_stopped').events == []          # not owned: nothing
+
+
+def test_a_game_slower_than_real_time_renews_on_the_wall_clock():
+    """Game time at a tenth of real time (lock-stepped to a slow stack): renewed on wall time.
+
+    The mod times the lease on its wall clock: it gets a renewal every quarter lease of wall
+    time (here every 0.2 or 0.4 s: the ticks are 0.2 s of wall time apart).
+    """
+    auth, c = ControlAuthority(), make_client(lease_duration_sec=1.0)
+
+    def send(cmds, game, wall):                     # the mod judges on its wall clock
+        for cmd in cmds:
+            assert auth.command(to_payload(cmd), VESSEL, wall).accepted
+            owner = auth.owner or ('', '')
+            c.on_authority(int(auth.owned), *owner, VESSEL, 'ok', game,
+                           auth.last_sequence(owner))
+    send(c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 5.0).commands, 5.0, 100.0)
+    renewed = []
+    for k in range(1, 200):                       # 0.02 game s a tick, 0.2 wall s
+        game, wall = 5.0 + 0.02 * k, 100.0 + 0.2 * k
+        cmds = c.tick(game, wall).commands
+        assert all(cmd.action == ls.ACTION_RENEW for cmd in cmds)
+        send(cmds, game, wall)
+        renewed += [wall] * len(cmds)
+        assert auth.remaining(wall) > 0.0, wall          # never ran out on the mod
+    gaps = np.diff(renewed)
+    assert len(renewed) > 50 and np.all(gaps <= 0.4 + 1e-9), gaps     # (a quarter is 0.25)
+    assert c.owns(game) and auth.owner == ('ctl', 'lease-1')
