@@ -73,6 +73,8 @@ With room, three times the default input timeout, setpoint timeout and lease (a 
 still trips them (a 5 s partition, a 3 s pause, a dead process), and the rows judge the
 cut, which the simulator times with the wrench timeout (kept at its default).
 ``bench/bench_faults.py`` measures the shipped defaults (no room)."""
+FLIGHT_REARMS = 2
+"""Times the flight before a fault arms the controller again after a disarm (a stall)."""
 DIAGNOSTICS_PERIOD_SEC = 0.1
 """The controller's ``diagnostics_period_sec`` here: the rows read its state (armed, the
 lease, refusals) from a fresh report, so each wait costs half a period on average (at the
@@ -164,6 +166,7 @@ class FaultFlight:
         self.timer = node.create_timer(SETPOINT_PERIOD_SEC, self._stream)
         self.estop_sequence = 0
         self.target: tuple[float, ...] | None = None    # the slew's attitude (x, y, z, w)
+        self.flight_rearms: list[str] = []    # disarms before the fault (``slew(rearm=)``)
 
     def commands(self, name: str) -> list[str]:
         """Return the command line of one of the stack's processes."""
@@ -284,11 +287,13 @@ class FaultFlight:
                               'the controller armed')
 
     def slew(self, mode: int = ControlSetpoint.MODE_ATTITUDE_HOLD,
-             degrees: float = SLEW_DEG) -> dict:
+             degrees: float = SLEW_DEG, rearm: bool = False) -> dict:
         """Hold an attitude ``degrees`` about +Z from the estimate; wait until it pushes.
 
         Return the simulator's control status that saw a step push since the setpoint (a
-        short push between two looks included).
+        short push between two looks included). ``rearm`` (the flight before a fault): a
+        controller reported disarmed meanwhile is armed again and the slew sent again, at
+        most ``FLIGHT_REARMS`` times, each noted in ``flight_rearms``.
         """
         # the setpoint names the estimate's frame: the controller takes it once it has an
         # estimate (before, it refuses it, and the MODE_IDLE in force times out)
@@ -301,9 +306,24 @@ class FaultFlight:
         q = setpoint.orientation
         q.x, q.y, q.z, q.w = (float(v) for v in target)
         self.target = (q.x, q.y, q.z, q.w)
-        pushed = self.control()['pushed_steps']
-        self.setpoint = setpoint
-        return self.wait(lambda: self.pushed_since(pushed), 'the slew pushing')
+        for _ in range(FLIGHT_REARMS + 1):
+            pushed = self.control()['pushed_steps']
+            self.setpoint = setpoint
+            seen = self.wait(lambda pushed=pushed: self.pushed_since(pushed) or (
+                self.disarmed_now() if rearm else None), 'the slew pushing')
+            if 'pushed_steps' in seen:
+                return seen
+            # a stall before any fault (the controller's inputs late at real time): armed
+            # again and noted (``flight_rearms``), the row's fault still to come
+            self.flight_rearms.append(seen.get('disarm_reason', ''))
+            self.arm()
+        raise AssertionError(f'the slew disarmed {FLIGHT_REARMS + 1} times before its push: '
+                             f'{self.flight_rearms}')
+
+    def disarmed_now(self) -> dict | None:
+        """Return the newest diagnostics if they report the controller disarmed."""
+        values = self.diagnostics()
+        return values if values.get('armed') == 'False' else None
 
     def on_estimate(self, armed: bool = False) -> Odometry:
         """Wait for a fresh estimate and a report of the controller reading its frame.
@@ -379,6 +399,7 @@ class Matrix(FaultFlight):
         if not self.warm:
             self.warm_up()
         self.audit_start = self.control()['unbacked_steps']
+        self.flight_rearms = []
         self.fly(row)
         before = self.control()
         if at_push and not self.is_pushing(before):
@@ -387,7 +408,8 @@ class Matrix(FaultFlight):
             # the fault cuts a push (its braking at the latest)
             before = self.wait(self.pushing, 'the slew pushing at the fault')
         outcome = Outcome(row, fault_at=before['clock'], pushing_at_fault=self.is_pushing(before),
-                          last_command_at=before['wrench_received_at'])
+                          last_command_at=before['wrench_received_at'],
+                          notes={'flight_rearms': list(self.flight_rearms)})
         self.before = before
         self.life_before = self.view.last('life')
         getattr(self, f'_{row}')(outcome)
@@ -425,9 +447,9 @@ class Matrix(FaultFlight):
         if row == 'estop_idle':
             return
         if row == 'estop_six_dof':
-            self.slew(ControlSetpoint.MODE_SIX_DOF)
+            self.slew(ControlSetpoint.MODE_SIX_DOF, rearm=True)
             return
-        self.slew()
+        self.slew(rearm=True)
         if row == 'estop_detumble':          # braking a real rotation
             self.setpoint = ControlSetpoint(mode=ControlSetpoint.MODE_DETUMBLE)
             self.setpoint.orientation.w = 1.0
