@@ -198,16 +198,21 @@ def test_acquire_on_tick_keeps_the_steady_clock_behaviour_of_tick():
         assert [(m.action, m.lease_id) for m in up.commands] == [(ls.ACTION_ACQUIRE, 'lease-2')]
 
 
-def test_a_tick_a_lease_after_the_previous_on_the_wall_clock_finds_the_lease_lapsed():
-    """Game time stood still (paused) while the wall clock ran on: the mod ended the lease."""
-    auth, c = ControlAuthority(), make_client(lease_duration_sec=1.0, acquire_on_tick=True)
-
-    def send(cmds, game, wall):                     # the mod judges on its wall clock
+def on_wall_clock(auth, c):
+    """Return ``send(cmds, game, wall)``: the mod takes commands on its wall clock, answers."""
+    def send(cmds, game, wall):
         for cmd in cmds:
             assert auth.command(to_payload(cmd), VESSEL, wall).accepted
             owner = auth.owner or ('', '')
             c.on_authority(int(auth.owned), *owner, VESSEL, 'ok', game,
                            auth.last_sequence(owner))
+    return send
+
+
+def test_a_tick_a_lease_after_the_previous_on_the_wall_clock_finds_the_lease_lapsed():
+    """Game time stood still (paused) while the wall clock ran on: the mod ended the lease."""
+    auth, c = ControlAuthority(), make_client(lease_duration_sec=1.0, acquire_on_tick=True)
+    send = on_wall_clock(auth, c)
     c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 5.0)
     wall = 100.0
     send(c.tick(5.0, wall).commands, 5.0, wall)
@@ -239,13 +244,7 @@ def test_a_game_slower_than_real_time_renews_on_the_wall_clock():
     time (here every 0.2 or 0.4 s: the ticks are 0.2 s of wall time apart).
     """
     auth, c = ControlAuthority(), make_client(lease_duration_sec=1.0)
-
-    def send(cmds, game, wall):                     # the mod judges on its wall clock
-        for cmd in cmds:
-            assert auth.command(to_payload(cmd), VESSEL, wall).accepted
-            owner = auth.owner or ('', '')
-            c.on_authority(int(auth.owned), *owner, VESSEL, 'ok', game,
-                           auth.last_sequence(owner))
+    send = on_wall_clock(auth, c)
     send(c.on_lifecycle(ls.LIFECYCLE_ACTIVE, VESSEL, 1, 5.0).commands, 5.0, 100.0)
     renewed = []
     for k in range(1, 200):                       # 0.02 game s a tick, 0.2 wall s
