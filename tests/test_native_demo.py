@@ -80,9 +80,11 @@ def check_recording(record: Path, plots: Path, stdout: str) -> None:
     # within 5 % of the limit, plus what the controller's lateness explains: at real time on
     # the steady clock a command period late is that much longer at full angular
     # acceleration (on a machine running the suite: p99 late by 93 ms, 1.1 deg/s over 10; on
-    # a slower day by 614 ms: real time is not kept there, and only causality is checked)
+    # a slower day by 614 ms: real time is not kept there, and only causality is checked).
+    # The largest lateness, not the p99: a fresh .ci/run saw 11.591 deg/s against the 11.584
+    # that a p99 of 29 ms explains
     late_s = max(float(value) for value in plot.diagnostic_values(
-        recording, names, 'period_jitter_p99_ms')) / 1e3
+        recording, names, 'period_jitter_max_ms')) / 1e3
     stamps = np.array([stamp_of(m) for _, m in recording.of(names['imu'])])
     peak = peak_acceleration(stamps, rates.magnitude_deg_s)
     assert peak < 100.0                                        # a rotation, no jump

@@ -304,6 +304,7 @@ class ControllerNode(Node):
         if len(self.periods) > 10:
             jitter = np.abs(np.array(self.periods) - self.params['command_period_sec'])
             values['period_jitter_p99_ms'] = round(float(np.percentile(jitter, 99)) * 1e3, 3)
+            values['period_jitter_max_ms'] = round(float(jitter.max()) * 1e3, 3)
         level = DiagnosticStatus.OK if self.lease.phase == lease.OWNED else \
             DiagnosticStatus.WARN
         status = DiagnosticStatus(level=level, name='setpoint_controller',
