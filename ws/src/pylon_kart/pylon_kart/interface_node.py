@@ -26,6 +26,7 @@ lease on game time, the bridge's ``/clock``; otherwise the steady clock).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import threading
 import time
 
@@ -64,7 +65,9 @@ from pylon_kart.geometry import Geometry, geometry_of, Wheel
 
 DIAGNOSTICS_PERIOD_SEC = 1.0
 MIN_REACTION_SEC = 0.005
-"""s of wall time between two control steps run at once on a control_cmd."""
+"""s of wall time between two control steps run at once on a control_cmd or actuation_cmd
+(not at the next tick, up to a 20 ms physics step away); but the first command of a new
+game instant always gets one, since a lock-stepped game may be waiting for it."""
 
 
 def wheel_command(client: lease.LeaseClient, order: actuation.WheelOrder, stamp,
@@ -231,25 +234,24 @@ class KartInterfaceNode(Node):
             self.get_logger().warning(f'{what} refused: {reason}', throttle_duration_sec=2.0)
 
     def _on_control(self, msg: AckermannControlCommand) -> None:
+        c = msg.lateral.steering_tire_angle, msg.longitudinal.acceleration
+        self._take('control_cmd', lambda now: self.kart.on_control(*c, now, self.geometry))
+
+    def _on_actuation(self, msg: ActuationCommandStamped) -> None:
+        a = msg.actuation
+        self._take('actuation_cmd', lambda now: self.kart.on_actuation(
+            a.accel_cmd, a.brake_cmd, a.steer_cmd, now, self.geometry))
+
+    def _take(self, what: str, take: Callable[[float], str]) -> None:
+        """Take a command and step at once (``MIN_REACTION_SEC``)."""
         with self.lock:
             now = self.now()
-            self._refused('control_cmd', self.kart.on_control(
-                msg.lateral.steering_tire_angle, msg.longitudinal.acceleration, now,
-                self.geometry))
-            # at once, not at the next tick, which can be a whole 20 ms physics step away (at
-            # most one reaction per MIN_REACTION_SEC of wall time, but always the first
-            # command of a new game instant, which a lock-stepped game may be waiting for)
+            self._refused(what, take(now))
             wall = time.monotonic()
             if wall - self.last_reaction >= MIN_REACTION_SEC or (
                     self.game_time and self.last_step is not None and now > self.last_step):
                 self.last_reaction = wall
                 self._step(now)
-
-    def _on_actuation(self, msg: ActuationCommandStamped) -> None:
-        with self.lock:
-            a = msg.actuation
-            self._refused('actuation_cmd', self.kart.on_actuation(
-                a.accel_cmd, a.brake_cmd, a.steer_cmd, self.now(), self.geometry))
 
     def _on_gear(self, msg: GearCommand) -> None:
         with self.lock:
