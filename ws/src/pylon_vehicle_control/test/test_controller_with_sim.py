@@ -15,6 +15,7 @@ import math
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
+import numpy as np
 from pylon_common import topics
 from pylon_interfaces.msg import (
     ControlAuthorityCommand,
@@ -480,9 +481,11 @@ def test_on_game_time_the_controller_commands_every_period_of_game_time(
     sent = _counts(last)['wrench'] - _counts(first)['wrench']
     measured = (last['clock'] - first['clock']) / sent
     assert measured == pytest.approx(period, rel=0.1), (measured, sent)
-    # the commands' stamps (the controller's clock: game time) say the same
+    # the commands' stamps (the controller's clock: game time) say the same: the median
+    # step, since a reader that a busy machine stalls loses some (a mean of 0.113 s under two
+    # suites side by side, while the simulator counted one every period)
     stamps = [stamp_of(m) for m in user.wait_count('wrench', 50, since)]
-    assert (stamps[-1] - stamps[0]) / (len(stamps) - 1) == pytest.approx(period, rel=0.1)
+    assert float(np.median(np.diff(stamps))) == pytest.approx(period, rel=0.1), stamps
     assert _counts(last)['wrench_refused'] == 0
 
 
