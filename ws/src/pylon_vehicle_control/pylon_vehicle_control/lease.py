@@ -251,6 +251,8 @@ class LeaseClient:
             self._lose(update, 'lease_expired', ACQUIRING)
             self._start_acquire(update, now, at_once=True)
             return update
+        if self.phase == OWNED and self._renewed_wall is None:
+            self._renewed_wall = wall           # the lease's first owned tick: the reference
         if self.phase == ACQUIRING and self._due(now, self.retry_sec):
             update.commands.append(self._command(ACTION_ACQUIRE, now))
         elif self.phase == OWNED and (self._due(now, self.renew_period_sec) or
@@ -287,13 +289,9 @@ class LeaseClient:
         return self._last_send is None or now - self._last_send >= period - 1e-9
 
     def _due_on_wall(self, wall: float | None) -> bool:
-        """Tell whether a renewal is due on the wall clock (the first owned tick: none)."""
-        if wall is None:
-            return False
-        if self._renewed_wall is None:
-            self._renewed_wall = wall               # the lease's first tick: the reference
-            return False
-        return wall - self._renewed_wall >= self.renew_period_sec - 1e-9
+        """Tell whether a renewal is due on the wall clock (none without one)."""
+        return wall is not None and self._renewed_wall is not None and \
+            wall - self._renewed_wall >= self.renew_period_sec - 1e-9
 
     def _start_acquire(self, update: LeaseUpdate, now: float, at_once: bool = False) -> None:
         """Start acquiring a new lease: the ACQUIRE now, or with the next tick."""
