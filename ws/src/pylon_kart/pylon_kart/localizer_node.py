@@ -2,7 +2,10 @@
 
 The logic is ``localizer.Localizer`` (an EKF; its docstring gives the model and the noise).
 This node feeds it, each input at the time it is received on this node's clock (ROS time;
-``use_sim_time`` works):
+``use_sim_time`` works); on game time (``use_sim_time``) a fix's stamp is on that clock too,
+and the filter carries the fix forward over its age (``Localizer.on_fix``): a busy machine
+delivers fixes late, by up to 4x more game time than wall time in a game at 4x real time;
+the largest |age| seen is ``fix_age_max_ms`` in the diagnostics:
 
 - ``/sensing/gnss/nav_sat_fix`` (``sensor_msgs/NavSatFix``): latitude, longitude, altitude
   to ``map`` with the track's ``Track.map_from_geodetic``; the fix's covariance
@@ -32,6 +35,7 @@ from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from pylon_common import diagnostics, node_main, qos, topics
 from pylon_common.parameters import declare, Parameter
+from pylon_common.stamps import to_seconds
 from pylon_protocol import frames
 from pylon_track import load_track
 from rclpy.node import Node
@@ -87,6 +91,8 @@ class LocalizerNode(Node):
         self.initial_pose_srv = self.create_service(
             Trigger, topics.name('stack/set_initial_pose'), self._on_set_initial_pose)
         self.received = {'gnss': 0, 'imu': 0, 'velocity': 0}
+        self.game_time = bool(self.get_parameter('use_sim_time').value)
+        self.fix_age_max = 0.0                  # s, the largest |age| of a fix (game time)
         self.published = 0
         self.initial_poses_set = 0
         reader = qos.qos_profile(qos.SENSOR_READER)
@@ -127,8 +133,13 @@ class LocalizerNode(Node):
         x, y, _ = self.track.map_from_geodetic(msg.latitude, msg.longitude, msg.altitude)
         cov = msg.position_covariance if msg.position_covariance_type != \
             NavSatFix.COVARIANCE_TYPE_UNKNOWN else [0.0] * 9
+        now = self._now()
+        # on game time the fix's stamp is on this clock: its age is the delivery's delay
+        stamp = to_seconds(msg.header.stamp)
+        age = now - stamp if self.game_time and stamp > 0.0 else 0.0
+        self.fix_age_max = max(self.fix_age_max, abs(age))
         self._refused('GNSS fix', self.filter.on_fix(
-            self._now(), (x, y), localizer.fix_covariance(cov, self.noise), msg.status.status))
+            now, (x, y), localizer.fix_covariance(cov, self.noise), msg.status.status, age))
 
     def _on_imu(self, msg: Imu) -> None:
         self.received['imu'] += 1
@@ -165,6 +176,7 @@ class LocalizerNode(Node):
         values = {**{f'received_{k}': n for k, n in self.received.items()},
                   **{f'refused_{k}': n for k, n in sorted(self.filter.counts.items())},
                   'published': self.published, 'initial_poses_set': self.initial_poses_set,
+                  'fix_age_max_ms': round(1e3 * self.fix_age_max, 1),
                   'position_sigma_m': round(math.sqrt(max(b.cov[0, 0], b.cov[1, 1])), 3),
                   'yaw_sigma_deg': round(math.degrees(math.sqrt(b.cov[2, 2])), 2),
                   'yaw_rate_bias': round(float(b.mean[4]), 4)}
