@@ -9,7 +9,10 @@ works), Reliable (``qos.COMMAND``: it reaches the interface's Best Effort reader
 Reliable ones such as ``ros2 topic echo``, as the competition's does). It sends nothing
 until it has a trajectory and a fresh state: a state received more than
 ``state_timeout_sec`` ago (on this node's clock) stops the commands, and the kart's
-interface then brakes the kart to a stop by its own timeout. A trajectory or a state with a
+interface then brakes the kart to a stop by its own timeout. The first state after a step
+that found the state stale gets its command at once, not at the next step: on game time the
+next step may never come, when the game, lock-stepped on this node's commands through the
+interface, stands still waiting for one. A trajectory or a state with a
 non-finite number is refused, logged and counted (diagnostics), and the last good one
 stays.
 """
@@ -68,6 +71,7 @@ class PurePursuitNode(Node):
         self.state: pure_pursuit.KartState | None = None
         self.state_time: float | None = None
         self.last: pure_pursuit.Command | None = None
+        self.starved = False                     # the last step found the state stale
         self.counts = {'commands': 0, 'clamped': 0, 'stale': 0, 'refused_state': 0,
                        'refused_trajectory': 0}
         reader = qos.qos_profile(qos.SENSOR_READER)
@@ -107,11 +111,14 @@ class PurePursuitNode(Node):
             self._refuse('state', 'a non-finite number')
             return
         self.state, self.state_time = state, self._now()
+        if self.starved:                    # the last step had no fresh state: command now
+            self._tick()
 
     def _tick(self) -> None:
         if self.traj is None or self.state is None:
             return
-        if self._now() - self.state_time > self.timeout:
+        self.starved = self._now() - self.state_time > self.timeout
+        if self.starved:
             self.counts['stale'] += 1
             return
         cmd = self.last = pure_pursuit.control(self.traj, self.state, self.params, self.xy)
