@@ -21,7 +21,11 @@ service answers once the lease is owned (``success`` true) or after
 the lease's answers keep flowing while it waits.
 
 Clocks: as ``setpoint_controller`` (``use_sim_time``: the loop, the command timeout and the
-lease on game time, the bridge's ``/clock``; otherwise the steady clock).
+lease on game time, the bridge's ``/clock``; otherwise the steady clock), but on game time
+the lease is also ticked by a steady timer: renewed every ``lease_duration_sec / 4`` of game
+or wall time, whichever comes first, so that a game that stands still (paused, or
+lock-stepped and waiting for a stalled stack) keeps the kart's lease, and the client never
+finds it lapsed (``clock_stopped``) after such a stand-still.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from pylon_kart import actuation, interface_params, longitudinal, vehicle
 from pylon_kart.geometry import Geometry, geometry_of, Wheel
 
 DIAGNOSTICS_PERIOD_SEC = 1.0
+STEADY = Clock(clock_type=ClockType.STEADY_TIME)
 MIN_REACTION_SEC = 0.005
 """s of wall time between two control steps run at once on a control_cmd or actuation_cmd
 (not at the next tick, up to a 20 ms physics step away); but the first command of a new
@@ -84,6 +89,11 @@ def wheel_command(client: lease.LeaseClient, order: actuation.WheelOrder, stamp,
     return msg
 
 
+def newest_stamp(wheel_states):
+    """Return the newest wheel state's stamp (what the speeds were measured at), if any."""
+    return max((m.header.stamp for m in wheel_states), key=to_seconds, default=None)
+
+
 def _wheel(msg: WheelState) -> Wheel:
     return Wheel(msg.id, msg.position.x, msg.position.y, msg.radius,
                  msg.steering_enabled, msg.max_steering_angle, msg.max_drive_torque,
@@ -98,8 +108,7 @@ class KartInterfaceNode(Node):
         super().__init__(topics.KART_INTERFACE)
         self.params = p = declare(self, interface_params.PARAMETERS)
         self.game_time = bool(self.get_parameter('use_sim_time').value)
-        self.clock = self.get_clock() if self.game_time else \
-            Clock(clock_type=ClockType.STEADY_TIME)
+        self.clock = self.get_clock() if self.game_time else STEADY
         self.kart = vehicle.KartInterface(
             vehicle.Limits(p['command_timeout_sec'], p['max_acceleration'],
                            p['stop_deceleration'], p['park_speed'],
@@ -119,6 +128,10 @@ class KartInterfaceNode(Node):
         self.counts = {'wheel_commands_sent': 0, 'leases_lost': 0, 'commands_refused': 0}
         self._wire(p['topic_prefix'])
         self.timer = self.create_timer(p['control_period_sec'], self._tick, clock=self.clock)
+        # on game time the lease also ticks on the wall clock: a game standing still (paused,
+        # or lock-stepped on a stalled stack) costs no lease
+        self.lease_timer = self.create_timer(p['lease_duration_sec'] / 8.0, self._tick_lease,
+                                             clock=STEADY) if self.game_time else None
         self.diag_timer = self.create_timer(DIAGNOSTICS_PERIOD_SEC, self._diagnostics,
                                             clock=self.clock)
         self.mode_service = ModeService(self)
@@ -290,11 +303,14 @@ class KartInterfaceNode(Node):
     # -- the loop ----------------------------------------------------------------------------
     def _tick(self) -> None:
         with self.lock:
-            now = self.now()
+            self._tick_lease()
+            self._step(self.now())
+
+    def _tick_lease(self) -> None:
+        with self.lock:
             if self.lease is not None:
-                self._send_lease(self.lease.tick(now, time.monotonic() if self.game_time
+                self._send_lease(self.lease.tick(self.now(), time.monotonic() if self.game_time
                                                  else None))
-            self._step(now)
 
     def _step(self, now: float) -> None:
         g = self.geometry
@@ -328,7 +344,7 @@ class KartInterfaceNode(Node):
 
     def _publish_status(self) -> None:
         stamp = self.get_clock().now().to_msg()
-        measured_at = self._measured_stamp() or stamp
+        measured_at = newest_stamp(self.wheel_msgs.values()) or stamp
         m = self.measured
         mode = self.kart.report_mode(self.ready, self.engaged_now(self.now()))
         self.mode_pub.publish(ControlModeReport(stamp=stamp, mode=mode))
@@ -345,12 +361,6 @@ class KartInterfaceNode(Node):
         status.status.accel_status, status.status.brake_status = self._applied_accel_brake()
         status.status.steer_status = float(m.steering_tire_angle)
         self.actuation_pub.publish(status)
-
-    def _measured_stamp(self):
-        """Return the newest wheel state's stamp (what the speeds were measured at), if any."""
-        if not self.wheel_msgs:
-            return None
-        return max((m.header.stamp for m in self.wheel_msgs.values()), key=to_seconds)
 
     def _applied_accel_brake(self) -> tuple[float, float]:
         """Return the motors' applied torque (fraction of their limit) and the brake."""
