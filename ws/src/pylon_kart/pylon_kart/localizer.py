@@ -29,7 +29,9 @@ Measurements:
   (``carried_forward``; back, for a negative age), and refused as ``gnss_stale`` beyond
   ``MAX_FIX_AGE_SEC`` either way: a fix
   delivered late would otherwise pull the estimate back by the distance driven meanwhile
-  (at 10 m/s, 1 m for every 0.1 s of delay).
+  (at 10 m/s, 1 m for every 0.1 s of delay). A gyro reading taken ``age`` s before it
+  reaches the filter corrects the heading the filter integrated meanwhile at the previous
+  rate (``late_rate_correction``).
 - **Speed** (``update_speed``): ``VelocityReport.longitudinal_velocity``, variance
   ``speed_sigma``².
 
@@ -136,6 +138,23 @@ def carried_forward(belief: Belief, yaw_rate: float, xy, age: float) -> np.ndarr
     return xy + v * age * np.array([math.cos(heading), math.sin(heading)])
 
 
+def late_rate_correction(belief: Belief, rate_change: float, age: float) -> Belief:
+    """Return ``belief`` corrected for a gyro reading that came ``age`` s late.
+
+    The filter turned at the previous rate over the last ``age`` s; the reading says the rate
+    was ``rate_change`` rad/s more: the heading is ``rate_change·age`` more, and the position
+    moved to the side of the heading by ``v·age·rate_change·age / 2`` (the heading's error
+    grew linearly over the interval).
+    """
+    mean = belief.mean.copy()
+    turn = rate_change * age
+    side = 0.5 * mean[V] * age * turn
+    mean[X] -= side * math.sin(mean[YAW])
+    mean[Y] += side * math.cos(mean[YAW])
+    mean[YAW] = _wrap(mean[YAW] + turn)
+    return Belief(mean, belief.cov)
+
+
 def position_residual(belief: Belief, xy, r: np.ndarray) -> float:
     """Return the squared Mahalanobis distance of a position fix (m, map; covariance r m²)."""
     residual = np.asarray(xy, dtype=float) - belief.mean[:2]
@@ -196,11 +215,20 @@ class Localizer:
             self.belief = predict(self.belief, self.yaw_rate, dt / steps, self.noise)
         self.t = t
 
-    def on_yaw_rate(self, t: float, yaw_rate: float) -> str:
-        """Take a gyro yaw rate (rad/s, base_link z) at ``t``; return '' or why refused."""
-        if not math.isfinite(yaw_rate):
+    def on_yaw_rate(self, t: float, yaw_rate: float, age: float = 0.0) -> str:
+        """Take a gyro yaw rate (rad/s, base_link z) at ``t``; return '' or why refused.
+
+        ``age``: s between the reading and ``t`` (0: unknown, or none). The filter held the
+        previous reading over that time; the heading (and the position, to first order) is
+        corrected by the difference (``late_rate_correction``), over ``MAX_FIX_AGE_SEC`` at
+        most.
+        """
+        if not (math.isfinite(yaw_rate) and math.isfinite(age)):
             return self._refuse('imu_not_finite')
         self.advance(t)
+        if age > 0.0:
+            self.belief = late_rate_correction(self.belief, yaw_rate - self.yaw_rate,
+                                               min(age, MAX_FIX_AGE_SEC))
         self.yaw_rate = float(yaw_rate)
         return ''
 

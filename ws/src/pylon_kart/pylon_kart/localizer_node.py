@@ -2,10 +2,12 @@
 
 The logic is ``localizer.Localizer`` (an EKF; its docstring gives the model and the noise).
 This node feeds it, each input at the time it is received on this node's clock (ROS time;
-``use_sim_time`` works); on game time (``use_sim_time``) a fix's stamp is on that clock too,
-and the filter carries the fix forward over its age (``Localizer.on_fix``): a busy machine
-delivers fixes late, by up to 4x more game time than wall time in a game at 4x real time;
-the largest |age| seen is ``fix_age_max_ms`` in the diagnostics:
+``use_sim_time`` works); on game time (``use_sim_time``) the stamps of the fixes and the
+gyro's readings are on that clock too, and the filter allows for their age (a fix carried
+forward over it, ``Localizer.on_fix``; the heading turned at the previous rate meanwhile
+corrected, ``Localizer.on_yaw_rate``): a busy machine delivers them late, by 4x more game
+time than wall time in a game at 4x real time; the largest |age| seen is
+``input_age_max_ms`` in the diagnostics:
 
 - ``/sensing/gnss/nav_sat_fix`` (``sensor_msgs/NavSatFix``): latitude, longitude, altitude
   to ``map`` with the track's ``Track.map_from_geodetic``; the fix's covariance
@@ -92,7 +94,7 @@ class LocalizerNode(Node):
             Trigger, topics.name('stack/set_initial_pose'), self._on_set_initial_pose)
         self.received = {'gnss': 0, 'imu': 0, 'velocity': 0}
         self.game_time = bool(self.get_parameter('use_sim_time').value)
-        self.fix_age_max = 0.0                  # s, the largest |age| of a fix (game time)
+        self.age_max = 0.0                  # s, the largest |age| of a fix or gyro reading
         self.published = 0
         self.initial_poses_set = 0
         reader = qos.qos_profile(qos.SENSOR_READER)
@@ -134,16 +136,26 @@ class LocalizerNode(Node):
         cov = msg.position_covariance if msg.position_covariance_type != \
             NavSatFix.COVARIANCE_TYPE_UNKNOWN else [0.0] * 9
         now = self._now()
-        # on game time the fix's stamp is on this clock: its age is the delivery's delay
-        stamp = to_seconds(msg.header.stamp)
-        age = now - stamp if self.game_time and stamp > 0.0 else 0.0
-        self.fix_age_max = max(self.fix_age_max, abs(age))
+        age = self._age(now, msg.header.stamp)
         self._refused('GNSS fix', self.filter.on_fix(
             now, (x, y), localizer.fix_covariance(cov, self.noise), msg.status.status, age))
 
     def _on_imu(self, msg: Imu) -> None:
         self.received['imu'] += 1
-        self._refused('IMU', self.filter.on_yaw_rate(self._now(), msg.angular_velocity.z))
+        now = self._now()
+        self._refused('IMU', self.filter.on_yaw_rate(now, msg.angular_velocity.z,
+                                                     self._age(now, msg.header.stamp)))
+
+    def _age(self, now: float, stamp) -> float:
+        """Return how long before ``now`` a measurement stamped ``stamp`` was taken.
+
+        On game time the stamps are on this node's clock: the age is the delivery's delay
+        (0 off game time, or without a stamp); the largest |age| is in the diagnostics.
+        """
+        t = to_seconds(stamp)
+        age = now - t if self.game_time and t > 0.0 else 0.0
+        self.age_max = max(self.age_max, abs(age))
+        return age
 
     def _on_velocity(self, msg: VelocityReport) -> None:
         self.received['velocity'] += 1
@@ -176,7 +188,7 @@ class LocalizerNode(Node):
         values = {**{f'received_{k}': n for k, n in self.received.items()},
                   **{f'refused_{k}': n for k, n in sorted(self.filter.counts.items())},
                   'published': self.published, 'initial_poses_set': self.initial_poses_set,
-                  'fix_age_max_ms': round(1e3 * self.fix_age_max, 1),
+                  'input_age_max_ms': round(1e3 * self.age_max, 1),
                   'position_sigma_m': round(math.sqrt(max(b.cov[0, 0], b.cov[1, 1])), 3),
                   'yaw_sigma_deg': round(math.degrees(math.sqrt(b.cov[2, 2])), 2),
                   'yaw_rate_bias': round(float(b.mean[4]), 4)}

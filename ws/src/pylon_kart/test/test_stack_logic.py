@@ -228,6 +228,33 @@ def test_a_late_fix_is_carried_forward_over_its_age():
     assert est.belief is belief
 
 
+def late_gyro_run(tell_age: bool):
+    """Drive 10 m/s straight, then turn at 0.5 rad/s from 1 s; gyro readings 0.2 s late.
+
+    Return the heading error (rad) and the position error (m) at 3 s (dead reckoning only).
+    """
+    est = localizer.Localizer(localizer.initial(0.0, 0.0, 0.0, speed=10.0))
+    delay, v, w = 0.2, 10.0, 0.5
+    for i in range(301):
+        t = 0.01 * i
+        measured = t - delay
+        rate = w if measured >= 1.0 else 0.0
+        est.on_yaw_rate(t, rate, age=delay if tell_age else 0.0)
+    est.advance(3.0)
+    yaw = w * 2.0
+    true = (v * 1.0 + v / w * math.sin(yaw), v / w * (1.0 - math.cos(yaw)))
+    m = est.belief.mean
+    return abs(math.remainder(m[2] - yaw, 2 * math.pi)), math.dist(m[:2], true)
+
+
+def test_a_late_gyro_reading_corrects_the_heading_turned_meanwhile():
+    yaw_err, pos_err = late_gyro_run(tell_age=True)
+    print(f'gyro 0.2 s late: heading error {yaw_err:.4f} rad, position {pos_err:.3f} m')
+    assert yaw_err < 0.005 and pos_err < 0.2
+    yaw_err, pos_err = late_gyro_run(tell_age=False)   # the turn starts 0.2 s late
+    assert yaw_err == pytest.approx(0.1, abs=0.005) and pos_err > 1.0
+
+
 def test_carried_forward_moves_a_fix_along_the_believed_arc():
     belief = localizer.initial(0.0, 0.0, 0.0, speed=10.0)
     assert localizer.carried_forward(belief, 0.0, [1.0, 2.0], 0.2) == \
