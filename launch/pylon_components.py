@@ -29,7 +29,8 @@ kart's sensors at the competition's names (``pylon_kart.sensing.bridge_arguments
 interface reads the IMU there too; every kart node runs on game time (unless
 ``use_sim_time=False``), and faster than real time the game lock-steps with the interface's
 wheel commands (``KART_LOCKSTEP_LEAD_SEC``), which then follow the reference stack's
-``control_cmd`` (``lockstep_command_age_sec``): the game waits for the stack. RViz opens
+``control_cmd`` (``lockstep_command_age_sec``): the game waits for the stack; its lease, on
+game time, is scaled by the rate (``lease_for_rate``: a second of wall time). RViz opens
 ``rviz/kart.rviz``.
 """
 
@@ -45,7 +46,7 @@ import tempfile
 from pylon_common import mission, topics
 from pylon_common.parameters import section_node
 from pylon_kart import sensing
-from pylon_kart.interface_params import LOCKSTEP_COMMAND_AGE_SEC
+from pylon_kart.interface_params import lease_for_rate, LOCKSTEP_COMMAND_AGE_SEC
 from pylon_kart.interface_params import PARAMETERS as KART_INTERFACE_PARAMETERS
 from pylon_protocol import management
 from pylon_protocol.packets import COMMAND_PORT, STATE_PORT
@@ -480,6 +481,7 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
                 fixed['use_sim_time'] = True
             if kart and name == KART.name and lead is not None:
                 fixed['lockstep_command_age_sec'] = LOCKSTEP_COMMAND_AGE_SEC
+                fixed['lease_duration_sec'] = lease_for_rate(sim_rate_of(sim_rate))
             if name == RECORD.name and record_output:
                 fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))

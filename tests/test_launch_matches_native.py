@@ -287,6 +287,10 @@ def test_launch_and_native_demo_start_the_same_kart(launch_file, rate):
     # faster than real time the interface's wheel commands follow the stack's control_cmd
     age = _fixed(interface).get('lockstep_command_age_sec')
     assert (float(age) if age else None) == (0.01 if lead else None), interface
+    # and its lease, on game time, lasts a second of wall time
+    lease = _fixed(interface).get('lease_duration_sec')
+    assert (float(lease) if lease else None) == (
+        min(float(rate), 10.0) if lead else None), interface
     # the default selection: robot_state_publisher beside, no attitude control, no markers
     default = [cmd[0] for cmd in _as_commands(launch_file._setup(
         _context(launch_file, scenario='kart')))]

@@ -162,6 +162,7 @@ def test_native_demo_drives_the_kart(free_udp_port, tmp_path):
     starting = [line for line in lines if line.startswith('demo: starting ')]
     assert f'--rate {RATE} --lockstep-lead 0.06' in starting[0], starting[0]
     assert 'lockstep_command_age_sec:=0.01' in starting[2], starting[2]
+    assert f'lease_duration_sec:={float(RATE)}' in starting[2], starting[2]
     # (a line before the localizer's first estimate says ``speed   -``)
     said = [line.split(' speed ')[1].split()[0] for line in lines
             if line.startswith('mode AUTONOMOUS ') and ' speed ' in line]

@@ -10,10 +10,13 @@ LOCKSTEP_COMMAND_AGE_SEC = 0.01
 """``lockstep_command_age_sec`` for a run lock-stepped on the interface's wheel commands: under
 one physics step (0.02 s), so that only a command of the game's current step paces it."""
 
+LEASE_DURATION_SEC = 1.0
+"""``lease_duration_sec``'s default: a lease of one second of the game's clock."""
+
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter('controller_id', 'kart_interface',
               'controller_id of the lease and of every wheel command (stable name)'),
-    Parameter('lease_duration_sec', 1.0,
+    Parameter('lease_duration_sec', LEASE_DURATION_SEC,
               's, lease lifetime of each acquire/renew (renewed every lease_duration_sec / 4)',
               0.1, MAX_LEASE_SEC),
     Parameter('control_period_sec', 0.02,
@@ -43,3 +46,16 @@ PARAMETERS: tuple[Parameter, ...] = (
               's (steady clock), how long the mode service waits for the lease', 0.1, 30.0),
     topics.TOPIC_PREFIX,
 )
+
+
+def lease_for_rate(rate: float) -> float:
+    """Return ``lease_duration_sec`` for a game at ``rate`` x real time (0: back to back).
+
+    On game time the lease runs on the game's clock (``pylon_sim`` times leases on its own,
+    at ``rate``): scaled by the rate, it lasts the default's wall time, so that the delays
+    of a busy machine (wall time) cost no more of it than at real time; ``MAX_LEASE_SEC`` at
+    most, and for a game with no pace.
+    """
+    if rate <= 0.0:
+        return MAX_LEASE_SEC
+    return min(LEASE_DURATION_SEC * max(rate, 1.0), MAX_LEASE_SEC)

@@ -35,6 +35,7 @@ from pylon_interfaces.msg import (
     WheelCommand,
     WheelState,
 )
+from pylon_kart.interface_params import lease_for_rate
 from pylon_testing.node_status import values_of
 from pylon_testing.pilot import acquire, COMMAND, LATCHED, Pilot, send_authority, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
@@ -80,7 +81,7 @@ def interface(stack, module_ros_process):
     # must not cost it), and the command timeout on game time, RATE x the wall's (this
     # test's command stream, paced by the interface's statuses, may fall that far behind)
     return module_ros_process(['kart_interface', '--ros-args', '-p', 'use_sim_time:=true',
-                               '-p', f'lease_duration_sec:={1.0 * RATE}',
+                               '-p', f'lease_duration_sec:={lease_for_rate(RATE)}',
                                '-p', f'command_timeout_sec:={TIMEOUT}'],
                               name='kart_interface')
 

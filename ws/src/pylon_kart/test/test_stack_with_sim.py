@@ -23,7 +23,7 @@ from nav_msgs.msg import Odometry
 import numpy as np
 from pylon_common import topics
 from pylon_kart import sensing
-from pylon_kart.interface_params import LOCKSTEP_COMMAND_AGE_SEC
+from pylon_kart.interface_params import lease_for_rate, LOCKSTEP_COMMAND_AGE_SEC
 from pylon_testing.pilot import COMMAND, LATCHED, STREAM
 from pylon_testing.recorder import stamp_of, TopicRecorder
 from pylon_testing.scenarios import write_scenario
@@ -43,12 +43,12 @@ LOCKSTEP_WAIT = 5.0
 room for a process a busy machine stalls (pylon_sim's default is 1)."""
 ON_GAME_TIME = ('--ros-args', '-p', 'use_sim_time:=true')
 TRACK = load_track('kart')
-ROOM = ('-p', 'lease_duration_sec:=2.0', '-p',
+ROOM = ('-p', f'lease_duration_sec:={lease_for_rate(RATE)}', '-p',
         f'lockstep_command_age_sec:={LOCKSTEP_COMMAND_AGE_SEC}')
-"""The wheel commands only on a control_cmd of this game step. The lease: shorter than the
+"""As the launch file faster than real time: the wheel commands only on a control_cmd of this
+game step; the lease (game time) scaled by the rate, a second of wall time, shorter than the
 game's stand-still while the controller is stopped (``LOCKSTEP_WAIT``), which it must
-outlive (the interface renews it on the wall clock too), with room for a stall of the
-interface itself on a busy machine (renewed every 0.5 s of wall time)."""
+outlive (the interface also ticks it on the wall clock)."""
 LAPS = 2
 
 
