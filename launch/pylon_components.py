@@ -447,7 +447,8 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
     """
     if record_output:
         components = (*select(components), RECORD.name)
-    if use_real_ksp and sim_rate_of(sim_rate) != 1.0:
+    rate = sim_rate_of(sim_rate)
+    if use_real_ksp and rate != 1.0:
         raise ValueError("sim_rate is the simulator's; with a real KSP use use_sim_time "
                          '(game time, e.g. under physics warp)')
     kart = is_kart(scenario)
@@ -456,7 +457,7 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
                          '(disable_ground_truth must not be false with the kart scenario)')
     game_time = use_sim_time is not False if kart else on_game_time(sim_rate, use_sim_time)
     lead = ((KART_LOCKSTEP_LEAD_SEC if kart else LOCKSTEP_LEAD_SEC)
-            if game_time and sim_rate_of(sim_rate) != 1.0 else None)
+            if game_time and rate != 1.0 else None)
     selected = effective(select(components), use_real_ksp, scenario)
     bridge = bridge_parameters((*selected, *external),
                                disable_ground_truth=True if kart else disable_ground_truth,
@@ -481,7 +482,7 @@ def plan(components: str | Iterable[str] = '', *, overlays: Sequence[str] = (),
                 fixed['use_sim_time'] = True
             if kart and name == KART.name and lead is not None:
                 fixed['lockstep_command_age_sec'] = LOCKSTEP_COMMAND_AGE_SEC
-                fixed['lease_duration_sec'] = lease_for_rate(sim_rate_of(sim_rate))
+                fixed['lease_duration_sec'] = lease_for_rate(rate)
             if name == RECORD.name and record_output:
                 fixed['output'] = record_output
             files = tuple(str(f) for f in parameter_files(name, overlays, proc))

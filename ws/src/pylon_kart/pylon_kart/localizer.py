@@ -27,7 +27,7 @@ Measurements:
   ``age`` s before it reaches the filter (its stamp, when the caller's clock is the one the
   stamps are on) is first carried forward over that age along the believed motion
   (``carried_forward``; back, for a negative age), and refused as ``gnss_stale`` beyond
-  ``MAX_FIX_AGE_SEC`` either way: a fix
+  ``MAX_INPUT_AGE_SEC`` either way: a fix
   delivered late would otherwise pull the estimate back by the distance driven meanwhile
   (at 10 m/s, 1 m for every 0.1 s of delay). A gyro reading taken ``age`` s before it
   reaches the filter corrects the heading the filter integrated meanwhile at the previous
@@ -55,8 +55,9 @@ REINIT_AFTER_REJECTS = 3
 a filter that has drifted (late or lost gyro readings on a loaded machine drifted one 3.6 m
 in a second at 10 m/s) must not drive the kart on its own belief for long; one bad fix
 between good ones is still refused."""
-MAX_FIX_AGE_SEC = 0.5
-"""s: a fix measured longer ago (or later) is refused (``gnss_stale``), not carried."""
+MAX_INPUT_AGE_SEC = 0.5
+"""s: a fix measured longer ago (or later) is refused (``gnss_stale``), not carried; a late
+gyro reading corrects the heading over this long at most."""
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ class Localizer:
 
         ``age``: s between the reading and ``t`` (0: unknown, or none). The filter held the
         previous reading over that time; the heading (and the position, to first order) is
-        corrected by the difference (``late_rate_correction``), over ``MAX_FIX_AGE_SEC`` at
+        corrected by the difference (``late_rate_correction``), over ``MAX_INPUT_AGE_SEC`` at
         most.
         """
         if not (math.isfinite(yaw_rate) and math.isfinite(age)):
@@ -231,7 +232,7 @@ class Localizer:
         self.advance(t)
         if age > 0.0:
             self.belief = late_rate_correction(self.belief, yaw_rate - self.yaw_rate,
-                                               min(age, MAX_FIX_AGE_SEC))
+                                               min(age, MAX_INPUT_AGE_SEC))
         self.yaw_rate = float(yaw_rate)
         return ''
 
@@ -252,7 +253,7 @@ class Localizer:
             return self._refuse('gnss_no_fix')
         if not (np.all(np.isfinite(xy)) and np.all(np.isfinite(r)) and math.isfinite(age)):
             return self._refuse('gnss_not_finite')
-        if abs(age) > MAX_FIX_AGE_SEC:
+        if abs(age) > MAX_INPUT_AGE_SEC:
             return self._refuse('gnss_stale')
         self.advance(t)
         xy = carried_forward(self.belief, self.yaw_rate, xy, age)

@@ -221,7 +221,7 @@ def test_a_late_fix_is_carried_forward_over_its_age():
     pos_err, _, est = circle_run(seed=7, delay=0.3, tell_age=False)
     assert math.sqrt(np.mean(pos_err ** 2)) > 1.0
     belief, t = est.belief, est.t
-    late = localizer.MAX_FIX_AGE_SEC + 0.01
+    late = localizer.MAX_INPUT_AGE_SEC + 0.01
     assert est.on_fix(t, list(belief.mean[:2]), np.eye(2), age=late) == 'gnss_stale'
     assert est.on_fix(t, list(belief.mean[:2]), np.eye(2), age=-late) == 'gnss_stale'
     assert est.on_fix(t, list(belief.mean[:2]), np.eye(2), age=math.nan) == 'gnss_not_finite'
